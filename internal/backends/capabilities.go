@@ -1,0 +1,133 @@
+package backends
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+	"github.com/sandboxio/terraform-provider-sandboxio/policies"
+)
+
+// Capabilities describes what one backend (or Docker runtime) can enforce.
+// The descriptors are read from the policy bundle's capabilities/data.json,
+// the same data the Rego rules see, so Go and Rego cannot disagree.
+type Capabilities struct {
+	Key     string     `json:"key"`
+	Backend string     `json:"backend"`
+	Runtime string     `json:"runtime"`
+	Tier    model.Tier `json:"tier"`
+	Network struct {
+		Deny          bool     `json:"deny"`
+		DenyControl   string   `json:"deny_control"`
+		Allowlist     bool     `json:"allowlist"`
+		AllowKinds    []string `json:"allow_kinds"`
+		AllowlistNote string   `json:"allowlist_note"`
+	} `json:"network"`
+	Caps struct {
+		Mode             string   `json:"mode"` // per_sandbox | template | none
+		Settable         []string `json:"settable"`
+		MemoryBoundsSwap bool     `json:"memory_bounds_swap"`
+		PidsCeiling      bool     `json:"pids_ceiling"`
+		MaxPids          int64    `json:"max_pids"`
+		Note             string   `json:"note,omitempty"`
+	} `json:"caps"`
+	NativeLabels           bool     `json:"native_labels"`
+	TenantStorage          bool     `json:"tenant_storage"`
+	BlockedEgressReporting bool     `json:"blocked_egress_reporting"`
+	MaxLifetimeSeconds     int64    `json:"max_lifetime_seconds"`
+	LiveChecks             []string `json:"live_checks"`
+}
+
+// Caps modes.
+const (
+	CapsPerSandbox = "per_sandbox"
+	CapsTemplate   = "template"
+	CapsNone       = "none"
+)
+
+type capabilityData struct {
+	Backends map[string]Capabilities `json:"backends"`
+	Tiers    map[model.Tier]int      `json:"tiers"`
+	Defaults model.Caps              `json:"default_caps"`
+}
+
+var (
+	loadOnce sync.Once
+	loaded   capabilityData
+	loadErr  error
+	raw      map[string]any
+)
+
+func load() {
+	b, err := policies.Bundle.ReadFile(policies.CapabilitiesPath)
+	if err != nil {
+		loadErr = fmt.Errorf("capabilities read: %w", err)
+		return
+	}
+	if err := json.Unmarshal(b, &loaded); err != nil {
+		loadErr = fmt.Errorf("capabilities decode: %w", err)
+		return
+	}
+	var whole struct {
+		Backends map[string]any `json:"backends"`
+	}
+	if err := json.Unmarshal(b, &whole); err != nil {
+		loadErr = fmt.Errorf("capabilities decode: %w", err)
+		return
+	}
+	raw = whole.Backends
+}
+
+func data() capabilityData {
+	loadOnce.Do(load)
+	if loadErr != nil {
+		// The file is embedded at build time and checked by tests; failing
+		// here means the binary itself is broken.
+		panic(loadErr)
+	}
+	return loaded
+}
+
+// Lookup returns the descriptor for a capability key (docker/<runtime>, or
+// the backend scheme).
+func Lookup(key string) (Capabilities, bool) {
+	c, ok := data().Backends[key]
+	return c, ok
+}
+
+// LookupRaw returns the descriptor as generic JSON, as the policy input
+// document carries it.
+func LookupRaw(key string) (map[string]any, bool) {
+	data()
+	m, ok := raw[key].(map[string]any)
+	return m, ok
+}
+
+// Keys lists every capability key, sorted.
+func Keys() []string {
+	keys := make([]string, 0, len(data().Backends))
+	for k := range data().Backends {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// TierRanks returns the tier ranks the Rego rules use.
+func TierRanks() map[model.Tier]int { return data().Tiers }
+
+// DefaultCaps returns the default caps the Rego rules use.
+func DefaultCaps() model.Caps { return data().Defaults }
+
+// CapabilityKey returns the key of a backend scheme and Docker runtime.
+func CapabilityKey(scheme, runtime string) string {
+	if scheme == "docker" {
+		if runtime == "" {
+			runtime = "runc"
+		}
+		return "docker/" + runtime
+	}
+	return scheme
+}

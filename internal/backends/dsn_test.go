@@ -1,0 +1,512 @@
+package backends
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// canary stands for a secret. No error may ever repeat it, in any case, nor
+// either of its distinctive halves.
+const canary = "CANARY-s3cr3t-9f8e7d"
+
+// canaryEncoded is the canary percent-encoded throughout.
+const canaryEncoded = "%43%41%4E%41%52%59%2D%73%33%63%72%33%74%2D%39%66%38%65%37%64"
+
+// leaks reports whether an error text repeats the canary or a part of it.
+func leaks(text string) bool {
+	low := strings.ToLower(text)
+	for _, part := range []string{strings.ToLower(canary), "s3cr3t", "9f8e7d", strings.ToLower(canaryEncoded)} {
+		if strings.Contains(low, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkDSNError asserts the shape every DSN refusal shares and returns it.
+func checkDSNError(t *testing.T, in string, err error, rule string) *model.Error {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("ParseDSN(%q): no error, want %s", in, rule)
+	}
+	var me *model.Error
+	if !errors.As(err, &me) {
+		t.Fatalf("ParseDSN(%q): error %T is not a *model.Error", in, err)
+	}
+	if !errors.Is(err, model.ConfigurationError) || me.Class != model.ConfigurationError {
+		t.Errorf("ParseDSN(%q): class %s, want ConfigurationError", in, me.Class)
+	}
+	if me.Rule != rule {
+		t.Errorf("ParseDSN(%q): rule %s, want %s (%v)", in, me.Rule, rule, err)
+	}
+	if me.Attribute != "backend" {
+		t.Errorf("ParseDSN(%q): attribute %q, want backend", in, me.Attribute)
+	}
+	if me.Message == "" || me.Fix == "" {
+		t.Errorf("ParseDSN(%q): empty message or fix: %v", in, err)
+	}
+	if me.Err != nil {
+		t.Errorf("ParseDSN(%q): wraps %v; DSN errors must not wrap parser errors that quote the input", in, me.Err)
+	}
+	if leaks(err.Error()) {
+		t.Errorf("ParseDSN(%q): error repeats the secret: %v", in, err)
+	}
+	return me
+}
+
+func TestParseDSNValid(t *testing.T) {
+	tests := []struct {
+		in   string
+		want DSN
+		norm string
+	}{
+		{"docker://", DSN{Scheme: "docker"}, "docker://"},
+		{"DOCKER://", DSN{Scheme: "docker"}, "docker://"},
+		{"docker://?", DSN{Scheme: "docker"}, "docker://"},
+		{"Docker://?runtime=runsc", DSN{Scheme: "docker", Options: map[string]string{"runtime": "runsc"}}, "docker://?runtime=runsc"},
+		{"docker://?runtime=kata&disk_strategy=tmpfs", DSN{Scheme: "docker", Options: map[string]string{"runtime": "kata", "disk_strategy": "tmpfs"}},
+			"docker://?disk_strategy=tmpfs&runtime=kata"},
+		{"docker://?&runtime=runc&&disk_strategy=storage-opt&", DSN{Scheme: "docker", Options: map[string]string{"runtime": "runc", "disk_strategy": "storage-opt"}},
+			"docker://?disk_strategy=storage-opt&runtime=runc"},
+		{"docker://?disk_strategy=auto", DSN{Scheme: "docker", Options: map[string]string{"disk_strategy": "auto"}}, "docker://?disk_strategy=auto"},
+		{"e2b://", DSN{Scheme: "e2b"}, "e2b://"},
+		{"E2B://?domain=E2B.app&request_timeout=030", DSN{Scheme: "e2b", Options: map[string]string{"domain": "e2b.app", "request_timeout": "30"}},
+			"e2b://?domain=e2b.app&request_timeout=30"},
+		{"e2b://?domain=cn-hangzhou.sandbox.example.com", DSN{Scheme: "e2b", Options: map[string]string{"domain": "cn-hangzhou.sandbox.example.com"}},
+			"e2b://?domain=cn-hangzhou.sandbox.example.com"},
+		{"modal://my-app", DSN{Scheme: "modal", App: "my-app"}, "modal://my-app"},
+		{"modal://My_App.v2?region=us-east&environment=prod", DSN{Scheme: "modal", App: "My_App.v2", Options: map[string]string{"environment": "prod", "region": "us-east"}},
+			"modal://My_App.v2?environment=prod&region=us-east"},
+		{"modal://ak-my-long-application-name", DSN{Scheme: "modal", App: "ak-my-long-application-name"}, "modal://ak-my-long-application-name"},
+		{"vercel://acme/web", DSN{Scheme: "vercel", Team: "acme", Project: "web"}, "vercel://acme/web"},
+		{"vercel://team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt/prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef?region=iad1",
+			DSN{Scheme: "vercel", Team: "team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt", Project: "prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef", Options: map[string]string{"region": "iad1"}},
+			"vercel://team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt/prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef?region=iad1"},
+		{"daytona://", DSN{Scheme: "daytona"}, "daytona://"},
+		{"daytona://?target=us&api_url=https://app.daytona.io/api", DSN{Scheme: "daytona", Options: map[string]string{"target": "us", "api_url": "https://app.daytona.io/api"}},
+			"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi&target=us"},
+		{"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi", DSN{Scheme: "daytona", Options: map[string]string{"api_url": "https://app.daytona.io/api"}},
+			"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi"},
+		{"daytona://?api_url=http://localhost:3000/api", DSN{Scheme: "daytona", Options: map[string]string{"api_url": "http://localhost:3000/api"}},
+			"daytona://?api_url=http%3A%2F%2Flocalhost%3A3000%2Fapi"},
+		// The canary outside a credential position is an ordinary name.
+		{"modal://" + canary, DSN{Scheme: "modal", App: canary}, "modal://" + canary},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseDSN(tt.in)
+			if err != nil {
+				t.Fatalf("ParseDSN(%q): %v", tt.in, err)
+			}
+			if tt.want.Options == nil {
+				tt.want.Options = map[string]string{}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ParseDSN(%q) = %#v, want %#v", tt.in, got, tt.want)
+			}
+			if got.String() != tt.norm {
+				t.Errorf("String() = %q, want %q", got.String(), tt.norm)
+			}
+			again, err := ParseDSN(got.String())
+			if err != nil || !reflect.DeepEqual(again, got) {
+				t.Errorf("round trip of %q: %#v, %v", got.String(), again, err)
+			}
+		})
+	}
+}
+
+// Every Docker runtime of the capability data is a valid runtime option.
+func TestParseDSNDockerRuntimesFromCapabilities(t *testing.T) {
+	n := 0
+	for _, key := range Keys() {
+		rt, ok := strings.CutPrefix(key, "docker/")
+		if !ok {
+			continue
+		}
+		n++
+		d, err := ParseDSN("docker://?runtime=" + rt)
+		if err != nil {
+			t.Fatalf("runtime %s: %v", rt, err)
+		}
+		if got := d.CapabilityKey(""); got != key {
+			t.Errorf("runtime %s: CapabilityKey = %s, want %s", rt, got, key)
+		}
+	}
+	if n == 0 {
+		t.Fatal("capability data has no docker runtime")
+	}
+}
+
+func TestParseDSNErrors(t *testing.T) {
+	tests := []struct {
+		in   string
+		rule string
+		want []string // substrings of the error text
+	}{
+		// SBX-DSN-001: not a DSN, or an unknown scheme.
+		{"", RuleDSNUnknown, []string{"empty", "docker://", "e2b://", "modal://APP", "vercel://TEAM/PROJECT", "daytona://"}},
+		{"   ", RuleDSNUnknown, []string{"empty"}},
+		{"not a dsn", RuleDSNUnknown, []string{"modal://APP"}},
+		{"redis://localhost", RuleDSNUnknown, []string{`"redis"`, "vercel://TEAM/PROJECT"}},
+		{"http://example.com/", RuleDSNUnknown, []string{`"http"`}},
+		{"://", RuleDSNUnknown, []string{"unknown scheme"}},
+		{"k8s://cluster", RuleDSNUnknown, []string{"unknown scheme"}},
+		{"fly.io:app", RuleDSNUnknown, []string{"SCHEME://"}},
+
+		// SBX-DSN-002: malformed for its scheme.
+		{"docker", RuleDSNMalformed, []string{"lacks ://", "docker://"}},
+		{"docker:", RuleDSNMalformed, []string{"lacks ://"}},
+		{"modal:app", RuleDSNMalformed, []string{"modal://APP"}},
+		{"vercel:/acme/web", RuleDSNMalformed, []string{"vercel://TEAM/PROJECT"}},
+		{" docker://", RuleDSNMalformed, []string{"whitespace"}},
+		{"docker://\n", RuleDSNMalformed, []string{"whitespace"}},
+		{"docker://?runtime=runc\t", RuleDSNMalformed, []string{"whitespace"}},
+		{"modal://my app", RuleDSNMalformed, []string{"space"}},
+		{"modal://app\x00", RuleDSNMalformed, []string{"control"}},
+		{"modal://äpp", RuleDSNMalformed, []string{"non-ASCII"}},
+		{"docker://localhost:2375", RuleDSNMalformed, []string{"host", "DOCKER_HOST"}},
+		{"docker://unix", RuleDSNMalformed, []string{"host", "DOCKER_HOST"}},
+		{"docker://:2375", RuleDSNMalformed, []string{"host"}},
+		{"docker:///", RuleDSNMalformed, []string{"path"}},
+		{"docker:///var/run/docker.sock", RuleDSNMalformed, []string{"path"}},
+		{"docker://#", RuleDSNMalformed, []string{"fragment"}},
+		{"docker://?runtime=runsc#x", RuleDSNMalformed, []string{"fragment"}},
+		{"e2b://api.e2b.dev", RuleDSNMalformed, []string{"host", "domain"}},
+		{"e2b:///", RuleDSNMalformed, []string{"path"}},
+		{"daytona://app.daytona.io", RuleDSNMalformed, []string{"host", "api_url"}},
+		{"modal://", RuleDSNMalformed, []string{"lacks the Modal app name", "modal://APP"}},
+		{"modal://?environment=prod", RuleDSNMalformed, []string{"lacks the Modal app name"}},
+		{"modal:///app", RuleDSNMalformed, []string{"lacks the Modal app name"}},
+		{"modal://app/", RuleDSNMalformed, []string{"path", "modal://APP"}},
+		{"modal://app/extra", RuleDSNMalformed, []string{"path"}},
+		{"modal://app:8080", RuleDSNMalformed, []string{"invalid app name"}},
+		{"modal://.hidden", RuleDSNMalformed, []string{"invalid app name"}},
+		{"modal://a%2Fb", RuleDSNMalformed, []string{"invalid app name"}},
+		{"modal://" + strings.Repeat("a", 65), RuleDSNMalformed, []string{"invalid app name"}},
+		{"vercel://", RuleDSNMalformed, []string{"lacks the team", "vercel://TEAM/PROJECT"}},
+		{"vercel://acme", RuleDSNMalformed, []string{"lacks the project"}},
+		{"vercel://acme/", RuleDSNMalformed, []string{"lacks the project"}},
+		{"vercel:///web", RuleDSNMalformed, []string{"lacks the team"}},
+		{"vercel://acme/web/extra", RuleDSNMalformed, []string{"path parts after the project"}},
+		{"vercel://acme/web/", RuleDSNMalformed, []string{"path parts after the project"}},
+		{"vercel://ac me/web", RuleDSNMalformed, []string{"space"}},
+		{"vercel://acme/w*b", RuleDSNMalformed, []string{"invalid team or project"}},
+		{"docker://?runtime", RuleDSNMalformed, []string{"no value for option runtime"}},
+		{"docker://?runtime=", RuleDSNMalformed, []string{"no value for option runtime"}},
+		{"docker://?runtime=gvisor", RuleDSNMalformed, []string{"invalid value for option runtime", "kata", "runc", "runsc"}},
+		{"docker://?disk_strategy=xfs", RuleDSNMalformed, []string{"auto", "storage-opt", "tmpfs"}},
+		{"docker://?runtime=runc&runtime=runsc", RuleDSNMalformed, []string{"twice"}},
+		{"docker://?runtime=runc;disk_strategy=auto", RuleDSNMalformed, []string{"';'", "'&'"}},
+		{"docker://?runtime=%zz", RuleDSNMalformed, []string{"%-escape"}},
+		{"docker://?%zz=1", RuleDSNMalformed, []string{"%-escape"}},
+		{"docker://?runtime=run%0Ac", RuleDSNMalformed, []string{"invalid value"}},
+		{"docker://?runtime=run+c", RuleDSNMalformed, []string{"invalid value"}},
+		{"e2b://?request_timeout=0", RuleDSNMalformed, []string{"request_timeout", "seconds"}},
+		{"e2b://?request_timeout=3601", RuleDSNMalformed, []string{"request_timeout"}},
+		{"e2b://?request_timeout=30s", RuleDSNMalformed, []string{"request_timeout"}},
+		{"e2b://?domain=localhost", RuleDSNMalformed, []string{"domain", "DNS name"}},
+		{"e2b://?domain=-bad.example", RuleDSNMalformed, []string{"domain"}},
+		{"e2b://?domain=e2b.app:443", RuleDSNMalformed, []string{"domain"}},
+		{"modal://app?region=US", RuleDSNMalformed, []string{"region"}},
+		{"modal://app?environment=-x", RuleDSNMalformed, []string{"environment"}},
+		{"vercel://acme/web?region=us-east-1", RuleDSNMalformed, []string{"region", "iad1"}},
+		{"daytona://?target=US", RuleDSNMalformed, []string{"target"}},
+		{"daytona://?api_url=http://example.com/api", RuleDSNMalformed, []string{"api_url", "https"}},
+		{"daytona://?api_url=ftp://example.com", RuleDSNMalformed, []string{"api_url"}},
+		{"daytona://?api_url=https:opaque", RuleDSNMalformed, []string{"api_url"}},
+		{"daytona://?api_url=/relative", RuleDSNMalformed, []string{"api_url"}},
+		{"daytona://?api_url=https://example.com/api?x=1", RuleDSNMalformed, []string{"api_url"}},
+		{"daytona://?api_url=https%3A%2F%2Fexample.com%2Fapi%23frag", RuleDSNMalformed, []string{"api_url"}},
+
+		// SBX-DSN-004: unknown option, with the allowed ones listed.
+		{"docker://?network=none", RuleDSNOption, []string{`"network"`, "runtime (one of kata, runc, runsc)", "disk_strategy"}},
+		{"docker://?Runtime=runsc", RuleDSNOption, []string{"does not know", "lower case"}},
+		{"e2b://?template=base", RuleDSNOption, []string{`"template"`, "domain", "request_timeout"}},
+		{"modal://app?regoin=us", RuleDSNOption, []string{`"regoin"`, "environment", "region"}},
+		{"vercel://acme/web?team=acme", RuleDSNOption, []string{`"team"`, "region"}},
+		{"daytona://?server_url=https://x.io", RuleDSNOption, []string{`"server_url"`, "api_url", "target"}},
+		{"docker://?" + canary + "=1", RuleDSNOption, []string{"does not know"}},
+		{"docker://?" + canary, RuleDSNOption, []string{"does not know"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			_, err := ParseDSN(tt.in)
+			checkDSNError(t, tt.in, err, tt.rule)
+			if err == nil {
+				return
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("ParseDSN(%q): error %q lacks %q", tt.in, err, w)
+				}
+			}
+		})
+	}
+}
+
+// credentialKeys are option names that must be refused as credentials.
+var credentialKeys = []string{
+	"key", "api_key", "apikey", "API_KEY", "Api-Key", "api-key", "apiKey", "x-api-key", "X-API-KEY",
+	"token", "Token", "access_token", "accessToken", "auth_token", "id_token", "refresh_token",
+	"session_token", "x-auth-token", "secret", "client_secret", "clientSecret", "secret_key",
+	"password", "Password", "passwd", "pass", "pwd", "auth", "Authorization", "basic_auth",
+	"credential", "credentials", "creds", "access_key", "accessKey", "access_key_id",
+	"aws_secret_access_key", "private_key", "privateKey", "bearer", "sig", "signature", "jwt",
+	"cookie", "modal_token_secret", "e2b.api.key", "api%5Fkey", "%74oken", "api%2Dkey",
+}
+
+// dsnBases is one valid DSN of every scheme, the env vars its credentials
+// come from, and how to append a query.
+var dsnBases = []struct {
+	dsn string
+	env []string
+}{
+	{"docker://", []string{"DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"}},
+	{"e2b://", []string{"E2B_API_KEY"}},
+	{"modal://app", []string{"MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"}},
+	{"vercel://acme/web", []string{"VERCEL_OIDC_TOKEN", "VERCEL_TOKEN"}},
+	{"daytona://", []string{"DAYTONA_API_KEY"}},
+}
+
+// checkCredentialError asserts a credential refusal that names the env vars.
+func checkCredentialError(t *testing.T, in string, err error, env []string) {
+	t.Helper()
+	me := checkDSNError(t, in, err, RuleDSNCredential)
+	if me == nil {
+		return
+	}
+	for _, v := range env {
+		if !strings.Contains(me.Fix, v) {
+			t.Errorf("ParseDSN(%q): fix %q does not name %s", in, me.Fix, v)
+		}
+	}
+}
+
+func TestParseDSNCredentialOptions(t *testing.T) {
+	values := []string{canary, canaryEncoded, "x", ""}
+	n := 0
+	for _, b := range dsnBases {
+		for _, k := range credentialKeys {
+			for _, v := range values {
+				for _, form := range []string{"?%s=%s", "?runtime=runc&%s=%s", "?%s=%s&region=us"} {
+					q := strings.Replace(strings.Replace(form, "%s", k, 1), "%s", v, 1)
+					in := b.dsn + q
+					_, err := ParseDSN(in)
+					checkCredentialError(t, in, err, b.env)
+					n++
+				}
+			}
+		}
+	}
+	t.Logf("%d credential option cases", n)
+}
+
+func TestParseDSNCredentialUserinfo(t *testing.T) {
+	for _, b := range dsnBases {
+		scheme, target, _ := strings.Cut(b.dsn, "://")
+		host := target
+		if host == "" {
+			host = "host:2376"
+		}
+		for _, in := range []string{
+			scheme + "://user:" + canary + "@" + host,
+			scheme + "://" + canary + ":pw@" + host,
+			scheme + "://" + canary + "@" + host,
+			scheme + "://:" + canary + "@" + host,
+			scheme + "://user:" + canaryEncoded + "@" + host,
+			scheme + "://user:CANARY%40s3cr3t-9f8e7d@" + host,
+			scheme + "://user:CANARY/s3cr3t-9f8e7d@" + host,
+			scheme + "://user:CANARY?s3cr3t-9f8e7d@" + host,
+			scheme + "://user:CANARY#s3cr3t-9f8e7d@" + host,
+			scheme + "://user%3A" + canary + "%40" + host,
+			scheme + "://user%3A" + canary + "%zz%40" + host,
+			scheme + "://user%3A" + canary + "%40" + host + "?bad=%zz",
+			scheme + "://@" + host,
+			scheme + "://" + canary + "@",
+			strings.ToUpper(scheme) + "://u:" + canary + "@" + host + "/extra?bogus=1#frag",
+			" " + scheme + "://u:" + canary + "@" + host + " ",
+			scheme + ":u:" + canary + "@" + host,
+			scheme + "://?domain=" + canary + "@evil.example",
+		} {
+			_, err := ParseDSN(in)
+			checkCredentialError(t, in, err, b.env)
+		}
+	}
+}
+
+func TestParseDSNCredentialValues(t *testing.T) {
+	tokens := []string{
+		"sk-proj-Ab3dEf6hIj9kLm2nOp5q",
+		"sk_e2b_4f8a9c2d1e3b5a7c9d0e",
+		"e2b_4f8a9c2d1e3b5a7c9d0e1f2a3b4c",
+		"ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+		"github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+		"AKIAIOSFODNN7EXAMPLE",
+		"ak-1aB2cD3eF4gH5iJ6kL7mN8",
+		"as-1aB2cD3eF4gH5iJ6kL7mN8",
+		"dtn_0a1b2c3d4e5f6a7b8c9d0e1f",
+		"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+		"0123456789abcdef0123456789abcdef01234567", // a hex digest
+		"Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdo", // base64 text
+	}
+	for _, tok := range tokens {
+		for _, in := range []string{
+			"docker://?runtime=" + tok,
+			"e2b://?domain=" + tok + ".example.com",
+			"modal://" + tok,
+			"modal://app?environment=" + tok,
+			"vercel://" + tok + "/web",
+			"vercel://acme/" + tok,
+			"daytona://?api_url=https://app.daytona.io/" + tok,
+			"daytona://?" + tok,
+			"daytona://#" + tok,
+		} {
+			_, err := ParseDSN(in)
+			var me *model.Error
+			if !errors.As(err, &me) || me.Rule != RuleDSNCredential {
+				t.Errorf("ParseDSN(%q) = %v, want %s", in, err, RuleDSNCredential)
+			}
+		}
+	}
+	// Credentials nested in an option value that is itself a URL.
+	for _, in := range []string{
+		"daytona://?api_url=https%3A%2F%2Fu%3A" + canary + "%40app.daytona.io",
+		"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi%3Ftoken%3D" + canary,
+		"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi%23access_token%3D" + canary,
+		"daytona://?api_url=https://app.daytona.io/api?token=" + canary,
+		"daytona://#access_token=" + canary,
+		"daytona://?target=us#api_key=" + canary,
+	} {
+		_, err := ParseDSN(in)
+		checkCredentialError(t, in, err, []string{"DAYTONA_API_KEY"})
+	}
+}
+
+// A credential in a DSN of an unknown scheme is still never repeated, and
+// the fix says where credentials go.
+func TestParseDSNUnknownSchemeWithCredential(t *testing.T) {
+	tests := []struct {
+		in       string
+		pointEnv bool // the fix must point at environment variables
+	}{
+		{"redis://user:" + canary + "@localhost", true},
+		{"https://api.example.com/?token=" + canary, true},
+		{"https://api.example.com/?x=" + canaryEncoded + "@", true},
+		{canary, true},
+		{"token=" + canary, true},
+		{canary + "://x", false},
+		{strings.ToLower(canary) + "://x", false},
+	}
+	for _, tt := range tests {
+		_, err := ParseDSN(tt.in)
+		me := checkDSNError(t, tt.in, err, RuleDSNUnknown)
+		if me != nil && tt.pointEnv && !strings.Contains(me.Fix, "environment variables") {
+			t.Errorf("ParseDSN(%q): fix %q does not point at environment variables", tt.in, me.Fix)
+		}
+	}
+}
+
+// No allowed option may look like a credential, or it could never be set.
+func TestDSNOptionsAreNotCredentialNames(t *testing.T) {
+	for name, sc := range dsnSchemes() {
+		if len(sc.options) == 0 {
+			t.Errorf("%s: no options", name)
+		}
+		for k := range sc.options {
+			if w := credentialWord(k); w != "" {
+				t.Errorf("%s option %s matches credential word %q", name, k, w)
+			}
+			if !safeEcho(k, 32) {
+				t.Errorf("%s option %s would not be echoed", name, k)
+			}
+		}
+	}
+	if len(dsnSchemes()) != len(dsnOrder) {
+		t.Errorf("dsnOrder lists %d schemes, the table has %d", len(dsnOrder), len(dsnSchemes()))
+	}
+}
+
+func TestDSNCredentialEnv(t *testing.T) {
+	for _, b := range dsnBases {
+		d, err := ParseDSN(b.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := d.CredentialEnv()
+		if !slices.Equal(got, b.env) {
+			t.Errorf("%s: CredentialEnv = %v, want %v", b.dsn, got, b.env)
+		}
+		got[0] = "CHANGED"
+		if d.CredentialEnv()[0] == "CHANGED" {
+			t.Errorf("%s: CredentialEnv returns shared storage", b.dsn)
+		}
+	}
+	if env := (DSN{Scheme: "nope"}).CredentialEnv(); env != nil {
+		t.Errorf("unknown scheme: CredentialEnv = %v, want nil", env)
+	}
+}
+
+func TestDSNCapabilityKey(t *testing.T) {
+	tests := []struct {
+		dsn, runtime, want string
+	}{
+		{"docker://", "", "docker/runc"},
+		{"docker://?runtime=runsc", "", "docker/runsc"},
+		{"docker://?runtime=runsc", "kata", "docker/kata"},
+		{"e2b://", "", "e2b"},
+		{"modal://app", "", "modal"},
+		{"vercel://acme/web", "", "vercel"},
+		{"daytona://", "", "daytona"},
+	}
+	for _, tt := range tests {
+		d, err := ParseDSN(tt.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := d.CapabilityKey(tt.runtime)
+		if got != tt.want {
+			t.Errorf("%s runtime %q: CapabilityKey = %s, want %s", tt.dsn, tt.runtime, got, tt.want)
+		}
+		if _, ok := Lookup(got); !ok {
+			t.Errorf("%s: capability key %s is not in the capability data", tt.dsn, got)
+		}
+	}
+}
+
+func TestSecretish(t *testing.T) {
+	for _, s := range []string{"my-app", "ak-my-long-application-name", "prod", "us-east", "app.daytona.io",
+		"team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt", "prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef", "https://app.daytona.io/api", canary,
+		"my-service-2024-production-deployment-v2"} {
+		if secretish(s) {
+			t.Errorf("secretish(%q) = true, want false", s)
+		}
+	}
+	for _, s := range []string{"sk-proj-Ab3dEf6hIj9kLm2nOp5q", "AKIAIOSFODNN7EXAMPLE", "x/0123456789abcdef0123456789abcdef", "sk%2Dproj%2DAb3dEf6hIj9kLm2nOp5q"} {
+		if !secretish(s) {
+			t.Errorf("secretish(%q) = false, want true", s)
+		}
+	}
+}
+
+func TestUnescape(t *testing.T) {
+	for in, want := range map[string]string{
+		"":             "",
+		"plain":        "plain",
+		"a%40b":        "a@b",
+		"a+b":          "a b",
+		"%zz%40":       "%zz@",
+		"%4":           "%4",
+		"%":            "%",
+		"%2a%2A":       "**",
+		"api%5Fkey%25": "api_key%",
+	} {
+		if got := unescape(in); got != want {
+			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

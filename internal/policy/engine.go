@@ -1,0 +1,417 @@
+// Package policy compiles the embedded Rego bundle (plus a team's own
+// policies) once per process and evaluates it on input documents, turning
+// the findings into typed refusals and warnings.
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+	"github.com/sandboxio/terraform-provider-sandboxio/policies"
+)
+
+// BuiltinNamespace is the package namespace of the embedded bundle. Team
+// policies may not declare packages in it, so they can neither shadow nor
+// extend the built-in safety rules.
+const BuiltinNamespace = "sandboxio"
+
+// Finding is one decision of one rule.
+type Finding struct {
+	ID        string `json:"id"`
+	Class     string `json:"class"`
+	Attribute string `json:"attribute"`
+	Message   string `json:"msg"`
+	Fix       string `json:"fix"`
+	Title     string `json:"title,omitempty"`
+	Package   string `json:"package"`
+	Deny      bool   `json:"deny"`
+	Builtin   bool   `json:"builtin"`
+}
+
+// Error returns the finding as a typed model.Error.
+func (f Finding) Error() *model.Error {
+	return &model.Error{Class: model.ErrorClass(f.Class), Rule: f.ID, Attribute: f.Attribute, Message: f.Message, Fix: f.Fix}
+}
+
+// Warning returns the finding as a model.Warning.
+func (f Finding) Warning() model.Warning {
+	return model.Warning{Class: model.WarningClass(f.Class), Rule: f.ID, Attribute: f.Attribute, Message: f.Message, Fix: f.Fix}
+}
+
+// Decision holds every finding of one evaluation, refusals first.
+type Decision struct {
+	Denies   []Finding
+	Warnings []Finding
+}
+
+// Allowed reports whether no rule refused.
+func (d Decision) Allowed() bool { return len(d.Denies) == 0 }
+
+// Err returns the first refusal as a *model.Error, or nil.
+func (d Decision) Err() error {
+	if len(d.Denies) == 0 {
+		return nil
+	}
+	return d.Denies[0].Error()
+}
+
+// RuleInfo is a rule's METADATA, for the rule catalogue and diagnostics.
+type RuleInfo struct {
+	ID          string
+	Title       string
+	Description string
+	Class       string
+	Attribute   string
+	Fix         string
+	Package     string
+	Deny        bool
+	Builtin     bool
+}
+
+// Engine evaluates the compiled bundle. It is safe for concurrent use.
+type Engine struct {
+	query    rego.PreparedEvalQuery
+	refs     []ruleRef
+	rules    map[string]RuleInfo // by rule ID
+	compiler *ast.Compiler
+}
+
+type ruleRef struct {
+	pkg     string // e.g. sandboxio.network
+	deny    bool
+	builtin bool
+}
+
+var (
+	cacheMu sync.Mutex
+	cache   = map[string]*Engine{}
+)
+
+// Shared returns the process-wide engine for the given team policy paths,
+// compiling it on first use: the bundle is compiled once per process.
+func Shared(ctx context.Context, policyPaths []string) (*Engine, error) {
+	paths := append([]string(nil), policyPaths...)
+	sort.Strings(paths)
+	key := strings.Join(paths, "\x00")
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if e, ok := cache[key]; ok {
+		return e, nil
+	}
+	e, err := New(ctx, paths)
+	if err != nil {
+		return nil, err
+	}
+	cache[key] = e
+	return e, nil
+}
+
+// New compiles the embedded bundle plus the .rego files found under
+// policyPaths (files or directories; *_test.rego files are skipped).
+func New(ctx context.Context, policyPaths []string) (*Engine, error) {
+	modules := map[string]*ast.Module{}
+	builtinFiles, err := fs.Glob(policies.Bundle, "*.rego")
+	if err != nil {
+		return nil, fmt.Errorf("bundle list: %w", err)
+	}
+	for _, name := range builtinFiles {
+		if strings.HasSuffix(name, "_test.rego") {
+			continue
+		}
+		src, err := policies.Bundle.ReadFile(name)
+		if err != nil {
+			return nil, fmt.Errorf("bundle read: %w", err)
+		}
+		m, err := parseModule("policies/"+name, src)
+		if err != nil {
+			return nil, fmt.Errorf("bundle parse: %w", err)
+		}
+		modules["builtin:"+name] = m
+	}
+	teamFiles, err := teamPolicyFiles(policyPaths)
+	if err != nil {
+		return nil, err
+	}
+	for _, file := range teamFiles {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			return nil, configErr("policy_paths", fmt.Sprintf("cannot read team policy %s: %v", file, err),
+				"check that every entry of policy_paths is a readable .rego file or directory")
+		}
+		m, err := parseModule(file, src)
+		if err != nil {
+			return nil, configErr("policy_paths", fmt.Sprintf("team policy %s does not parse: %v", file, err),
+				"fix the Rego syntax (v1: `deny contains msg if { ... }`); run `opa check --strict` on it")
+		}
+		if isBuiltinPackage(m.Package.Path) {
+			return nil, configErr("policy_paths", fmt.Sprintf("team policy %s declares package %s, inside the reserved %q namespace",
+				file, packageName(m.Package.Path), BuiltinNamespace),
+				"rename the package (for example `package team.sandboxes`): built-in rules cannot be shadowed or extended")
+		}
+		modules["team:"+file] = m
+	}
+
+	compiler := ast.NewCompiler().
+		WithEnablePrintStatements(false).
+		WithUseTypeCheckAnnotations(true)
+	compiler.Compile(modules)
+	if compiler.Failed() {
+		return nil, configErr("policy_paths", "the policies do not compile: "+compiler.Errors.Error(),
+			"fix the team policy named in the error; run `opa check --strict` on it")
+	}
+
+	capData, err := policies.Bundle.ReadFile(policies.CapabilitiesPath)
+	if err != nil {
+		return nil, fmt.Errorf("bundle read: %w", err)
+	}
+	var capObj map[string]any
+	if err := json.Unmarshal(capData, &capObj); err != nil {
+		return nil, fmt.Errorf("capabilities decode: %w", err)
+	}
+	store := inmem.NewFromObjectWithOpts(map[string]any{"capabilities": capObj}, inmem.OptReturnASTValuesOnRead(true))
+
+	e := &Engine{compiler: compiler, rules: map[string]RuleInfo{}}
+	e.refs = decisionRules(compiler)
+	if len(e.refs) == 0 {
+		return nil, fmt.Errorf("bundle: no deny or warn rules compiled")
+	}
+	terms := make([]*ast.Term, len(e.refs))
+	for i, r := range e.refs {
+		kind := "warn"
+		if r.deny {
+			kind = "deny"
+		}
+		terms[i] = ast.RefTerm(append(ast.MustParseRef("data."+r.pkg), ast.StringTerm(kind))...)
+	}
+	query := ast.NewBody(ast.Equality.Expr(ast.VarTerm("x"), ast.ArrayTerm(terms...)))
+	e.query, err = rego.New(
+		rego.ParsedQuery(query),
+		rego.Compiler(compiler),
+		rego.Store(store),
+	).PrepareForEval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("policy prepare: %w", err)
+	}
+	e.indexAnnotations()
+	return e, nil
+}
+
+func parseModule(name string, src []byte) (*ast.Module, error) {
+	return ast.ParseModuleWithOpts(name, string(src), ast.ParserOptions{
+		RegoVersion:       ast.RegoV1,
+		ProcessAnnotation: true,
+	})
+}
+
+func teamPolicyFiles(paths []string) ([]string, error) {
+	var files []string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, configErr("policy_paths", fmt.Sprintf("policy path %q does not exist or cannot be read", p),
+				"point policy_paths at a directory (or file) of .rego policies")
+		}
+		if !info.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(path, ".rego") && !strings.HasSuffix(path, "_test.rego") {
+				files = append(files, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, configErr("policy_paths", fmt.Sprintf("cannot walk policy path %q: %v", p, err),
+				"point policy_paths at a readable directory of .rego policies")
+		}
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+func isBuiltinPackage(path ast.Ref) bool {
+	return len(path) > 1 && path[1].Value.Compare(ast.String(BuiltinNamespace)) == 0
+}
+
+func packageName(path ast.Ref) string {
+	return strings.TrimPrefix(path.String(), "data.")
+}
+
+// decisionRules lists every package that defines deny or warn, in a stable
+// order: built-in packages first.
+func decisionRules(c *ast.Compiler) []ruleRef {
+	seen := map[ruleRef]bool{}
+	var refs []ruleRef
+	for _, m := range c.Modules {
+		pkg := packageName(m.Package.Path)
+		builtin := isBuiltinPackage(m.Package.Path)
+		for _, r := range m.Rules {
+			name := r.Head.Name.String()
+			if len(r.Head.Reference) > 0 {
+				name = r.Head.Reference[0].Value.(ast.Var).String()
+			}
+			if name != "deny" && name != "warn" {
+				continue
+			}
+			ref := ruleRef{pkg: pkg, deny: name == "deny", builtin: builtin}
+			if !seen[ref] {
+				seen[ref] = true
+				refs = append(refs, ref)
+			}
+		}
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		a, b := refs[i], refs[j]
+		if a.builtin != b.builtin {
+			return a.builtin
+		}
+		if a.pkg != b.pkg {
+			return a.pkg < b.pkg
+		}
+		return a.deny && !b.deny
+	})
+	return refs
+}
+
+func (e *Engine) indexAnnotations() {
+	for _, a := range e.compiler.GetAnnotationSet().Flatten() {
+		ann := a.Annotations
+		if ann == nil || ann.Custom == nil {
+			continue
+		}
+		id, _ := ann.Custom["id"].(string)
+		if id == "" || len(a.Path) < 2 {
+			continue
+		}
+		last := a.Path[len(a.Path)-1].Value
+		name, _ := last.(ast.String)
+		pkgPath := a.Path[:len(a.Path)-1]
+		info := RuleInfo{
+			ID:          id,
+			Title:       ann.Title,
+			Description: ann.Description,
+			Package:     packageName(pkgPath),
+			Deny:        string(name) == "deny",
+			Builtin:     isBuiltinPackage(pkgPath),
+		}
+		info.Class, _ = ann.Custom["class"].(string)
+		info.Attribute, _ = ann.Custom["attribute"].(string)
+		info.Fix, _ = ann.Custom["fix"].(string)
+		e.rules[id] = info
+	}
+}
+
+// Rules returns the METADATA of every annotated rule, sorted by ID.
+func (e *Engine) Rules() []RuleInfo {
+	out := make([]RuleInfo, 0, len(e.rules))
+	for _, r := range e.rules {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Rule returns one rule's METADATA.
+func (e *Engine) Rule(id string) (RuleInfo, bool) {
+	r, ok := e.rules[id]
+	return r, ok
+}
+
+// Evaluate runs every deny and warn rule on the input document.
+func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
+	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(in.Value()))
+	if err != nil {
+		return Decision{}, fmt.Errorf("policy eval: %w", err)
+	}
+	var d Decision
+	if len(rs) == 0 {
+		return d, nil
+	}
+	sets, ok := rs[0].Bindings["x"].([]any)
+	if !ok || len(sets) != len(e.refs) {
+		return Decision{}, fmt.Errorf("policy eval: unexpected result shape")
+	}
+	for i, set := range sets {
+		items, _ := set.([]any)
+		if len(items) == 0 {
+			continue
+		}
+		ref := e.refs[i]
+		for _, it := range items {
+			f := e.finding(ref, it)
+			if ref.deny {
+				d.Denies = append(d.Denies, f)
+			} else {
+				d.Warnings = append(d.Warnings, f)
+			}
+		}
+	}
+	sortFindings(d.Denies)
+	sortFindings(d.Warnings)
+	return d, nil
+}
+
+// finding converts one rule result. Built-in rules return objects; team
+// rules may also return a plain message, conftest-style.
+func (e *Engine) finding(ref ruleRef, v any) Finding {
+	f := Finding{Package: ref.pkg, Deny: ref.deny, Builtin: ref.builtin}
+	switch x := v.(type) {
+	case string:
+		f.Message = x
+	case map[string]any:
+		f.ID, _ = x["id"].(string)
+		f.Class, _ = x["class"].(string)
+		f.Attribute, _ = x["attribute"].(string)
+		f.Message, _ = x["msg"].(string)
+		f.Fix, _ = x["fix"].(string)
+	default:
+		b, _ := json.Marshal(x)
+		f.Message = string(b)
+	}
+	if info, ok := e.rules[f.ID]; ok {
+		f.Title = info.Title
+	}
+	if f.ID == "" {
+		f.ID = ref.pkg
+	}
+	if f.Class == "" {
+		if ref.deny {
+			f.Class = string(model.ConfigurationError)
+		} else {
+			f.Class = "PolicyWarning"
+		}
+	}
+	return f
+}
+
+func sortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		if fs[i].ID != fs[j].ID {
+			return fs[i].ID < fs[j].ID
+		}
+		if fs[i].Attribute != fs[j].Attribute {
+			return fs[i].Attribute < fs[j].Attribute
+		}
+		return fs[i].Message < fs[j].Message
+	})
+}
+
+func configErr(attr, msg, fix string) *model.Error {
+	return &model.Error{Class: model.ConfigurationError, Rule: "SBX-POL-001", Attribute: attr, Message: msg, Fix: fix}
+}

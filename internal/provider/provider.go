@@ -1,0 +1,110 @@
+// Package provider is the sandboxio Terraform provider: its schema and
+// configuration, and the registration of resources and data sources.
+package provider
+
+import (
+	"context"
+
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/resources"
+)
+
+var _ provider.Provider = (*sandboxioProvider)(nil)
+
+// New returns a provider factory for the given version.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider { return &sandboxioProvider{version: version} }
+}
+
+type sandboxioProvider struct{ version string }
+
+type providerModel struct {
+	DefaultBackend types.String `tfsdk:"default_backend"`
+	PolicyPaths    types.List   `tfsdk:"policy_paths"`
+}
+
+func (p *sandboxioProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "sandboxio"
+	resp.Version = p.version
+}
+
+func (p *sandboxioProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Declares code-execution sandboxes (templates, network policies, resource caps) and refuses, at " +
+			"`terraform plan`, every configuration its backend cannot enforce. The decisions come from Rego policies embedded in " +
+			"the provider, plus the team's own (`policy_paths`). Plans need no backend to be reachable.",
+		Attributes: map[string]schema.Attribute{
+			"default_backend": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Backend DSN used by resources that set none: `docker://`, `e2b://`, `modal://APP`, " +
+					"`vercel://TEAM/PROJECT` or `daytona://`. Never put credentials in it: each backend reads them from its " +
+					"environment variables (see `data.sandboxio_backend.credential_env`).",
+			},
+			"policy_paths": schema.ListAttribute{
+				ElementType: types.StringType,
+				Optional:    true,
+				MarkdownDescription: "Directories or files of the team's own Rego policies, evaluated beside the embedded " +
+					"bundle. Their packages may not use the reserved `sandboxio` namespace: built-in rules cannot be shadowed.",
+			},
+		},
+	}
+}
+
+func (p *sandboxioProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var m providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if m.DefaultBackend.IsUnknown() || m.PolicyPaths.IsUnknown() {
+		// Resources fall back to the embedded bundle at plan and are
+		// checked again at apply, when the configuration is known.
+		return
+	}
+	pd := &resources.ProviderData{DefaultBackend: m.DefaultBackend.ValueString()}
+	if pd.DefaultBackend != "" {
+		if _, err := backends.ParseDSN(pd.DefaultBackend); err != nil {
+			resp.Diagnostics.Append(diags.FromError(err, "invalid default_backend",
+				func(string) path.Path { return path.Root("default_backend") }))
+			return
+		}
+	}
+	if !m.PolicyPaths.IsNull() {
+		resp.Diagnostics.Append(m.PolicyPaths.ElementsAs(ctx, &pd.PolicyPaths, false)...)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	engine, err := policy.Shared(ctx, pd.PolicyPaths)
+	if err != nil {
+		resp.Diagnostics.Append(diags.FromError(err, "policies not loaded",
+			func(string) path.Path { return path.Root("policy_paths") }))
+		return
+	}
+	pd.Engine = engine
+	resp.DataSourceData = pd
+	resp.ResourceData = pd
+}
+
+func (p *sandboxioProvider) Resources(context.Context) []func() resource.Resource {
+	return []func() resource.Resource{
+		resources.NewNetworkPolicyResource,
+		resources.NewResourceCapsResource,
+		resources.NewTemplateResource,
+	}
+}
+
+func (p *sandboxioProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{
+		resources.NewBackendDataSource,
+	}
+}

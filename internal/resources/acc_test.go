@@ -1,0 +1,71 @@
+package resources_test
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/provider"
+)
+
+// protoV6ProviderFactories serve the provider in-process to the real
+// Terraform CLI that terraform-plugin-testing drives.
+var protoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"sandboxio": providerserver.NewProtocol6WithError(provider.New("test")()),
+}
+
+func testAccPreCheck(t *testing.T) {
+	t.Helper()
+	if os.Getenv("TF_ACC") == "" {
+		// resource.Test itself skips; say why once, visibly.
+		t.Log("TF_ACC is not set: acceptance tests skipped (make test sets it)")
+	}
+}
+
+// providerBlock renders a provider block; an empty backend omits default_backend.
+func providerBlock(defaultBackend string) string {
+	if defaultBackend == "" {
+		return `provider "sandboxio" {}` + "\n"
+	}
+	return fmt.Sprintf("provider \"sandboxio\" {\n  default_backend = %q\n}\n", defaultBackend)
+}
+
+// refusal is a configuration that plan must refuse with the given class and rule.
+type refusal struct {
+	name   string
+	config string
+	class  string
+	rule   string
+}
+
+// expectRefusal matches a diagnostic naming the class and the rule.
+func expectRefusal(class, rule string) *regexp.Regexp {
+	return regexp.MustCompile(`(?s)` + regexp.QuoteMeta(class) + `.*Rule: ` + regexp.QuoteMeta(rule))
+}
+
+// runRefusals runs each refusal as its own plan-only test.
+func runRefusals(t *testing.T, cases []refusal) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.ParallelTest(t, resource.TestCase{
+				PreCheck:                 func() { testAccPreCheck(t) },
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      tc.config,
+					PlanOnly:    true,
+					ExpectError: expectRefusal(tc.class, tc.rule),
+				}},
+			})
+		})
+	}
+}
+
+// hcl joins lines, for configs built in tests.
+func hcl(lines ...string) string { return strings.Join(lines, "\n") + "\n" }

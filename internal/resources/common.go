@@ -1,0 +1,186 @@
+// Package resources holds the provider's resources and data sources, one
+// file each. Plan-time checks run in ModifyPlan through the policy engine and
+// run again at apply, before any side effect.
+package resources
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// ProviderData is what the provider hands to every resource and data source.
+type ProviderData struct {
+	DefaultBackend string
+	PolicyPaths    []string
+	Engine         *policy.Engine
+}
+
+// providerData extracts ProviderData in Configure.
+func providerData(data any) (*ProviderData, diag.Diagnostics) {
+	var d diag.Diagnostics
+	if data == nil {
+		return nil, d
+	}
+	pd, ok := data.(*ProviderData)
+	if !ok {
+		d.AddError("Unexpected provider data", fmt.Sprintf("expected *resources.ProviderData, got %T; this is a bug in the provider", data))
+	}
+	return pd, d
+}
+
+// engine returns the configured engine. Before the provider is configured
+// (its own configuration still unknown at plan), the embedded bundle alone
+// is used; the team policies are applied again at apply.
+func (pd *ProviderData) engine(ctx context.Context) (*policy.Engine, error) {
+	if pd != nil && pd.Engine != nil {
+		return pd.Engine, nil
+	}
+	return policy.Shared(ctx, nil)
+}
+
+func (pd *ProviderData) defaultBackend() string {
+	if pd == nil {
+		return ""
+	}
+	return pd.DefaultBackend
+}
+
+// resolveBackend parses a DSN (falling back to the provider's default) and
+// selects the capability descriptor for the runtime. An empty DSN and no
+// default give a nil reference: backend-specific rules then do not apply.
+func resolveBackend(dsn, runtime string, pd *ProviderData) (*policy.BackendRef, string, error) {
+	if dsn == "" {
+		dsn = pd.defaultBackend()
+	}
+	if dsn == "" {
+		return nil, "", nil
+	}
+	parsed, err := backends.ParseDSN(dsn)
+	if err != nil {
+		return nil, "", err
+	}
+	if runtime == "" && parsed.Scheme == "docker" {
+		runtime = parsed.Options["runtime"]
+	}
+	ref := &policy.BackendRef{
+		DSN:     parsed.String(),
+		Scheme:  parsed.Scheme,
+		Runtime: runtime,
+		Key:     parsed.CapabilityKey(runtime),
+		Options: parsed.Options,
+	}
+	if ref.Scheme == "docker" && ref.Runtime == "" {
+		ref.Runtime = "runc"
+	}
+	return ref, parsed.String(), nil
+}
+
+// evaluate runs the engine and appends its findings to diagnostics.
+func evaluate(ctx context.Context, pd *ProviderData, in policy.Input, mapPath diags.PathMapper) diag.Diagnostics {
+	var out diag.Diagnostics
+	eng, err := pd.engine(ctx)
+	if err != nil {
+		out.Append(diags.FromError(err, "policy engine not ready", mapPath))
+		return out
+	}
+	d, err := eng.Evaluate(ctx, in)
+	if err != nil {
+		out.AddError("Policy evaluation failed", err.Error())
+		return out
+	}
+	out.Append(diags.FromDecision(d, mapPath)...)
+	return out
+}
+
+// backendError renders a DSN error on the backend attribute.
+func backendError(err error, mapPath diags.PathMapper) diag.Diagnostic {
+	var me *model.Error
+	if errors.As(err, &me) && me.Attribute == "" {
+		me.Attribute = "backend"
+	}
+	return diags.FromError(err, "invalid backend", mapPath)
+}
+
+func stringList(ctx context.Context, l types.List) ([]string, diag.Diagnostics) {
+	out := []string{}
+	if l.IsNull() || l.IsUnknown() {
+		return out, nil
+	}
+	d := l.ElementsAs(ctx, &out, false)
+	return out, d
+}
+
+func stringMap(ctx context.Context, m types.Map) (map[string]string, diag.Diagnostics) {
+	out := map[string]string{}
+	if m.IsNull() || m.IsUnknown() {
+		return out, nil
+	}
+	d := m.ElementsAs(ctx, &out, false)
+	return out, d
+}
+
+func listValue(xs []string) types.List {
+	elems := make([]attrValue, len(xs))
+	for i, x := range xs {
+		elems[i] = types.StringValue(x)
+	}
+	return types.ListValueMust(types.StringType, elems)
+}
+
+func mapValue(m map[string]string) types.Map {
+	elems := make(map[string]attrValue, len(m))
+	for k, v := range m {
+		elems[k] = types.StringValue(v)
+	}
+	return types.MapValueMust(types.StringType, elems)
+}
+
+type attrValue = attr.Value
+
+// networkAttrTypes is the object type of a network policy, shared by
+// sandboxio_network_policy.policy and sandboxio_template.network.
+var networkAttrTypes = map[string]attr.Type{
+	"egress": types.StringType,
+	"allow":  types.ListType{ElemType: types.StringType},
+}
+
+// capsAttrTypes is the object type of resource caps, shared by
+// sandboxio_resource_caps.caps and sandboxio_template.resources.
+var capsAttrTypes = map[string]attr.Type{
+	"cpu":       types.Float64Type,
+	"memory_mb": types.Int64Type,
+	"disk_mb":   types.Int64Type,
+	"pids":      types.Int64Type,
+}
+
+func networkObject(n model.NetworkPolicy) types.Object {
+	n = n.Normalized()
+	return types.ObjectValueMust(networkAttrTypes, map[string]attr.Value{
+		"egress": types.StringValue(n.Egress),
+		"allow":  listValue(n.Allow),
+	})
+}
+
+func capsObject(c model.Caps) types.Object {
+	return types.ObjectValueMust(capsAttrTypes, map[string]attr.Value{
+		"cpu":       types.Float64Value(c.CPU),
+		"memory_mb": types.Int64Value(c.MemoryMB),
+		"disk_mb":   types.Int64Value(c.DiskMB),
+		"pids":      types.Int64Value(c.Pids),
+	})
+}
+
+// errorsOnly keeps the errors: at apply the plan's warnings were already shown.
+func errorsOnly(in diag.Diagnostics) diag.Diagnostics {
+	return in.Errors()
+}

@@ -1,0 +1,219 @@
+package resources
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+var (
+	_ resource.Resource                = (*resourceCapsResource)(nil)
+	_ resource.ResourceWithConfigure   = (*resourceCapsResource)(nil)
+	_ resource.ResourceWithModifyPlan  = (*resourceCapsResource)(nil)
+	_ resource.ResourceWithImportState = (*resourceCapsResource)(nil)
+)
+
+// NewResourceCapsResource returns the sandboxio_resource_caps resource.
+func NewResourceCapsResource() resource.Resource { return &resourceCapsResource{} }
+
+type resourceCapsResource struct{ pd *ProviderData }
+
+type resourceCapsModel struct {
+	ID       types.String  `tfsdk:"id"`
+	CPU      types.Float64 `tfsdk:"cpu"`
+	MemoryMB types.Int64   `tfsdk:"memory_mb"`
+	DiskMB   types.Int64   `tfsdk:"disk_mb"`
+	Pids     types.Int64   `tfsdk:"pids"`
+	Backend  types.String  `tfsdk:"backend"`
+	Caps     types.Object  `tfsdk:"caps"`
+}
+
+var resourceCapsPaths = diags.StripPrefix("resources.")
+
+func (r *resourceCapsResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_resource_caps"
+}
+
+func (r *resourceCapsResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = schema.Schema{
+		MarkdownDescription: fmt.Sprintf("Resource caps for sandboxes. Every cap always holds a value: an unset cap takes its modest "+
+			"default (cpu %g, memory_mb %d, disk_mb %d, pids %d). A cap can be raised but never unset: zero and negative values "+
+			"are refused. Assign `caps` to a template's `resources`.",
+			model.DefaultCPU, model.DefaultMemoryMB, model.DefaultDiskMB, model.DefaultPids),
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Content-derived identifier of the caps.",
+			},
+			"cpu": schema.Float64Attribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: fmt.Sprintf("vCPUs (fractions allowed). Default %g.", model.DefaultCPU),
+			},
+			"memory_mb": schema.Int64Attribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: fmt.Sprintf("Memory in MiB; swap is bounded to the same value, so the cap is not advisory. Default %d.", model.DefaultMemoryMB),
+			},
+			"disk_mb": schema.Int64Attribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: fmt.Sprintf("Writable disk in MiB. Default %d.", model.DefaultDiskMB),
+			},
+			"pids": schema.Int64Attribute{
+				Optional: true, Computed: true,
+				MarkdownDescription: fmt.Sprintf("Process-count ceiling, so a fork bomb stays inside the sandbox. Default %d.", model.DefaultPids),
+			},
+			"backend": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Backend DSN to check the caps against; defaults to the provider's `default_backend`. " +
+					"Backends whose caps belong to the template (E2B) refuse non-default caps.",
+			},
+			"caps": schema.ObjectAttribute{
+				AttributeTypes:      capsAttrTypes,
+				Computed:            true,
+				MarkdownDescription: "The effective caps, `{ cpu, memory_mb, disk_mb, pids }`, defaults filled in, known at plan time. Assign it to `sandboxio_template.resources`.",
+			},
+		},
+	}
+}
+
+func (r *resourceCapsResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	pd, d := providerData(req.ProviderData)
+	resp.Diagnostics.Append(d...)
+	if pd != nil {
+		r.pd = pd
+	}
+}
+
+func (m *resourceCapsModel) request() model.CapsRequest {
+	var req model.CapsRequest
+	if !m.CPU.IsNull() {
+		v := m.CPU.ValueFloat64()
+		req.CPU = &v
+	}
+	if !m.MemoryMB.IsNull() {
+		v := m.MemoryMB.ValueInt64()
+		req.MemoryMB = &v
+	}
+	if !m.DiskMB.IsNull() {
+		v := m.DiskMB.ValueInt64()
+		req.DiskMB = &v
+	}
+	if !m.Pids.IsNull() {
+		v := m.Pids.ValueInt64()
+		req.Pids = &v
+	}
+	return req
+}
+
+func (r *resourceCapsResource) decide(ctx context.Context, m *resourceCapsModel) (bool, diag.Diagnostics) {
+	if m.CPU.IsUnknown() || m.MemoryMB.IsUnknown() || m.DiskMB.IsUnknown() || m.Pids.IsUnknown() || m.Backend.IsUnknown() {
+		return false, nil
+	}
+	var items diag.Diagnostics
+	caps := m.request().Resolve()
+	in := policy.Input{Kind: policy.KindResourceCaps, Resources: &caps}
+	ref, _, err := resolveBackend(m.Backend.ValueString(), "", r.pd)
+	if err != nil {
+		items.Append(backendError(err, diags.Dotted))
+		return true, items
+	}
+	in.Backend = ref
+	items.Append(evaluate(ctx, r.pd, in, resourceCapsPaths)...)
+	m.CPU = types.Float64Value(caps.CPU)
+	m.MemoryMB = types.Int64Value(caps.MemoryMB)
+	m.DiskMB = types.Int64Value(caps.DiskMB)
+	m.Pids = types.Int64Value(caps.Pids)
+	m.Caps = capsObject(caps)
+	canon, _ := json.Marshal(caps)
+	m.ID = types.StringValue("caps-" + model.Digest(canon)[:16])
+	return true, items
+}
+
+func (r *resourceCapsResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return
+	}
+	var m resourceCapsModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	known, items := r.decide(ctx, &m)
+	resp.Diagnostics.Append(items...)
+	if !known || resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &m)...)
+}
+
+func (r *resourceCapsResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	r.apply(ctx, req.Config, &resp.State, &resp.Diagnostics)
+}
+
+func (r *resourceCapsResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	r.apply(ctx, req.Config, &resp.State, &resp.Diagnostics)
+}
+
+// apply reads the configuration, not the plan: the plan holds the defaults
+// already filled in, and the check must see what the user wrote.
+func (r *resourceCapsResource) apply(ctx context.Context, config tfsdk.Config, state *tfsdk.State, d *diag.Diagnostics) {
+	var m resourceCapsModel
+	d.Append(config.Get(ctx, &m)...)
+	if d.HasError() {
+		return
+	}
+	_, items := r.decide(ctx, &m)
+	d.Append(errorsOnly(items)...)
+	if d.HasError() {
+		return
+	}
+	d.Append(state.Set(ctx, &m)...)
+}
+
+func (r *resourceCapsResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var m resourceCapsModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func (r *resourceCapsResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
+
+// ImportState takes the caps as JSON, for example `{"memory_mb":1024}`.
+func (r *resourceCapsResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	var raw struct {
+		CPU      *float64 `json:"cpu"`
+		MemoryMB *int64   `json:"memory_mb"`
+		DiskMB   *int64   `json:"disk_mb"`
+		Pids     *int64   `json:"pids"`
+	}
+	dec := json.NewDecoder(strings.NewReader(req.ID))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		resp.Diagnostics.AddError("ConfigurationError: import ID is not a set of resource caps",
+			diags.Detail(fmt.Sprintf("the import ID must be the caps as JSON: %v", err), "", "id",
+				`use for example terraform import sandboxio_resource_caps.NAME '{"memory_mb":1024}'`))
+		return
+	}
+	m := resourceCapsModel{Backend: types.StringNull(),
+		CPU: types.Float64PointerValue(raw.CPU), MemoryMB: types.Int64PointerValue(raw.MemoryMB),
+		DiskMB: types.Int64PointerValue(raw.DiskMB), Pids: types.Int64PointerValue(raw.Pids)}
+	_, items := r.decide(ctx, &m)
+	resp.Diagnostics.Append(errorsOnly(items)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}

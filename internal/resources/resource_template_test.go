@@ -1,0 +1,160 @@
+package resources_test
+
+import (
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+)
+
+// templateConfig renders one template with the given extra attributes.
+func templateConfig(defaultBackend, body string) string {
+	return providerBlock(defaultBackend) + fmt.Sprintf(`resource "sandboxio_template" "test" {
+  name  = "python"
+  image = "python:3.12-slim"
+%s
+}
+`, body)
+}
+
+func TestAccTemplate_DockerGVisorFromPolicyResources(t *testing.T) {
+	addr := "sandboxio_template.python"
+	config := providerBlock("docker://") + `
+resource "sandboxio_network_policy" "deny" {}
+
+resource "sandboxio_resource_caps" "small" {
+  memory_mb = 1024
+}
+
+resource "sandboxio_template" "python" {
+  name              = "python"
+  image             = "python:3.12-slim"
+  runtime           = "runsc"
+  require_isolation = "GVISOR"
+  network           = sandboxio_network_policy.deny.policy
+  resources         = sandboxio_resource_caps.small.caps
+  timeout_seconds   = 120
+  lifetime_seconds  = 600
+  env               = { LANG = "C.UTF-8" }
+  secret_names      = ["OPENAI_API_KEY"]
+  labels            = { team = "agents" }
+}
+`
+	specRe := regexp.MustCompile(`^\{"spec_version":1,"name":"python","backend":"docker://","image":"python:3.12-slim","runtime":"runsc","require_isolation":"GVISOR","isolation_tier":"GVISOR","network":\{"egress":"deny","allow":\[\]\},"resources":\{"cpu":1,"memory_mb":1024,"disk_mb":1024,"pids":256\},"timeout_seconds":120,"lifetime_seconds":600,"env":\{"LANG":"C.UTF-8"\},"secret_names":\["OPENAI_API_KEY"\],"labels":\{"team":"agents"\}\}$`)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				// Everything computed is known at plan time.
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("isolation_tier"), knownvalue.StringExact("GVISOR")),
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("spec"), knownvalue.StringRegexp(specRe)),
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("spec_sha256"), knownvalue.StringRegexp(regexp.MustCompile(`^[0-9a-f]{64}$`))),
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("resources").AtMapKey("memory_mb"), knownvalue.Int64Exact(1024)),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("isolation_tier"), knownvalue.StringExact("GVISOR")),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("backend"), knownvalue.StringExact("docker://")),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("spec"), knownvalue.StringRegexp(specRe)),
+			},
+		}, {
+			// The same configuration plans no change.
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectEmptyPlan(),
+			}},
+		}},
+	})
+}
+
+func TestAccTemplate_DefaultsFilledIn(t *testing.T) {
+	addr := "sandboxio_template.test"
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: templateConfig("docker://", ""),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("isolation_tier"), knownvalue.StringExact("CONTAINER")),
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("network"), knownvalue.ObjectExact(map[string]knownvalue.Check{
+					"egress": knownvalue.StringExact("deny"), "allow": knownvalue.ListExact([]knownvalue.Check{}),
+				})),
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("resources"), capsCheck(1, 512, 1024, 256)),
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("timeout_seconds"), knownvalue.Int64Exact(300)),
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("lifetime_seconds"), knownvalue.Int64Exact(300)),
+			}},
+		}},
+	})
+}
+
+func TestAccTemplate_MicroVMOnE2B(t *testing.T) {
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: templateConfig("", `  backend = "e2b://"
+  require_isolation = "MICROVM"
+  network = { allow = ["pypi.org"] }`),
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("sandboxio_template.test", tfjsonpath.New("isolation_tier"), knownvalue.StringExact("MICROVM")),
+				statecheck.ExpectKnownValue("sandboxio_template.test", tfjsonpath.New("network").AtMapKey("egress"), knownvalue.StringExact("deny")),
+			},
+		}},
+	})
+}
+
+// A value unknown at plan time is checked again at apply, before anything is stored.
+func TestAccTemplate_UnknownAtPlanRefusedAtApply(t *testing.T) {
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: providerBlock("") + `
+resource "terraform_data" "backend" {
+  input = "docker://"
+}
+
+resource "sandboxio_template" "test" {
+  name    = "python"
+  image   = "python:3.12-slim"
+  backend = terraform_data.backend.output
+  network = { allow = ["10.0.0.0/8"] }
+}
+`,
+			ExpectError: expectRefusal("CapabilityNotSupported", "SBX-NET-003"),
+		}},
+	})
+}
+
+func TestAccTemplate_Refused(t *testing.T) {
+	runRefusals(t, []refusal{
+		{"no backend", templateConfig("", ""), "ConfigurationError", "SBX-DSN-001"},
+		{"unknown scheme", templateConfig("", `  backend = "lxc://"`), "ConfigurationError", "SBX-DSN-001"},
+		{"credential in DSN", templateConfig("", `  backend = "e2b://user:hunter2@"`), "ConfigurationError", "SBX-DSN-003"},
+		{"learn", templateConfig("docker://", `  network = { egress = "learn" }`), "CapabilityNotSupported", "SBX-NET-001"},
+		{"allow list on docker", templateConfig("docker://", `  network = { allow = ["151.101.0.0/16"] }`), "CapabilityNotSupported", "SBX-NET-003"},
+		{"zero memory", templateConfig("docker://", `  resources = { memory_mb = 0 }`), "ConfigurationError", "SBX-RES-001"},
+		{"caps on e2b", templateConfig("e2b://", `  resources = { cpu = 4 }`), "ConfigurationError", "SBX-RES-002"},
+		{"zero timeout", templateConfig("docker://", `  timeout_seconds = 0`), "ConfigurationError", "SBX-TMO-001"},
+		{"negative lifetime", templateConfig("docker://", `  lifetime_seconds = -5`), "ConfigurationError", "SBX-TMO-002"},
+		{"lifetime above vercel max", templateConfig("vercel://acme/agents", "  lifetime_seconds = 100000\n  timeout_seconds = 60"), "CapabilityNotSupported", "SBX-TMO-003"},
+		{"timeout above lifetime", templateConfig("docker://", "  timeout_seconds = 900\n  lifetime_seconds = 600"), "ConfigurationError", "SBX-TMO-004"},
+		{"require UNKNOWN", templateConfig("docker://", `  require_isolation = "UNKNOWN"`), "ConfigurationError", "SBX-ISO-001"},
+		{"require bogus tier", templateConfig("docker://", `  require_isolation = "VM"`), "ConfigurationError", "SBX-ISO-002"},
+		{"runc below GVISOR", templateConfig("docker://", `  require_isolation = "GVISOR"`), "ConfigurationError", "SBX-ISO-003"},
+		{"runsc below MICROVM", templateConfig("docker://", "  runtime = \"runsc\"\n  require_isolation = \"MICROVM\""), "ConfigurationError", "SBX-ISO-003"},
+		{"unknown tier satisfies nothing", templateConfig("daytona://", `  require_isolation = "CONTAINER"`), "ConfigurationError", "SBX-ISO-003"},
+		{"unknown docker runtime", templateConfig("docker://", `  runtime = "youki"`), "ConfigurationError", "SBX-ISO-005"},
+		{"runtime off docker", templateConfig("e2b://", `  runtime = "runsc"`), "ConfigurationError", "SBX-ISO-006"},
+		{"reserved label", templateConfig("docker://", `  labels = { "sandboxio.tenant_id" = "acme" }`), "ConfigurationError", "SBX-LBL-001"},
+		{"malformed label", templateConfig("docker://", `  labels = { "bad key!" = "x" }`), "ConfigurationError", "SBX-LBL-002"},
+		{"secret value in secret_names", templateConfig("docker://", `  secret_names = ["sk-live-1234567890abcdef"]`), "ConfigurationError", "SBX-SEC-001"},
+		{"secret also in env", templateConfig("docker://", "  secret_names = [\"API_TOKEN\"]\n  env = { API_TOKEN = \"x\" }"), "ConfigurationError", "SBX-SEC-003"},
+	})
+}

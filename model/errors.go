@@ -1,0 +1,136 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ErrorClass names a class of failure. It is itself an error so that callers
+// can write errors.Is(err, model.ResourceLimitExceeded).
+type ErrorClass string
+
+const (
+	CapabilityNotSupported ErrorClass = "CapabilityNotSupported"
+	ConfigurationError     ErrorClass = "ConfigurationError"
+	CreateTimeout          ErrorClass = "CreateTimeout"
+	ExecutionTimeout       ErrorClass = "ExecutionTimeout"
+	SandboxGone            ErrorClass = "SandboxGone"
+	ResourceLimitExceeded  ErrorClass = "ResourceLimitExceeded"
+)
+
+// ErrorClasses lists every error class.
+var ErrorClasses = []ErrorClass{
+	CapabilityNotSupported, ConfigurationError, CreateTimeout,
+	ExecutionTimeout, SandboxGone, ResourceLimitExceeded,
+}
+
+func (c ErrorClass) Error() string { return string(c) }
+
+// Limits named by ResourceLimitExceeded.
+const (
+	LimitMemory = "memory"
+	LimitPids   = "pids"
+	LimitDisk   = "disk"
+	LimitCPU    = "cpu"
+)
+
+// Error is a refusal or failure with its class, the policy rule that decided
+// it (if any), the attribute concerned and what to change.
+type Error struct {
+	Class     ErrorClass
+	Rule      string // stable rule ID, e.g. SBX-NET-003; empty for run-time failures
+	Attribute string // dotted attribute path, e.g. network.allow
+	Message   string // what is wrong; never holds a secret value
+	Fix       string // what to change
+	Limit     string // for ResourceLimitExceeded: memory, pids, disk or cpu
+	Err       error  // underlying cause, if any
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(string(e.Class))
+	if e.Limit != "" {
+		fmt.Fprintf(&b, "(%s)", e.Limit)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Message)
+	if e.Rule != "" || e.Attribute != "" {
+		b.WriteString(" [")
+		if e.Rule != "" {
+			b.WriteString(e.Rule)
+		}
+		if e.Attribute != "" {
+			if e.Rule != "" {
+				b.WriteString(", ")
+			}
+			b.WriteString("attribute ")
+			b.WriteString(e.Attribute)
+		}
+		b.WriteString("]")
+	}
+	if e.Fix != "" {
+		b.WriteString("; fix: ")
+		b.WriteString(e.Fix)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Is matches the error's class, so errors.Is(err, model.SandboxGone) works.
+func (e *Error) Is(target error) bool {
+	c, ok := target.(ErrorClass)
+	return ok && c == e.Class
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an Error of class c with a formatted message.
+func Errorf(c ErrorClass, format string, args ...any) *Error {
+	return &Error{Class: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// WarningClass names a class of warning.
+type WarningClass string
+
+const (
+	UnverifiedIsolationWarning WarningClass = "UnverifiedIsolationWarning"
+	OrphanedSandboxWarning     WarningClass = "OrphanedSandboxWarning"
+	OpenEgressWarning          WarningClass = "OpenEgressWarning"
+	SecretInEnvWarning         WarningClass = "SecretInEnvWarning"
+)
+
+// Warning is a finding that does not stop the operation.
+type Warning struct {
+	Class     WarningClass
+	Rule      string
+	Attribute string
+	Message   string
+	Fix       string
+	SandboxID string            // OrphanedSandboxWarning: the sandbox left behind
+	Labels    map[string]string // OrphanedSandboxWarning: its labels, to find it
+}
+
+func (w Warning) String() string {
+	var b strings.Builder
+	b.WriteString(string(w.Class))
+	b.WriteString(": ")
+	b.WriteString(w.Message)
+	if w.SandboxID != "" {
+		fmt.Fprintf(&b, " (sandbox %s", w.SandboxID)
+		if len(w.Labels) > 0 {
+			fmt.Fprintf(&b, ", labels %s", formatLabels(w.Labels))
+		}
+		b.WriteString(")")
+	}
+	if w.Rule != "" {
+		fmt.Fprintf(&b, " [%s]", w.Rule)
+	}
+	if w.Fix != "" {
+		b.WriteString("; fix: ")
+		b.WriteString(w.Fix)
+	}
+	return b.String()
+}

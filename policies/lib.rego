@@ -1,0 +1,255 @@
+# METADATA
+# title: sandboxio shared helpers
+# description: >-
+#   Finding constructors, allow-list address classification, tier comparison
+#   and credential heuristics shared by the sandboxio rule packages. Nothing
+#   here refuses anything by itself.
+package sandboxio.lib
+
+# ---------------------------------------------------------------------------
+# Findings
+#
+# A rule passes its own annotation (rego.metadata.rule(), called in the rule
+# body once every condition has matched) and a message. The ID, class,
+# attribute and fix come from the annotation, so they are written once.
+#
+# The fields fall back to "" rather than making the finding undefined: a
+# refusal must never disappear because the annotation could not be read (for
+# example when an engine compiles the bundle without annotation processing).
+# ---------------------------------------------------------------------------
+
+finding(meta, msg) := {
+	"id": custom(meta, "id"),
+	"class": custom(meta, "class"),
+	"attribute": custom(meta, "attribute"),
+	"msg": msg,
+	"fix": custom(meta, "fix"),
+}
+
+# finding_fix replaces the annotation's fix, for a fix that must name
+# something only known at evaluation time (a tier, a list of backends).
+finding_fix(meta, msg, fix) := {
+	"id": custom(meta, "id"),
+	"class": custom(meta, "class"),
+	"attribute": custom(meta, "attribute"),
+	"msg": msg,
+	"fix": fix,
+}
+
+# finding_at narrows the annotation's attribute to a child attribute, for a
+# rule that reports one finding per cap (resources -> resources.memory_mb).
+finding_at(meta, attribute, msg) := {
+	"id": custom(meta, "id"),
+	"class": custom(meta, "class"),
+	"attribute": attribute,
+	"msg": msg,
+	"fix": custom(meta, "fix"),
+}
+
+finding_at_fix(meta, attribute, msg, fix) := {
+	"id": custom(meta, "id"),
+	"class": custom(meta, "class"),
+	"attribute": attribute,
+	"msg": msg,
+	"fix": fix,
+}
+
+custom(meta, field) := object.get(meta, ["custom", field], "")
+
+# ---------------------------------------------------------------------------
+# Values
+# ---------------------------------------------------------------------------
+
+positive_number(x) if {
+	is_number(x)
+	x > 0
+}
+
+# describe renders a number-like value for a message. Only used for values
+# that cannot hold a secret (caps, timeouts).
+describe(x) := sprintf("%v", [x]) if is_number(x)
+
+describe(x) := "unset (null)" if x == null
+
+describe(x) := sprintf("a %s, not a number", [type_name(x)]) if {
+	not is_number(x)
+	x != null
+}
+
+# join_and renders ["a", "b", "c"] as "a, b and c".
+join_and(items) := items[0] if count(items) == 1
+
+join_and(items) := sprintf("%s and %s", [concat(", ", array.slice(items, 0, count(items) - 1)), items[count(items) - 1]]) if {
+	count(items) > 1
+}
+
+join_and(items) := "none" if count(items) == 0
+
+# ---------------------------------------------------------------------------
+# Allow-list addresses
+#
+# address_kind classifies an allow-list entry as "cidr", "ip" or "domain" and
+# is undefined for anything else. The three cases exclude each other: a CIDR
+# has a "/", an IP has none and a ":" or all-digit labels, and a domain ends
+# in a label that starts with a letter.
+# ---------------------------------------------------------------------------
+
+address_kinds := {"cidr", "ip", "domain"}
+
+address_kind(entry) := "cidr" if {
+	is_string(entry)
+	contains(entry, "/")
+	net.cidr_is_valid(entry)
+}
+
+address_kind(entry) := "ip" if {
+	is_string(entry)
+	not contains(entry, "/")
+	net.cidr_is_valid(concat("/", [entry, "32"]))
+}
+
+# A host name, optionally with one leading "*." wildcard label.
+domain_pattern := `^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`
+
+address_kind(entry) := "domain" if {
+	is_string(entry)
+	count(entry) <= 253
+	regex.match(domain_pattern, entry)
+}
+
+# open_cidr holds for a CIDR that covers the whole address space.
+open_cidr(entry) if {
+	address_kind(entry) == "cidr"
+	endswith(entry, "/0")
+}
+
+# ---------------------------------------------------------------------------
+# Isolation tiers (ranks come from capabilities/data.json)
+# ---------------------------------------------------------------------------
+
+# known_tier holds for a tier that can satisfy a requirement: any ranked tier
+# except UNKNOWN.
+known_tier(t) if {
+	t != "UNKNOWN"
+	data.capabilities.tiers[t]
+}
+
+# satisfies: a sandbox on tier have meets requirement want. UNKNOWN is never
+# satisfied and never satisfies.
+satisfies(have, want) if {
+	known_tier(have)
+	known_tier(want)
+	data.capabilities.tiers[have] >= data.capabilities.tiers[want]
+}
+
+# describe_backend names a capability key for a person: "docker with runtime
+# runsc", "e2b".
+describe_backend(key) := sprintf("docker with runtime %s", [data.capabilities.backends[key].runtime]) if {
+	data.capabilities.backends[key].backend == "docker"
+}
+
+describe_backend(key) := key if {
+	data.capabilities.backends[key].backend != "docker"
+}
+
+# backends_at_least lists, in key order, the backends whose tier satisfies want.
+backends_at_least(want) := [sprintf("%s (%s)", [describe_backend(key), d.tier]) |
+	some key, d in data.capabilities.backends
+	satisfies(d.tier, want)
+]
+
+# ---------------------------------------------------------------------------
+# Credential heuristics. They decide; they never print what they looked at.
+# ---------------------------------------------------------------------------
+
+# Words that make a variable or option name look like it holds a credential.
+credential_words := {
+	"KEY", "KEYS", "APIKEY", "ACCESSKEY", "SECRETKEY", "PRIVATEKEY", "AUTHKEY",
+	"TOKEN", "TOKENS", "AUTHTOKEN", "SECRET", "SECRETS",
+	"PASSWORD", "PASSWORDS", "PASSWD", "PASS", "PASSPHRASE",
+	"CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH",
+}
+
+# A word ending in one of these also counts (GITHUBTOKEN, DBPASSWORD).
+credential_suffixes := {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "ACCESSKEY", "PRIVATEKEY"}
+
+# Names that contain a credential word but hold none.
+benign_names := {"SSH_AUTH_SOCK"}
+
+# credential_name holds for FOO_API_KEY, githubToken, DB_PASSWORD, but not for
+# KEYBOARD_LAYOUT, TOKENIZERS_PARALLELISM or SSH_AUTH_SOCK. Names are split
+# into words at non-alphanumerics and camelCase humps; a PUBLIC word
+# (NEXT_PUBLIC_API_KEY, SSH_PUBLIC_KEY) is not a secret.
+credential_name(name) if {
+	is_string(name)
+
+	# cheap pre-filter, so ordinary names cost one regex match
+	regex.match(`(?i)(key|tok|secret|pass|cred|auth)`, name)
+	not upper(name) in benign_names
+	words := name_words(name)
+	not "PUBLIC" in words
+	some w in words
+	credential_word(w)
+}
+
+name_words(name) := {w |
+	some w in regex.split(`[^A-Z0-9]+`, upper(regex.replace(name, `([a-z0-9])([A-Z])`, "${1}_${2}")))
+	w != ""
+}
+
+credential_word(w) if w in credential_words
+
+credential_word(w) if {
+	some suffix in credential_suffixes
+	endswith(w, suffix)
+}
+
+# Token formats with a recognisable shape: OpenAI/Anthropic style sk-,
+# Stripe, GitHub, AWS access key ids, Slack, E2B, Modal, Daytona, GitLab,
+# Google API keys and PEM private keys.
+known_token_pattern := `(^|[^A-Za-z0-9_])(sk-[A-Za-z0-9_-]{16,}|[sr]k_(live|test)_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|(AKIA|ASIA)[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|e2b_[A-Za-z0-9]{20,}|a[ks]-[A-Za-z0-9]{20,}|dtn_[A-Za-z0-9]{20,}|glpat-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35})|-----BEGIN [A-Z ]*PRIVATE KEY-----`
+
+known_token(v) if {
+	is_string(v)
+	count(v) >= 14
+	regex.match(known_token_pattern, v)
+}
+
+# A URL carrying a password: postgres://user:pass@host/db.
+url_with_password(v) if {
+	is_string(v)
+	contains(v, "://")
+	regex.match(`[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@`, v)
+}
+
+# high_entropy: one unbroken run of at least 32 base64 or hex characters that
+# mixes digits and letters, the shape of most API keys without a prefix.
+high_entropy(v) if {
+	is_string(v)
+	count(v) >= 32
+	regex.match(`^[A-Za-z0-9+/_-]{32,}={0,2}$`, v)
+	regex.match(`[0-9]`, v)
+	regex.match(`[A-Za-z]`, v)
+	mixed_or_hex(v)
+}
+
+mixed_or_hex(v) if regex.match(`^[0-9a-fA-F]+$`, v)
+
+mixed_or_hex(v) if {
+	regex.match(`[a-z]`, v)
+	regex.match(`[A-Z]`, v)
+}
+
+# token_like: a value that should be a secret, not an env value.
+token_like(v) if known_token(v)
+
+token_like(v) if url_with_password(v)
+
+token_like(v) if high_entropy(v)
+
+# backend_key names the backend being evaluated in messages.
+default backend_key := "the configured backend"
+
+backend_key := input.capabilities.key
+
+backend_key := input.backend.key if not input.capabilities.key

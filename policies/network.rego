@@ -1,0 +1,246 @@
+# METADATA
+# title: network policy
+# description: >-
+#   Egress modes, allow lists and what each backend can actually enforce. A
+#   network policy that a backend would accept and then ignore is the most
+#   dangerous failure sandboxio can have, so every such case is refused here
+#   before anything is created.
+package sandboxio.network
+
+import data.sandboxio.lib
+
+egress_modes := {"deny", "allow", "learn"}
+
+# METADATA
+# title: egress learning mode is not available
+# description: >-
+#   egress = "learn" (record the destinations a sandbox tries to reach and
+#   suggest an allow list) is planned for a later version. Until then it is
+#   refused; it is never quietly treated as "deny", which would leave the
+#   user believing something is being recorded.
+# custom:
+#   id: SBX-NET-001
+#   class: CapabilityNotSupported
+#   attribute: network.egress
+#   fix: >-
+#     Set egress to "deny" (the default), optionally with an allow list on a
+#     backend that enforces one, or to "allow" for trusted code only.
+deny contains f if {
+	input.network.egress == "learn"
+	f := lib.finding(
+		rego.metadata.rule(),
+		`egress = "learn" (egress learning mode) is not available in this version of sandboxio; it is refused rather than treated as "deny"`,
+	)
+}
+
+# METADATA
+# title: unknown egress mode
+# description: egress must be one of deny, allow or learn.
+# custom:
+#   id: SBX-NET-002
+#   class: ConfigurationError
+#   attribute: network.egress
+#   fix: Set egress to "deny" (the default) or "allow".
+deny contains f if {
+	egress := object.get(input.network, "egress", null)
+	not egress in egress_modes
+	f := lib.finding(rego.metadata.rule(), sprintf("egress %s is not an egress mode: use deny, allow or learn", [describe_egress(egress)]))
+}
+
+describe_egress(e) := sprintf("%q", [e]) if {
+	is_string(e)
+	count(e) <= 32
+}
+
+describe_egress(e) := "(a long string)" if {
+	is_string(e)
+	count(e) > 32
+}
+
+describe_egress(e) := "(unset)" if e == null
+
+describe_egress(e) := sprintf("(a %s)", [type_name(e)]) if {
+	not is_string(e)
+	e != null
+}
+
+# METADATA
+# title: the backend cannot enforce an egress allow list
+# description: >-
+#   Some backends can only block all egress: Docker has no per-host egress
+#   filter, and Daytona's allow list is unverified. A non-empty allow list
+#   there would be accepted and not enforced, so it is refused.
+# custom:
+#   id: SBX-NET-003
+#   class: CapabilityNotSupported
+#   attribute: network.allow
+#   fix: >-
+#     Egress allow lists are a capability of E2B, Modal and Vercel only. Move
+#     the template to one of those backends, or remove allow and keep egress
+#     denied: bake dependencies into the image ahead of time, or upload an
+#     offline wheelhouse and install from it with the network off.
+deny contains f if {
+	count(input.network.allow) > 0
+	caps := input.capabilities
+	not caps.network.allowlist
+	f := lib.finding(rego.metadata.rule(), sprintf(
+		"backend %s cannot enforce an egress allow list (%s), so the %d allow entries would be accepted and not enforced; allow lists are enforced by %s",
+		[lib.backend_key, object.get(caps, ["network", "allowlist_note"], "no allow-list control"), count(input.network.allow), lib.join_and(allowlist_backends)],
+	))
+}
+
+allowlist_backends := [key |
+	some key, d in data.capabilities.backends
+	d.network.allowlist
+]
+
+# METADATA
+# title: allow list with open egress
+# description: >-
+#   An allow list narrows a deny policy. With egress = "allow" everything is
+#   already reachable, so the list would have no effect and suggests a
+#   restriction that does not exist.
+# custom:
+#   id: SBX-NET-004
+#   class: ConfigurationError
+#   attribute: network.allow
+#   fix: >-
+#     Set egress to "deny" to restrict egress to the allow list, or remove
+#     allow if open egress is really intended.
+deny contains f if {
+	input.network.egress == "allow"
+	count(input.network.allow) > 0
+	f := lib.finding(rego.metadata.rule(), sprintf(
+		`egress = "allow" opens all egress, so the %d allow entries would have no effect; an allow list only applies on top of egress = "deny"`,
+		[count(input.network.allow)],
+	))
+}
+
+# METADATA
+# title: the backend cannot enforce this kind of allow-list entry
+# description: >-
+#   Backends that enforce allow lists accept different kinds of entries: for
+#   example Modal takes CIDR blocks only, so a domain name there would not be
+#   enforced.
+# custom:
+#   id: SBX-NET-005
+#   class: CapabilityNotSupported
+#   attribute: network.allow
+#   fix: >-
+#     Give the entry in a form the backend accepts (resolve a domain to the
+#     CIDR blocks it uses), or use a backend that accepts domain entries
+#     (E2B, Vercel).
+deny contains f if {
+	count(input.network.allow) > 0
+	caps := input.capabilities
+	caps.network.allowlist
+	kinds := object.get(caps.network, "allow_kinds", [])
+	some i, entry in input.network.allow
+	kind := lib.address_kind(entry)
+	not kind in kinds
+	f := lib.finding(rego.metadata.rule(), sprintf(
+		"allow[%d] %q is a %s entry, but backend %s accepts only %s entries in an allow list (%s)",
+		[i, entry, kind, lib.backend_key, lib.join_and(kinds), object.get(caps.network, "allowlist_note", "")],
+	))
+}
+
+# METADATA
+# title: allow-list entry is not an address
+# description: >-
+#   Every allow-list entry must be a CIDR block (10.0.0.0/8), an IP address
+#   (IPv4 or IPv6) or a domain name, optionally with a leading "*." wildcard.
+#   The entry is not repeated in the message, in case it is something that
+#   should not be printed.
+# custom:
+#   id: SBX-NET-006
+#   class: ConfigurationError
+#   attribute: network.allow
+#   fix: >-
+#     Write the entry as a CIDR block, an IP address or a host name: no
+#     scheme, port, path or credentials.
+deny contains f if {
+	count(input.network.allow) > 0
+	some i, entry in input.network.allow
+	not lib.address_kind(entry)
+	f := lib.finding(rego.metadata.rule(), sprintf(
+		"allow[%d] is neither a CIDR block, an IP address nor a domain name%s",
+		[i, entry_hint(entry)],
+	))
+}
+
+entry_hint(entry) := " (it looks like a URL: give the host name only)" if {
+	is_string(entry)
+	contains(entry, "://")
+}
+
+entry_hint(entry) := " (it contains a port or a path: give the host or block only)" if {
+	is_string(entry)
+	not contains(entry, "://")
+	regex.match(`^[A-Za-z0-9.*-]+(:[0-9]+|/[^0-9])`, entry)
+}
+
+entry_hint(entry) := "" if {
+	is_string(entry)
+	not contains(entry, "://")
+	not regex.match(`^[A-Za-z0-9.*-]+(:[0-9]+|/[^0-9])`, entry)
+}
+
+entry_hint(entry) := sprintf(" (it is a %s, not a string)", [type_name(entry)]) if not is_string(entry)
+
+# METADATA
+# title: open egress
+# description: >-
+#   egress = "allow" lets sandboxed code reach any host, which is what
+#   exfiltration needs. It is an explicit opt-in and always reported.
+# custom:
+#   id: SBX-NET-007
+#   class: OpenEgressWarning
+#   attribute: network.egress
+#   fix: >-
+#     Keep egress = "deny" (the default) and list the hosts the code needs in
+#     allow on a backend that enforces allow lists, or bring dependencies in
+#     ahead of time; use "allow" for trusted code only.
+warn contains f if {
+	input.network.egress == "allow"
+	f := lib.finding(rego.metadata.rule(), `egress = "allow": code in this sandbox can reach any host on the internet`)
+}
+
+# METADATA
+# title: the backend cannot deny egress
+# description: >-
+#   Denying egress is the default, so a backend that cannot block outbound
+#   traffic would silently run every sandbox with open egress. Refused.
+# custom:
+#   id: SBX-NET-008
+#   class: CapabilityNotSupported
+#   attribute: network.egress
+#   fix: >-
+#     Use a backend that blocks egress (every built-in backend does), or set
+#     egress = "allow" explicitly if open egress is acceptable for this code.
+deny contains f if {
+	input.network.egress == "deny"
+	caps := input.capabilities
+	not caps.network.deny
+	f := lib.finding(rego.metadata.rule(), sprintf("backend %s cannot block egress, so a deny policy would not be enforced", [lib.backend_key]))
+}
+
+# METADATA
+# title: allow list that opens all egress
+# description: >-
+#   An allow-list entry of 0.0.0.0/0 or ::/0 admits every address, which is
+#   open egress disguised as a deny policy: it would bypass the explicit
+#   opt-in and the warning that egress = "allow" carries.
+# custom:
+#   id: SBX-NET-009
+#   class: ConfigurationError
+#   attribute: network.allow
+#   fix: >-
+#     List only the blocks the code needs, or, if open egress is really
+#     intended, say so with egress = "allow" and no allow list.
+deny contains f if {
+	input.network.egress == "deny"
+	count(input.network.allow) > 0
+	some i, entry in input.network.allow
+	lib.open_cidr(entry)
+	f := lib.finding(rego.metadata.rule(), sprintf("allow[%d] %q admits every address, which makes the deny policy open egress", [i, entry]))
+}

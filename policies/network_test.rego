@@ -1,0 +1,305 @@
+package sandboxio.network_test
+
+import data.sandboxio.fixtures as fx
+import data.sandboxio.network
+
+docker_runtimes := {key | some key, d in data.capabilities.backends; d.backend == "docker"}
+
+allowlist_keys := {key | some key, d in data.capabilities.backends; d.network.allowlist}
+
+# --- SBX-NET-001: egress = "learn" ----------------------------------------
+
+test_learn_refused if {
+	fs := network.deny with input as fx.network_input("docker/runc", {"egress": "learn"})
+	fx.has(fs, "SBX-NET-001", "CapabilityNotSupported", "network.egress")
+	fx.lacks(fs, "SBX-NET-002")
+}
+
+test_learn_refused_on_every_backend if {
+	every key in fx.backend_keys {
+		fs := network.deny with input as fx.network_input(key, {"egress": "learn"})
+		fx.has(fs, "SBX-NET-001", "CapabilityNotSupported", "network.egress")
+	}
+}
+
+test_learn_refused_without_backend if {
+	fs := network.deny with input as fx.network_only({"egress": "learn"})
+	fx.has(fs, "SBX-NET-001", "CapabilityNotSupported", "network.egress")
+}
+
+test_learn_refused_in_template if {
+	fs := network.deny with input as fx.template_with("e2b", {"network": {"egress": "learn"}})
+	fx.has(fs, "SBX-NET-001", "CapabilityNotSupported", "network.egress")
+}
+
+test_deny_and_allow_not_learn if {
+	every egress in ["deny", "allow"] {
+		fs := network.deny with input as fx.network_input("docker/runc", {"egress": egress})
+		fx.lacks(fs, "SBX-NET-001")
+	}
+}
+
+# --- SBX-NET-002: unknown egress mode -------------------------------------
+
+test_unknown_egress_refused if {
+	fs := network.deny with input as fx.network_input("docker/runc", {"egress": "block"})
+	fx.has(fs, "SBX-NET-002", "ConfigurationError", "network.egress")
+	fx.mentions(fs, "SBX-NET-002", `"block"`)
+}
+
+test_empty_and_wrong_case_egress_refused if {
+	every egress in ["", "DENY", "Allow", 0, null] {
+		fs := network.deny with input as fx.network_only({"egress": egress})
+		fx.has(fs, "SBX-NET-002", "ConfigurationError", "network.egress")
+	}
+}
+
+test_missing_egress_refused if {
+	fs := network.deny with input as {"kind": "network_policy", "network": {"allow": []}}
+	fx.has(fs, "SBX-NET-002", "ConfigurationError", "network.egress")
+	fx.mentions(fs, "SBX-NET-002", "unset")
+}
+
+test_long_egress_not_repeated if {
+	long := concat("", ["x" | some _ in numbers.range(1, 64)])
+	fs := network.deny with input as fx.network_only({"egress": long})
+	fx.has(fs, "SBX-NET-002", "ConfigurationError", "network.egress")
+	not fx.leaks(fs, long)
+}
+
+test_known_egress_accepted if {
+	every egress in ["deny", "allow", "learn"] {
+		fs := network.deny with input as fx.network_only({"egress": egress})
+		fx.lacks(fs, "SBX-NET-002")
+	}
+}
+
+test_no_network_no_network_findings if {
+	count(network.deny) == 0 with input as fx.resources_only({})
+	count(network.warn) == 0 with input as fx.resources_only({})
+}
+
+# --- SBX-NET-003: allow list on a backend without one ----------------------
+
+test_allow_on_docker_refused if {
+	fs := network.deny with input as fx.network_input("docker/runc", {"allow": ["151.101.0.0/16"]})
+	fx.has(fs, "SBX-NET-003", "CapabilityNotSupported", "network.allow")
+	fx.mentions(fs, "SBX-NET-003", "docker/runc")
+	fx.mentions(fs, "SBX-NET-003", "Docker has no per-host egress filter")
+	fx.mentions(fs, "SBX-NET-003", "e2b, modal and vercel")
+	fx.fix_mentions(fs, "SBX-NET-003", "E2B, Modal and Vercel")
+	fx.fix_mentions(fs, "SBX-NET-003", "wheelhouse")
+}
+
+test_allow_refused_on_every_backend_without_allowlist if {
+	every key in fx.backend_keys - allowlist_keys {
+		fs := network.deny with input as fx.network_input(key, {"allow": ["pypi.org"]})
+		fx.has(fs, "SBX-NET-003", "CapabilityNotSupported", "network.allow")
+		fx.mentions(fs, "SBX-NET-003", key)
+		fx.mentions(fs, "SBX-NET-003", data.capabilities.backends[key].network.allowlist_note)
+	}
+}
+
+test_allow_refused_on_every_docker_runtime if {
+	count(docker_runtimes) >= 3
+	every key in docker_runtimes {
+		fs := network.deny with input as fx.template_with(key, {"network": {"allow": ["151.101.0.0/16"]}})
+		fx.has(fs, "SBX-NET-003", "CapabilityNotSupported", "network.allow")
+	}
+}
+
+test_allow_on_daytona_refused if {
+	fs := network.deny with input as fx.template_with("daytona", {"network": {"allow": ["10.0.0.0/8"]}})
+	fx.has(fs, "SBX-NET-003", "CapabilityNotSupported", "network.allow")
+	fx.mentions(fs, "SBX-NET-003", "unverified")
+}
+
+test_allow_accepted_where_enforced if {
+	allowlist_keys == {"e2b", "modal", "vercel"}
+	every key in allowlist_keys {
+		fs := network.deny with input as fx.network_input(key, {"allow": ["151.101.0.0/16"]})
+		fx.lacks(fs, "SBX-NET-003")
+	}
+}
+
+test_empty_allow_accepted_on_docker if {
+	fs := network.deny with input as fx.template_input("docker/runc")
+	count(fs) == 0
+}
+
+test_allow_without_backend_not_judged if {
+	fs := network.deny with input as fx.network_only({"allow": ["151.101.0.0/16"]})
+	count(fs) == 0
+}
+
+test_allow_refused_when_descriptor_lacks_allowlist if {
+	caps := object.remove(data.capabilities.backends.e2b, ["network"])
+	fs := network.deny with input as fx.with_caps(fx.network_input("e2b", {"allow": ["1.2.3.4"]}), caps)
+	fx.has(fs, "SBX-NET-003", "CapabilityNotSupported", "network.allow")
+}
+
+# --- SBX-NET-004: allow list with open egress -----------------------------
+
+test_allow_list_with_open_egress_refused if {
+	fs := network.deny with input as fx.network_input("e2b", {"egress": "allow", "allow": ["pypi.org"]})
+	fx.has(fs, "SBX-NET-004", "ConfigurationError", "network.allow")
+}
+
+test_allow_list_with_deny_accepted if {
+	fs := network.deny with input as fx.network_input("e2b", {"egress": "deny", "allow": ["pypi.org"]})
+	count(fs) == 0
+}
+
+test_open_egress_without_list_accepted if {
+	fs := network.deny with input as fx.network_input("docker/runc", {"egress": "allow"})
+	count(fs) == 0
+}
+
+# --- SBX-NET-005: entry kind the backend does not take ---------------------
+
+test_domain_on_modal_refused if {
+	fs := network.deny with input as fx.network_input("modal", {"allow": ["151.101.0.0/16", "pypi.org"]})
+	fx.has(fs, "SBX-NET-005", "CapabilityNotSupported", "network.allow")
+	fx.count_of(fs, "SBX-NET-005") == 1
+	fx.mentions(fs, "SBX-NET-005", "allow[1]")
+	fx.mentions(fs, "SBX-NET-005", "modal")
+	fx.mentions(fs, "SBX-NET-005", "cidr and ip")
+}
+
+test_wildcard_domain_on_modal_refused if {
+	fs := network.deny with input as fx.network_input("modal", {"allow": ["*.pythonhosted.org"]})
+	fx.has(fs, "SBX-NET-005", "CapabilityNotSupported", "network.allow")
+}
+
+test_cidr_and_ip_on_modal_accepted if {
+	fs := network.deny with input as fx.network_input("modal", {"allow": ["151.101.0.0/16", "1.2.3.4", "2a04:4e42::/32", "2a04:4e42::223"]})
+	count(fs) == 0
+}
+
+test_domains_where_taken_accepted if {
+	every key in {"e2b", "vercel"} {
+		fs := network.deny with input as fx.network_input(key, {"allow": ["pypi.org", "*.pythonhosted.org", "10.0.0.0/8", "1.2.3.4"]})
+		count(fs) == 0
+	}
+}
+
+test_entry_kind_refused_when_descriptor_has_no_kinds if {
+	caps := object.union(data.capabilities.backends.vercel, {"network": {"allow_kinds": []}})
+	fs := network.deny with input as fx.with_caps(fx.network_input("vercel", {"allow": ["1.2.3.4"]}), caps)
+	fx.has(fs, "SBX-NET-005", "CapabilityNotSupported", "network.allow")
+}
+
+# --- SBX-NET-006: entry that is not an address -----------------------------
+
+invalid_entries := [
+	"https://pypi.org/simple",
+	"pypi.org:443",
+	"not an address",
+	"300.1.1.1",
+	"10.0.0.0/33",
+	"",
+	"localhost",
+	"*",
+	"pypi.org/simple",
+	"user:pass@pypi.org",
+]
+
+test_invalid_entries_refused if {
+	fs := network.deny with input as fx.network_input("e2b", {"allow": invalid_entries})
+	fx.has(fs, "SBX-NET-006", "ConfigurationError", "network.allow")
+	fx.count_of(fs, "SBX-NET-006") == count(invalid_entries)
+	every i, _ in invalid_entries {
+		fx.mentions(fs, "SBX-NET-006", sprintf("allow[%d]", [i]))
+	}
+}
+
+test_invalid_entries_not_repeated if {
+	fs := network.deny with input as fx.network_input("e2b", {"allow": ["https://user:hunter2@pypi.org"]})
+	fx.has(fs, "SBX-NET-006", "ConfigurationError", "network.allow")
+	fx.mentions(fs, "SBX-NET-006", "URL")
+	not fx.leaks(fs, "hunter2")
+}
+
+test_entry_with_port_hinted if {
+	fs := network.deny with input as fx.network_input("e2b", {"allow": ["pypi.org:443"]})
+	fx.mentions(fs, "SBX-NET-006", "port")
+}
+
+test_non_string_entry_refused if {
+	fs := network.deny with input as fx.network_only({"allow": [42]})
+	fx.has(fs, "SBX-NET-006", "ConfigurationError", "network.allow")
+	fx.mentions(fs, "SBX-NET-006", "number")
+}
+
+test_invalid_entry_refused_without_backend if {
+	fs := network.deny with input as fx.network_only({"allow": ["http://x"]})
+	fx.has(fs, "SBX-NET-006", "ConfigurationError", "network.allow")
+}
+
+test_valid_entries_accepted if {
+	fs := network.deny with input as fx.network_only({"allow": [
+		"10.0.0.0/8", "151.101.0.0/16", "1.2.3.4", "1.2.3.4/32",
+		"2001:db8::/32", "2001:db8::1", "pypi.org", "files.pythonhosted.org",
+		"*.pythonhosted.org", "xn--e1afmkfd.xn--p1ai",
+	]})
+	count(fs) == 0
+}
+
+# --- SBX-NET-007: open egress warning --------------------------------------
+
+test_open_egress_warned if {
+	ws := network.warn with input as fx.template_with("docker/runc", {"network": {"egress": "allow"}})
+	fx.has(ws, "SBX-NET-007", "OpenEgressWarning", "network.egress")
+}
+
+test_open_egress_warned_without_backend if {
+	ws := network.warn with input as fx.network_only({"egress": "allow"})
+	fx.has(ws, "SBX-NET-007", "OpenEgressWarning", "network.egress")
+}
+
+test_deny_egress_not_warned if {
+	ws := network.warn with input as fx.template_input("docker/runc")
+	count(ws) == 0
+}
+
+# --- SBX-NET-008: backend that cannot deny egress --------------------------
+
+test_backend_without_deny_refused if {
+	caps := object.union(data.capabilities.backends["docker/runc"], {"network": {"deny": false}})
+	fs := network.deny with input as fx.with_caps(fx.template_input("docker/runc"), caps)
+	fx.has(fs, "SBX-NET-008", "CapabilityNotSupported", "network.egress")
+}
+
+test_backend_without_deny_field_refused if {
+	caps := object.remove(data.capabilities.backends.daytona, ["network"])
+	fs := network.deny with input as fx.with_caps(fx.template_input("daytona"), caps)
+	fx.has(fs, "SBX-NET-008", "CapabilityNotSupported", "network.egress")
+}
+
+test_backend_without_deny_accepts_explicit_open_egress if {
+	caps := object.union(data.capabilities.backends["docker/runc"], {"network": {"deny": false}})
+	fs := network.deny with input as fx.with_caps(fx.template_with("docker/runc", {"network": {"egress": "allow"}}), caps)
+	fx.lacks(fs, "SBX-NET-008")
+}
+
+test_every_backend_denies_egress if {
+	every key in fx.backend_keys {
+		fs := network.deny with input as fx.template_input(key)
+		fx.lacks(fs, "SBX-NET-008")
+	}
+}
+
+# --- SBX-NET-009: allow list that admits everything ------------------------
+
+test_allow_everything_refused if {
+	every entry in ["0.0.0.0/0", "::/0"] {
+		fs := network.deny with input as fx.network_input("e2b", {"allow": ["pypi.org", entry]})
+		fx.has(fs, "SBX-NET-009", "ConfigurationError", "network.allow")
+		fx.mentions(fs, "SBX-NET-009", "allow[1]")
+	}
+}
+
+test_narrow_blocks_accepted if {
+	fs := network.deny with input as fx.network_input("e2b", {"allow": ["0.0.0.0/8", "10.0.0.0/8", "2001:db8::/32"]})
+	fx.lacks(fs, "SBX-NET-009")
+}

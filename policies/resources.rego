@@ -1,0 +1,169 @@
+# METADATA
+# title: resource caps
+# description: >-
+#   Every sandbox runs under concrete cpu, memory, disk and process caps.
+#   Unset caps take modest defaults (capabilities/data.json default_caps); a
+#   caller may raise a cap but never remove one, and a backend that would
+#   ignore a requested cap refuses it instead.
+package sandboxio.resources
+
+import data.sandboxio.lib
+
+cap_names := ["cpu", "memory_mb", "disk_mb", "pids"]
+
+# METADATA
+# title: cap that is zero, negative or unset
+# description: >-
+#   Caps can be raised, never removed. Zero, a negative number or a missing
+#   value would mean "no cap" on some backends, so each is refused; to get
+#   the default, leave the attribute out.
+# custom:
+#   id: SBX-RES-001
+#   class: ConfigurationError
+#   attribute: resources
+#   fix: >-
+#     Set the cap to a positive number, or leave it out (null) to get the
+#     modest default.
+deny contains f if {
+	res := input.resources
+	some cap in cap_names
+	value := object.get(res, cap, null)
+	not lib.positive_number(value)
+	f := lib.finding_at(rego.metadata.rule(), concat(".", ["resources", cap]), sprintf(
+		"resources.%s is %s: every cap must be a positive number, because a cap can be raised but never removed (the default is %v)",
+		[cap, lib.describe(value), data.capabilities.default_caps[cap]],
+	))
+}
+
+# METADATA
+# title: caps set per sandbox on a backend whose template fixes them
+# description: >-
+#   On some backends (E2B) cpu, memory and disk belong to the template the
+#   sandbox starts from, with no per-sandbox override. The template's caps
+#   still apply, but a different value asked for here would be accepted and
+#   ignored, so anything other than the defaults is refused.
+# custom:
+#   id: SBX-RES-002
+#   class: ConfigurationError
+#   attribute: resources
+#   fix: >-
+#     Change the caps in the backend template and rebuild it, and leave
+#     resources at the defaults here.
+deny contains f if {
+	input.capabilities.caps.mode == "template"
+	res := input.resources
+	some cap in cap_names
+	value := res[cap]
+	value != data.capabilities.default_caps[cap]
+	f := lib.finding_at_fix(
+		rego.metadata.rule(),
+		concat(".", ["resources", cap]),
+		sprintf(
+			"backend %s takes cpu, memory and disk from %s and cannot set them per sandbox, so resources.%s = %s (default %v) would be ignored",
+			[lib.backend_key, template_ref, cap, lib.describe(value), data.capabilities.default_caps[cap]],
+		),
+		sprintf(
+			"change the caps in %s (and rebuild it), then leave resources.%s at its default (%v) here",
+			[template_ref, cap, data.capabilities.default_caps[cap]],
+		),
+	)
+}
+
+default template_ref := "the backend's template"
+
+template_ref := sprintf("the template %q (image)", [input.template.image]) if input.template.image != ""
+
+# METADATA
+# title: backend that can neither apply caps nor name a template
+# description: >-
+#   A backend must either apply caps per sandbox or start every sandbox from
+#   a template whose caps it can name. One that can do neither would run
+#   sandboxes without caps, so nothing is created on it.
+# custom:
+#   id: SBX-RES-003
+#   class: CapabilityNotSupported
+#   attribute: backend
+#   fix: >-
+#     Use a backend that applies resource caps: Docker, Modal, Vercel or
+#     Daytona per sandbox, or E2B through its template.
+deny contains f if {
+	input.template
+	caps := input.capabilities
+	mode := object.get(caps, ["caps", "mode"], "none")
+	not mode in {"per_sandbox", "template"}
+	f := lib.finding(rego.metadata.rule(), sprintf(
+		"backend %s can neither apply resource caps per sandbox nor start from a template with known caps (caps mode %q), so its sandboxes would run uncapped",
+		[lib.backend_key, mode],
+	))
+}
+
+# METADATA
+# title: cap the backend cannot set per sandbox
+# description: >-
+#   Backends set different caps per sandbox: Modal takes cpu and memory but
+#   no process limit, Vercel takes vCPUs with memory following them. A
+#   non-default value for a cap the backend cannot set would be ignored, so
+#   it is refused.
+# custom:
+#   id: SBX-RES-004
+#   class: CapabilityNotSupported
+#   attribute: resources
+#   fix: >-
+#     Leave the cap at its default, or use a backend that can set it per
+#     sandbox.
+deny contains f if {
+	caps := input.capabilities.caps
+	caps.mode == "per_sandbox"
+	res := input.resources
+	some cap in cap_names
+	value := res[cap]
+	value != data.capabilities.default_caps[cap]
+	not cap in object.get(caps, "settable", [])
+	f := lib.finding_at_fix(
+		rego.metadata.rule(),
+		concat(".", ["resources", cap]),
+		sprintf(
+			"backend %s cannot set %s per sandbox (it sets %s%s), so resources.%s = %s would be ignored",
+			[lib.backend_key, cap, lib.join_and(object.get(caps, "settable", [])), caps_note(caps), cap, lib.describe(value)],
+		),
+		sprintf(
+			"leave resources.%s at its default (%v), or use a backend that sets it per sandbox: %s",
+			[cap, data.capabilities.default_caps[cap], lib.join_and(backends_setting(cap))],
+		),
+	)
+}
+
+caps_note(caps) := sprintf("; %s", [caps.note]) if caps.note != ""
+
+caps_note(caps) := "" if not caps.note
+
+caps_note(caps) := "" if caps.note == ""
+
+backends_setting(cap) := [lib.describe_backend(key) |
+	some key, d in data.capabilities.backends
+	d.caps.mode == "per_sandbox"
+	cap in d.caps.settable
+]
+
+# METADATA
+# title: process limit above the backend's ceiling
+# description: >-
+#   Where a backend enforces a process-count ceiling (the guard against fork
+#   bombs), a pids cap above that ceiling cannot be honoured.
+# custom:
+#   id: SBX-RES-005
+#   class: CapabilityNotSupported
+#   attribute: resources.pids
+#   fix: Lower resources.pids to at most the backend's ceiling.
+deny contains f if {
+	caps := input.capabilities.caps
+	caps.pids_ceiling == true
+	caps.max_pids > 0
+	is_number(input.resources.pids)
+	input.resources.pids > caps.max_pids
+	f := lib.finding_fix(
+		rego.metadata.rule(),
+		sprintf("resources.pids = %v is above the process ceiling of backend %s (%v)", [input.resources.pids, lib.backend_key, caps.max_pids]),
+		sprintf("lower resources.pids to %v or less", [caps.max_pids]),
+	)
+}

@@ -1,0 +1,186 @@
+package sandboxio.resources_test
+
+import data.sandboxio.fixtures as fx
+import data.sandboxio.resources
+
+cap_names := ["cpu", "memory_mb", "disk_mb", "pids"]
+
+# --- SBX-RES-001: zero, negative or unset cap -----------------------------
+
+test_zero_cap_refused if {
+	every cap in cap_names {
+		fs := resources.deny with input as fx.resources_only({cap: 0})
+		fx.has(fs, "SBX-RES-001", "ConfigurationError", concat(".", ["resources", cap]))
+		fx.count_of(fs, "SBX-RES-001") == 1
+	}
+}
+
+test_negative_cap_refused if {
+	fs := resources.deny with input as fx.template_with("docker/runc", {"resources": {"memory_mb": -1}})
+	fx.has(fs, "SBX-RES-001", "ConfigurationError", "resources.memory_mb")
+	fx.mentions(fs, "SBX-RES-001", "-1")
+}
+
+test_one_finding_per_cap if {
+	fs := resources.deny with input as fx.resources_only({"cpu": 0, "memory_mb": 0, "disk_mb": -5, "pids": 0})
+	fx.count_of(fs, "SBX-RES-001") == 4
+	{f.attribute | some f in fs} == {"resources.cpu", "resources.memory_mb", "resources.disk_mb", "resources.pids"}
+}
+
+test_null_cap_refused if {
+	fs := resources.deny with input as fx.resources_only({"pids": null})
+	fx.has(fs, "SBX-RES-001", "ConfigurationError", "resources.pids")
+	fx.mentions(fs, "SBX-RES-001", "unset")
+}
+
+test_missing_cap_refused if {
+	fs := resources.deny with input as {"kind": "resource_caps", "resources": {"cpu": 1, "memory_mb": 512, "disk_mb": 1024}}
+	fx.has(fs, "SBX-RES-001", "ConfigurationError", "resources.pids")
+}
+
+test_non_number_cap_refused if {
+	fs := resources.deny with input as fx.resources_only({"memory_mb": "1024"})
+	fx.has(fs, "SBX-RES-001", "ConfigurationError", "resources.memory_mb")
+	fx.mentions(fs, "SBX-RES-001", "string")
+}
+
+test_positive_caps_accepted if {
+	fs := resources.deny with input as fx.resources_only({"cpu": 0.5, "memory_mb": 4096, "disk_mb": 10240, "pids": 1024})
+	count(fs) == 0
+}
+
+test_default_caps_accepted_everywhere if {
+	every key in fx.backend_keys {
+		fs := resources.deny with input as fx.template_input(key)
+		count(fs) == 0
+	}
+}
+
+test_no_resources_no_findings if {
+	fs := resources.deny with input as fx.network_input("docker/runc", {})
+	count(fs) == 0
+}
+
+# --- SBX-RES-002: caps owned by the template (E2B) -------------------------
+
+test_non_default_caps_on_e2b_refused if {
+	inp := fx.template_with("e2b", {"template": {"image": "agent-python"}, "resources": {"memory_mb": 1024}})
+	fs := resources.deny with input as inp
+	fx.has(fs, "SBX-RES-002", "ConfigurationError", "resources.memory_mb")
+	fx.count_of(fs, "SBX-RES-002") == 1
+	fx.mentions(fs, "SBX-RES-002", `"agent-python"`)
+	fx.fix_mentions(fs, "SBX-RES-002", `"agent-python"`)
+	fx.mentions(fs, "SBX-RES-002", "e2b")
+}
+
+test_every_non_default_cap_on_e2b_refused if {
+	fs := resources.deny with input as fx.template_with("e2b", {"resources": {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096, "pids": 512}})
+	fx.count_of(fs, "SBX-RES-002") == 4
+}
+
+test_lowered_cap_on_e2b_refused if {
+	fs := resources.deny with input as fx.template_with("e2b", {"resources": {"cpu": 0.5}})
+	fx.has(fs, "SBX-RES-002", "ConfigurationError", "resources.cpu")
+}
+
+test_caps_on_e2b_without_template_name_the_backend_template if {
+	fs := resources.deny with input as fx.resources_input("e2b", {"disk_mb": 4096})
+	fx.has(fs, "SBX-RES-002", "ConfigurationError", "resources.disk_mb")
+	fx.mentions(fs, "SBX-RES-002", "the backend's template")
+}
+
+test_default_caps_on_e2b_accepted if {
+	fs := resources.deny with input as fx.template_with("e2b", {"resources": {"cpu": 1.0}})
+	count(fs) == 0
+}
+
+test_non_default_caps_per_sandbox_not_template_refusal if {
+	fs := resources.deny with input as fx.template_with("docker/runc", {"resources": {"memory_mb": 1024}})
+	fx.lacks(fs, "SBX-RES-002")
+}
+
+# --- SBX-RES-003: backend with no way to apply caps ------------------------
+
+test_backend_without_caps_refused if {
+	caps := object.union(data.capabilities.backends.daytona, {"caps": {"mode": "none", "settable": []}})
+	fs := resources.deny with input as fx.with_caps(fx.template_input("daytona"), caps)
+	fx.has(fs, "SBX-RES-003", "CapabilityNotSupported", "backend")
+	fx.mentions(fs, "SBX-RES-003", `"none"`)
+}
+
+test_backend_with_unknown_caps_mode_refused if {
+	caps := object.remove(data.capabilities.backends.modal, ["caps"])
+	fs := resources.deny with input as fx.with_caps(fx.template_input("modal"), caps)
+	fx.has(fs, "SBX-RES-003", "CapabilityNotSupported", "backend")
+}
+
+test_every_real_backend_applies_caps if {
+	every key in fx.backend_keys {
+		fs := resources.deny with input as fx.template_input(key)
+		fx.lacks(fs, "SBX-RES-003")
+	}
+}
+
+test_caps_mode_none_judged_only_for_sandboxes if {
+	caps := object.union(data.capabilities.backends.daytona, {"caps": {"mode": "none"}})
+	fs := resources.deny with input as fx.with_caps(fx.resources_input("daytona", {}), caps)
+	fx.lacks(fs, "SBX-RES-003")
+}
+
+# --- SBX-RES-004: cap the backend cannot set per sandbox -------------------
+
+test_pids_on_modal_refused if {
+	fs := resources.deny with input as fx.template_with("modal", {"resources": {"pids": 512}})
+	fx.has(fs, "SBX-RES-004", "CapabilityNotSupported", "resources.pids")
+	fx.mentions(fs, "SBX-RES-004", "modal")
+	fx.mentions(fs, "SBX-RES-004", "cpu and memory_mb")
+	fx.fix_mentions(fs, "SBX-RES-004", "docker with runtime runc")
+	not fx.fix_mentions(fs, "SBX-RES-004", "modal")
+}
+
+test_memory_on_vercel_refused if {
+	fs := resources.deny with input as fx.resources_input("vercel", {"memory_mb": 4096})
+	fx.has(fs, "SBX-RES-004", "CapabilityNotSupported", "resources.memory_mb")
+	fx.mentions(fs, "SBX-RES-004", "memory follows vcpus")
+}
+
+test_disk_on_modal_and_pids_on_daytona_refused if {
+	fs1 := resources.deny with input as fx.template_with("modal", {"resources": {"disk_mb": 4096}})
+	fx.has(fs1, "SBX-RES-004", "CapabilityNotSupported", "resources.disk_mb")
+	fs2 := resources.deny with input as fx.template_with("daytona", {"resources": {"pids": 128}})
+	fx.has(fs2, "SBX-RES-004", "CapabilityNotSupported", "resources.pids")
+}
+
+test_settable_caps_accepted if {
+	cases := [
+		["modal", {"cpu": 2, "memory_mb": 2048}],
+		["vercel", {"cpu": 2}],
+		["daytona", {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096}],
+		["docker/runc", {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096, "pids": 512}],
+		["docker/runsc", {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096, "pids": 512}],
+	]
+	every c in cases {
+		fs := resources.deny with input as fx.template_with(c[0], {"resources": c[1]})
+		count(fs) == 0
+	}
+}
+
+# --- SBX-RES-005: pids above the backend ceiling ---------------------------
+
+test_pids_above_ceiling_refused if {
+	fs := resources.deny with input as fx.template_with("docker/runc", {"resources": {"pids": 40000}})
+	fx.has(fs, "SBX-RES-005", "CapabilityNotSupported", "resources.pids")
+	fx.mentions(fs, "SBX-RES-005", "32768")
+	fx.fix_mentions(fs, "SBX-RES-005", "32768")
+}
+
+test_pids_at_ceiling_accepted if {
+	fs := resources.deny with input as fx.template_with("docker/kata", {"resources": {"pids": 32768}})
+	count(fs) == 0
+}
+
+test_pids_ceiling_only_where_enforced if {
+	fs := resources.deny with input as fx.template_with("modal", {"resources": {"pids": 40000}})
+	fx.lacks(fs, "SBX-RES-005")
+	fx.has(fs, "SBX-RES-004", "CapabilityNotSupported", "resources.pids")
+}
