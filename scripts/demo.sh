@@ -37,7 +37,7 @@ export TF_IN_AUTOMATION=1
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 # dev_overrides makes terraform print a warning block on every command; it
 # says nothing about sandboxio, so the demo drops it.
-tf() { "$TERRAFORM" "$@" -no-color 2>&1 | awk '/Warning: Provider development overrides are in effect/{skip=1} skip&&/^╵/{skip=0;next} !skip'; }
+tf() { "$TERRAFORM" "$@" -no-color 2>&1 | awk '/Warning: Provider development overrides are in effect/{skip=1} skip&&/published releases\./{skip=0;next} !skip'; }
 
 cp -r examples/quickstart "$work/quickstart"
 step "terraform apply examples/quickstart"

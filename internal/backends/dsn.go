@@ -124,8 +124,8 @@ var dsnSchemes = sync.OnceValue(func() map[string]*dsnScheme {
 // ConfigurationError on the attribute "backend".
 //
 // Errors never echo the raw DSN nor any part of it that could be a secret:
-// they name only the scheme, known option names, and option names or values
-// that pass safeEcho. Surrounding whitespace is refused, not trimmed: the DSN
+// they name only known schemes and options, and an unknown scheme or option
+// name only when it passes safeEcho; values are never quoted. Surrounding whitespace is refused, not trimmed: the DSN
 // ends up in specs and their digests, so what the user wrote must be exactly
 // what is used. The scheme is case-insensitive; everything else is not.
 func ParseDSN(s string) (DSN, error) {
@@ -205,7 +205,7 @@ func (sc *dsnScheme) parseTarget(d *DSN, authority, path string, slash bool) *mo
 			return sc.malformed(d.Scheme, "has a host", sc.noHost+"; write "+sc.form)
 		}
 		if slash {
-			return sc.malformed(d.Scheme, "has a path", "write "+sc.form+" with options only")
+			return sc.malformed(d.Scheme, "has a path", sc.noHost+"; write "+sc.form+" with options only")
 		}
 	case targetApp:
 		if authority == "" {

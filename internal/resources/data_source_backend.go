@@ -121,7 +121,11 @@ func (d *backendDataSource) Read(ctx context.Context, req datasource.ReadRequest
 		}, "unknown runtime", onAttribute("runtime")))
 		return
 	}
-	m.DSN = types.StringValue(parsed.String())
+	if m.DSN.IsNull() {
+		// Keep a DSN the user wrote as written: rewriting it to its normal
+		// form would make Terraform see an inconsistent result.
+		m.DSN = types.StringValue(parsed.String())
+	}
 	m.Scheme = types.StringValue(parsed.Scheme)
 	m.CapabilityKey = types.StringValue(key)
 	m.IsolationTier = types.StringValue(string(c.Tier))

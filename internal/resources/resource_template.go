@@ -244,7 +244,11 @@ func (r *templateResource) decide(ctx context.Context, m *templateModel) (bool, 
 		return true, d
 	}
 	m.ID = m.Name
-	m.Backend = types.StringValue(spec.Backend)
+	if m.Backend.IsNull() {
+		// Only fill in the default: a configured DSN stays as written, or
+		// Terraform would see the plan disagree with the configuration.
+		m.Backend = types.StringValue(spec.Backend)
+	}
 	m.Network = networkObject(spec.Network)
 	m.Resources = capsObject(spec.Resources)
 	m.TimeoutSeconds = types.Int64Value(spec.TimeoutSeconds)
