@@ -106,5 +106,6 @@ func (p *sandboxioProvider) Resources(context.Context) []func() resource.Resourc
 func (p *sandboxioProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{
 		resources.NewBackendDataSource,
+		resources.NewTenantSandboxDataSource,
 	}
 }

@@ -51,8 +51,12 @@ func (d *backendDataSource) Metadata(_ context.Context, req datasource.MetadataR
 }
 
 func (d *backendDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
-	computed := func(desc string) schema.Attribute { return schema.StringAttribute{Computed: true, MarkdownDescription: desc} }
-	flag := func(desc string) schema.Attribute { return schema.BoolAttribute{Computed: true, MarkdownDescription: desc} }
+	computed := func(desc string) schema.Attribute {
+		return schema.StringAttribute{Computed: true, MarkdownDescription: desc}
+	}
+	flag := func(desc string) schema.Attribute {
+		return schema.BoolAttribute{Computed: true, MarkdownDescription: desc}
+	}
 	list := func(desc string) schema.Attribute {
 		return schema.ListAttribute{ElementType: types.StringType, Computed: true, MarkdownDescription: desc}
 	}

@@ -17,10 +17,10 @@ func backendConfig(body string) string {
 func TestAccBackendDataSource_Capabilities(t *testing.T) {
 	addr := "data.sandboxio_backend.test"
 	cases := []struct {
-		name, body                string
-		key, tier, capsMode       string
-		allowlist                 bool
-		credentialEnv             []string
+		name, body          string
+		key, tier, capsMode string
+		allowlist           bool
+		credentialEnv       []string
 	}{
 		{"docker default", "", "docker/runc", "CONTAINER", "per_sandbox", false, nil},
 		{"docker runsc", `  runtime = "runsc"`, "docker/runsc", "GVISOR", "per_sandbox", false, nil},

@@ -189,7 +189,8 @@ func (r *resourceCapsResource) Read(ctx context.Context, req resource.ReadReques
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-func (r *resourceCapsResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
+func (r *resourceCapsResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
+}
 
 // ImportState takes the caps as JSON, for example `{"memory_mb":1024}`.
 func (r *resourceCapsResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {

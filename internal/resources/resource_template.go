@@ -309,7 +309,8 @@ func (r *templateResource) Read(ctx context.Context, req resource.ReadRequest, r
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
 
-func (r *templateResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
+func (r *templateResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
+}
 
 func networkFromObject(ctx context.Context, o types.Object, d *diag.Diagnostics) model.NetworkPolicy {
 	n := model.DefaultNetworkPolicy()

@@ -1,7 +1,8 @@
-// Command noopprovider is a framework provider whose one resource has the
-// template's schema and does nothing. The plan benchmark uses it to separate
-// the cost of being a plugin provider from the cost of sandboxio's own
-// policy, spec and validation work.
+// Command noopprovider is a framework provider whose resources do nothing.
+// noop_template has exactly sandboxio_template's schema, so the plan
+// benchmark can separate the cost of the schema and of being a plugin
+// provider from the cost of sandboxio's own policy, spec and validation
+// work; noop_bare has a minimal schema of plain attributes.
 package main
 
 import (
@@ -14,6 +15,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/resources"
 )
 
 type noopProvider struct{}
@@ -25,17 +28,31 @@ func (noopProvider) Schema(context.Context, provider.SchemaRequest, *provider.Sc
 func (noopProvider) Configure(context.Context, provider.ConfigureRequest, *provider.ConfigureResponse) {
 }
 func (noopProvider) Resources(context.Context) []func() resource.Resource {
-	return []func() resource.Resource{func() resource.Resource { return noopTemplate{} }}
+	return []func() resource.Resource{
+		func() resource.Resource { return noopTemplate{} },
+		func() resource.Resource { return noopBare{} },
+	}
 }
 func (noopProvider) DataSources(context.Context) []func() datasource.DataSource { return nil }
 
-type noopTemplate struct{}
+// noopTemplate borrows sandboxio_template's schema and does nothing else.
+type noopTemplate struct{ noopBare }
 
 func (noopTemplate) Metadata(_ context.Context, _ resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = "noop_template"
 }
 
-func (noopTemplate) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+func (noopTemplate) Schema(ctx context.Context, req resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resources.NewTemplateResource().Schema(ctx, req, resp)
+}
+
+type noopBare struct{}
+
+func (noopBare) Metadata(_ context.Context, _ resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = "noop_bare"
+}
+
+func (noopBare) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	str := func() schema.Attribute { return schema.StringAttribute{Optional: true} }
 	resp.Schema = schema.Schema{Attributes: map[string]schema.Attribute{
 		"id": schema.StringAttribute{Computed: true}, "name": str(), "backend": str(), "image": str(),
@@ -47,12 +64,12 @@ func (noopTemplate) Schema(_ context.Context, _ resource.SchemaRequest, resp *re
 	}}
 }
 
-func (noopTemplate) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+func (noopBare) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	resp.State.Raw = req.Plan.Raw
 }
-func (noopTemplate) Read(context.Context, resource.ReadRequest, *resource.ReadResponse)       {}
-func (noopTemplate) Update(context.Context, resource.UpdateRequest, *resource.UpdateResponse) {}
-func (noopTemplate) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
+func (noopBare) Read(context.Context, resource.ReadRequest, *resource.ReadResponse)       {}
+func (noopBare) Update(context.Context, resource.UpdateRequest, *resource.UpdateResponse) {}
+func (noopBare) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {}
 
 func main() {
 	err := providerserver.Serve(context.Background(), func() provider.Provider { return noopProvider{} },
