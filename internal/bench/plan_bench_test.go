@@ -139,7 +139,9 @@ func BenchmarkPlan200Templates(b *testing.B) {
 
 	rounds := 5
 	if v := os.Getenv("SANDBOXIO_BENCH_ROUNDS"); v != "" {
-		fmt.Sscan(v, &rounds)
+		if _, err := fmt.Sscan(v, &rounds); err != nil || rounds < 1 {
+			b.Fatalf("SANDBOXIO_BENCH_ROUNDS=%q: want a positive number", v)
+		}
 	}
 	// Warm the file cache and the plugin binaries once.
 	plan(b, env, sbx)

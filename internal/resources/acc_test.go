@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
@@ -66,6 +65,3 @@ func runRefusals(t *testing.T, cases []refusal) {
 		})
 	}
 }
-
-// hcl joins lines, for configs built in tests.
-func hcl(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
