@@ -79,7 +79,10 @@ func resolveBackend(dsn, runtime string, pd *ProviderData) (*policy.BackendRef, 
 		Key:     parsed.CapabilityKey(runtime),
 		Options: parsed.Options,
 	}
-	if ref.Scheme == "docker" && ref.Runtime == "" {
+	switch {
+	case ref.Scheme != "docker":
+		ref.Runtime = "" // a runtime means nothing elsewhere; SBX-ISO-006 refuses setting one
+	case ref.Runtime == "":
 		ref.Runtime = "runc"
 	}
 	return ref, parsed.String(), nil

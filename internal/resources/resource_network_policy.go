@@ -158,14 +158,8 @@ func (r *networkPolicyResource) apply(ctx context.Context, config tfsdk.Config, 
 	d.Append(state.Set(ctx, &m)...)
 }
 
-func (r *networkPolicyResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var m networkPolicyModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-}
+// Read keeps the state as it is: the policy exists only in state.
+func (r *networkPolicyResource) Read(context.Context, resource.ReadRequest, *resource.ReadResponse) {}
 
 func (r *networkPolicyResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
 	// Nothing exists outside Terraform's state.

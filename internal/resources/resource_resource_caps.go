@@ -180,14 +180,8 @@ func (r *resourceCapsResource) apply(ctx context.Context, config tfsdk.Config, s
 	d.Append(state.Set(ctx, &m)...)
 }
 
-func (r *resourceCapsResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var m resourceCapsModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-}
+// Read keeps the state as it is: the caps exists only in state.
+func (r *resourceCapsResource) Read(context.Context, resource.ReadRequest, *resource.ReadResponse) {}
 
 func (r *resourceCapsResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
@@ -29,25 +30,6 @@ var (
 func NewTemplateResource() resource.Resource { return &templateResource{} }
 
 type templateResource struct{ pd *ProviderData }
-
-type templateModel struct {
-	ID               types.String `tfsdk:"id"`
-	Name             types.String `tfsdk:"name"`
-	Backend          types.String `tfsdk:"backend"`
-	Image            types.String `tfsdk:"image"`
-	Runtime          types.String `tfsdk:"runtime"`
-	RequireIsolation types.String `tfsdk:"require_isolation"`
-	Network          types.Object `tfsdk:"network"`
-	Resources        types.Object `tfsdk:"resources"`
-	TimeoutSeconds   types.Int64  `tfsdk:"timeout_seconds"`
-	LifetimeSeconds  types.Int64  `tfsdk:"lifetime_seconds"`
-	Env              types.Map    `tfsdk:"env"`
-	SecretNames      types.List   `tfsdk:"secret_names"`
-	Labels           types.Map    `tfsdk:"labels"`
-	IsolationTier    types.String `tfsdk:"isolation_tier"`
-	Spec             types.String `tfsdk:"spec"`
-	SpecSHA256       types.String `tfsdk:"spec_sha256"`
-}
 
 func (r *templateResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_template"
@@ -164,19 +146,86 @@ func (r *templateResource) Configure(_ context.Context, req resource.ConfigureRe
 // templatePaths maps finding attributes onto the template's schema.
 var templatePaths diags.PathMapper = diags.Dotted
 
-// render normalizes the configuration into an input document and a spec.
-// It returns known=false when a value is still unknown.
-func (r *templateResource) render(ctx context.Context, m *templateModel) (spec model.Spec, in policy.Input, known bool, d diag.Diagnostics) {
-	for _, v := range []attr.Value{m.Name, m.Backend, m.Image, m.Runtime, m.RequireIsolation, m.Network, m.Resources,
-		m.TimeoutSeconds, m.LifetimeSeconds, m.Env, m.SecretNames, m.Labels} {
-		if !fullyKnown(v) {
-			return spec, in, false, nil
+// templateConfig is the template as configured; nil and empty mean unset.
+type templateConfig struct {
+	Name, Backend, Image, Runtime, RequireIsolation string
+	BackendSet                                      bool
+	Egress                                          string
+	Allow                                           []string
+	Caps                                            model.CapsRequest
+	TimeoutSeconds, LifetimeSeconds                 *int64
+	Env, Labels                                     map[string]string
+	SecretNames                                     []string
+}
+
+// readTemplateConfig reads the configuration. It returns known=false while
+// any value is unknown: the check then waits for apply.
+func readTemplateConfig(v tftypes.Value) (c templateConfig, known bool, err error) {
+	if !v.IsFullyKnown() {
+		return c, false, nil
+	}
+	attrs, err := rawObject(v)
+	if err != nil {
+		return c, true, err
+	}
+	for name, dst := range map[string]*string{
+		"name": &c.Name, "backend": &c.Backend, "image": &c.Image, "runtime": &c.Runtime, "require_isolation": &c.RequireIsolation,
+	} {
+		if *dst, err = rawString(attrs[name]); err != nil {
+			return c, true, err
 		}
 	}
-	ref, dsn, err := resolveBackend(m.Backend.ValueString(), m.Runtime.ValueString(), r.pd)
+	c.BackendSet = !attrs["backend"].IsNull()
+	if network, err := rawObject(attrs["network"]); err != nil {
+		return c, true, err
+	} else if network != nil {
+		if c.Egress, err = rawString(network["egress"]); err != nil {
+			return c, true, err
+		}
+		if c.Allow, err = rawStrings(network["allow"]); err != nil {
+			return c, true, err
+		}
+	}
+	if caps, err := rawObject(attrs["resources"]); err != nil {
+		return c, true, err
+	} else if caps != nil {
+		if c.Caps.CPU, err = rawFloat64(caps["cpu"]); err != nil {
+			return c, true, err
+		}
+		for name, dst := range map[string]**int64{"memory_mb": &c.Caps.MemoryMB, "disk_mb": &c.Caps.DiskMB, "pids": &c.Caps.Pids} {
+			if *dst, err = rawInt64(caps[name]); err != nil {
+				return c, true, err
+			}
+		}
+	}
+	if c.TimeoutSeconds, err = rawInt64(attrs["timeout_seconds"]); err != nil {
+		return c, true, err
+	}
+	if c.LifetimeSeconds, err = rawInt64(attrs["lifetime_seconds"]); err != nil {
+		return c, true, err
+	}
+	if c.Env, err = rawStringMap(attrs["env"]); err != nil {
+		return c, true, err
+	}
+	if c.Labels, err = rawStringMap(attrs["labels"]); err != nil {
+		return c, true, err
+	}
+	if c.SecretNames, err = rawStrings(attrs["secret_names"]); err != nil {
+		return c, true, err
+	}
+	if c.SecretNames == nil {
+		c.SecretNames = []string{}
+	}
+	return c, true, nil
+}
+
+// render normalizes the configuration into an input document and a spec.
+func (r *templateResource) render(c templateConfig) (model.Spec, policy.Input, diag.Diagnostics) {
+	var d diag.Diagnostics
+	ref, dsn, err := resolveBackend(c.Backend, c.Runtime, r.pd)
 	if err != nil {
 		d.Append(backendError(err, templatePaths))
-		return spec, in, true, d
+		return model.Spec{}, policy.Input{}, d
 	}
 	if ref == nil {
 		d.Append(diags.FromError(&model.Error{
@@ -184,181 +233,136 @@ func (r *templateResource) render(ctx context.Context, m *templateModel) (spec m
 			Message: "the template has no backend and the provider sets no default_backend",
 			Fix:     `set backend (for example "docker://") on the template, or default_backend on the provider`,
 		}, "no backend", templatePaths))
-		return spec, in, true, d
+		return model.Spec{}, policy.Input{}, d
 	}
-	network := networkFromObject(ctx, m.Network, &d)
-	caps := capsFromObject(m.Resources)
-	env, dd := stringMap(ctx, m.Env)
-	d.Append(dd...)
-	secrets, dd := stringList(ctx, m.SecretNames)
-	d.Append(dd...)
-	labels, dd := stringMap(ctx, m.Labels)
-	d.Append(dd...)
-	if d.HasError() {
-		return spec, in, true, d
+	network := model.NetworkPolicy{Egress: c.Egress, Allow: c.Allow}.Normalized()
+	caps := c.Caps.Resolve()
+	timeout, lifetime := int64(model.DefaultTimeoutSeconds), int64(model.DefaultLifetimeSeconds)
+	if c.TimeoutSeconds != nil {
+		timeout = *c.TimeoutSeconds
 	}
-	timeout := int64OrDefault(m.TimeoutSeconds, model.DefaultTimeoutSeconds)
-	lifetime := int64OrDefault(m.LifetimeSeconds, model.DefaultLifetimeSeconds)
+	if c.LifetimeSeconds != nil {
+		lifetime = *c.LifetimeSeconds
+	}
 	tier := model.TierUnknown
-	if c, ok := backends.Lookup(ref.Key); ok {
-		tier = c.Tier
+	if caps, ok := backends.Lookup(ref.Key); ok {
+		tier = caps.Tier
 	}
 	runtime := ""
 	if ref.Scheme == "docker" {
 		runtime = ref.Runtime
 	}
-	in = policy.Input{
+	in := policy.Input{
 		Kind:    policy.KindTemplate,
 		Backend: ref,
 		Template: &policy.TemplateInput{
-			Name: m.Name.ValueString(), Image: m.Image.ValueString(), Runtime: m.Runtime.ValueString(),
-			RequireIsolation: m.RequireIsolation.ValueString(),
-			TimeoutSeconds:   timeout, LifetimeSeconds: lifetime,
-			Env: env, SecretNames: secrets, Labels: labels,
+			Name: c.Name, Image: c.Image, Runtime: c.Runtime, RequireIsolation: c.RequireIsolation,
+			TimeoutSeconds: timeout, LifetimeSeconds: lifetime,
+			Env: c.Env, SecretNames: c.SecretNames, Labels: c.Labels,
 		},
 		Network:   &network,
 		Resources: &caps,
 	}
-	spec = model.Spec{
-		SpecVersion: model.SpecVersion, Name: m.Name.ValueString(), Backend: dsn, Image: m.Image.ValueString(),
-		Runtime: runtime, RequireIsolation: model.Tier(m.RequireIsolation.ValueString()), IsolationTier: tier,
+	spec := model.Spec{
+		SpecVersion: model.SpecVersion, Name: c.Name, Backend: dsn, Image: c.Image,
+		Runtime: runtime, RequireIsolation: model.Tier(c.RequireIsolation), IsolationTier: tier,
 		Network: network, Resources: caps, TimeoutSeconds: timeout, LifetimeSeconds: lifetime,
-		Env: env, SecretNames: secrets, Labels: labels,
+		Env: c.Env, SecretNames: c.SecretNames, Labels: c.Labels,
 	}
-	return spec, in, true, d
+	return spec, in, d
 }
 
-// decide renders, evaluates and fills in the computed values.
-func (r *templateResource) decide(ctx context.Context, m *templateModel) (bool, diag.Diagnostics) {
-	spec, in, known, d := r.render(ctx, m)
-	if !known || d.HasError() {
-		return known, d
+// decide reads the configuration, evaluates it and returns the planned
+// value: base (the plan Terraform proposed) with every computed attribute
+// filled in. It returns known=false when the check must wait for apply.
+func (r *templateResource) decide(ctx context.Context, config, base tftypes.Value) (tftypes.Value, bool, diag.Diagnostics) {
+	var d diag.Diagnostics
+	c, known, err := readTemplateConfig(config)
+	if err != nil {
+		d.AddError("Reading the template configuration failed", err.Error())
+		return base, true, d
+	}
+	if !known {
+		return base, false, nil
+	}
+	spec, in, d := r.render(c)
+	if d.HasError() {
+		return base, true, d
 	}
 	d.Append(evaluate(ctx, r.pd, in, templatePaths)...)
 	if d.HasError() {
-		return true, d
+		return base, true, d
 	}
 	canon, sum, err := spec.Canonical()
 	if err != nil {
 		d.AddError("Spec rendering failed", err.Error())
-		return true, d
+		return base, true, d
 	}
-	m.ID = m.Name
-	if m.Backend.IsNull() {
+	attrs, err := rawObject(base)
+	if err != nil {
+		d.AddError("Reading the planned template failed", err.Error())
+		return base, true, d
+	}
+	objType, _ := base.Type().(tftypes.Object)
+	attrs["id"] = stringValue(c.Name)
+	if !c.BackendSet {
 		// Only fill in the default: a configured DSN stays as written, or
 		// Terraform would see the plan disagree with the configuration.
-		m.Backend = types.StringValue(spec.Backend)
+		attrs["backend"] = stringValue(spec.Backend)
 	}
-	m.Network = networkObject(spec.Network)
-	m.Resources = capsObject(spec.Resources)
-	m.TimeoutSeconds = types.Int64Value(spec.TimeoutSeconds)
-	m.LifetimeSeconds = types.Int64Value(spec.LifetimeSeconds)
-	m.IsolationTier = types.StringValue(string(spec.IsolationTier))
-	m.Spec = types.StringValue(string(canon))
-	m.SpecSHA256 = types.StringValue(sum)
-	return true, d
+	attrs["network"] = tftypes.NewValue(objType.AttributeTypes["network"], map[string]tftypes.Value{
+		"egress": stringValue(spec.Network.Egress),
+		"allow":  stringListValue(spec.Network.Allow),
+	})
+	attrs["resources"] = tftypes.NewValue(objType.AttributeTypes["resources"], map[string]tftypes.Value{
+		"cpu":       numberValue(spec.Resources.CPU),
+		"memory_mb": intValue(spec.Resources.MemoryMB),
+		"disk_mb":   intValue(spec.Resources.DiskMB),
+		"pids":      intValue(spec.Resources.Pids),
+	})
+	attrs["timeout_seconds"] = intValue(spec.TimeoutSeconds)
+	attrs["lifetime_seconds"] = intValue(spec.LifetimeSeconds)
+	attrs["isolation_tier"] = stringValue(string(spec.IsolationTier))
+	attrs["spec"] = stringValue(string(canon))
+	attrs["spec_sha256"] = stringValue(sum)
+	return tftypes.NewValue(objType, attrs), true, d
 }
 
 func (r *templateResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
-		return
+		return // destroy
 	}
-	var m templateModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	known, d := r.decide(ctx, &m)
+	planned, known, d := r.decide(ctx, req.Config.Raw, req.Plan.Raw)
 	resp.Diagnostics.Append(d...)
 	if !known || resp.Diagnostics.HasError() {
 		return
 	}
-	resp.Diagnostics.Append(resp.Plan.Set(ctx, &m)...)
+	resp.Plan.Raw = planned
 }
 
 func (r *templateResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	r.apply(ctx, req.Config, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, req.Config.Raw, req.Plan.Raw, &resp.State, &resp.Diagnostics)
 }
 
 func (r *templateResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	r.apply(ctx, req.Config, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, req.Config.Raw, req.Plan.Raw, &resp.State, &resp.Diagnostics)
 }
 
 // apply checks the configuration again, now fully known, before anything
 // is stored or provisioned.
-func (r *templateResource) apply(ctx context.Context, config tfsdk.Config, state *tfsdk.State, d *diag.Diagnostics) {
-	var m templateModel
-	d.Append(config.Get(ctx, &m)...)
-	if d.HasError() {
-		return
-	}
-	_, dd := r.decide(ctx, &m)
+func (r *templateResource) apply(ctx context.Context, config, plan tftypes.Value, state *tfsdk.State, d *diag.Diagnostics) {
+	planned, _, dd := r.decide(ctx, config, plan)
 	d.Append(errorsOnly(dd)...)
 	if d.HasError() {
 		return
 	}
-	d.Append(state.Set(ctx, &m)...)
+	state.Raw = planned
 }
 
-func (r *templateResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	var m templateModel
-	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
-}
+// Read keeps the state as it is: a template exists only in state.
+func (r *templateResource) Read(context.Context, resource.ReadRequest, *resource.ReadResponse) {}
 
 func (r *templateResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
-}
-
-func networkFromObject(ctx context.Context, o types.Object, d *diag.Diagnostics) model.NetworkPolicy {
-	n := model.DefaultNetworkPolicy()
-	if o.IsNull() {
-		return n
-	}
-	attrs := o.Attributes()
-	if e, ok := attrs["egress"].(types.String); ok && !e.IsNull() {
-		n.Egress = e.ValueString()
-	}
-	if l, ok := attrs["allow"].(types.List); ok {
-		allow, dd := stringList(ctx, l)
-		d.Append(dd...)
-		n.Allow = allow
-	}
-	return n.Normalized()
-}
-
-func capsFromObject(o types.Object) model.Caps {
-	var req model.CapsRequest
-	if o.IsNull() {
-		return req.Resolve()
-	}
-	attrs := o.Attributes()
-	if v, ok := attrs["cpu"].(types.Float64); ok && !v.IsNull() {
-		x := v.ValueFloat64()
-		req.CPU = &x
-	}
-	req.MemoryMB = int64Ptr(attrs["memory_mb"])
-	req.DiskMB = int64Ptr(attrs["disk_mb"])
-	req.Pids = int64Ptr(attrs["pids"])
-	return req.Resolve()
-}
-
-func int64Ptr(v attr.Value) *int64 {
-	i, ok := v.(types.Int64)
-	if !ok || i.IsNull() {
-		return nil
-	}
-	x := i.ValueInt64()
-	return &x
-}
-
-func int64OrDefault(v types.Int64, def int64) int64 {
-	if v.IsNull() {
-		return def
-	}
-	return v.ValueInt64()
 }
 
 // fullyKnown reports whether a value holds no unknown anywhere inside.

@@ -1,0 +1,117 @@
+package resources
+
+import (
+	"fmt"
+	"math/big"
+
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+)
+
+// The template is planned once per resource in every `terraform plan`, so
+// its configuration is read and its plan written as raw Terraform values:
+// the framework's reflection-based Get/Set cost more than the policy itself.
+
+// rawObject returns an object's attributes; a null or unknown object gives nil.
+func rawObject(v tftypes.Value) (map[string]tftypes.Value, error) {
+	if v.IsNull() || !v.IsKnown() {
+		return nil, nil
+	}
+	var m map[string]tftypes.Value
+	if err := v.As(&m); err != nil {
+		return nil, fmt.Errorf("read object: %w", err)
+	}
+	return m, nil
+}
+
+func rawString(v tftypes.Value) (string, error) {
+	if v.IsNull() {
+		return "", nil
+	}
+	var s string
+	if err := v.As(&s); err != nil {
+		return "", fmt.Errorf("read string: %w", err)
+	}
+	return s, nil
+}
+
+// rawInt64 returns nil for null; a fractional value is truncated, as the
+// framework's Int64 type would refuse it earlier.
+func rawInt64(v tftypes.Value) (*int64, error) {
+	if v.IsNull() {
+		return nil, nil
+	}
+	var f big.Float
+	if err := v.As(&f); err != nil {
+		return nil, fmt.Errorf("read number: %w", err)
+	}
+	i, _ := f.Int64()
+	return &i, nil
+}
+
+func rawFloat64(v tftypes.Value) (*float64, error) {
+	if v.IsNull() {
+		return nil, nil
+	}
+	var f big.Float
+	if err := v.As(&f); err != nil {
+		return nil, fmt.Errorf("read number: %w", err)
+	}
+	x, _ := f.Float64()
+	return &x, nil
+}
+
+// rawStrings reads a list of strings; null gives nil.
+func rawStrings(v tftypes.Value) ([]string, error) {
+	if v.IsNull() {
+		return nil, nil
+	}
+	var elems []tftypes.Value
+	if err := v.As(&elems); err != nil {
+		return nil, fmt.Errorf("read list: %w", err)
+	}
+	out := make([]string, len(elems))
+	for i, e := range elems {
+		s, err := rawString(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// rawStringMap reads a map of strings; null gives an empty map.
+func rawStringMap(v tftypes.Value) (map[string]string, error) {
+	out := map[string]string{}
+	if v.IsNull() {
+		return out, nil
+	}
+	var elems map[string]tftypes.Value
+	if err := v.As(&elems); err != nil {
+		return nil, fmt.Errorf("read map: %w", err)
+	}
+	for k, e := range elems {
+		s, err := rawString(e)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = s
+	}
+	return out, nil
+}
+
+func stringValue(s string) tftypes.Value { return tftypes.NewValue(tftypes.String, s) }
+
+func numberValue(f float64) tftypes.Value { return tftypes.NewValue(tftypes.Number, big.NewFloat(f)) }
+
+func intValue(i int64) tftypes.Value {
+	return tftypes.NewValue(tftypes.Number, new(big.Float).SetInt64(i))
+}
+
+func stringListValue(xs []string) tftypes.Value {
+	elems := make([]tftypes.Value, len(xs))
+	for i, x := range xs {
+		elems[i] = stringValue(x)
+	}
+	return tftypes.NewValue(tftypes.List{ElementType: tftypes.String}, elems)
+}
