@@ -117,7 +117,7 @@ without(inp, field) := object.remove(inp, [field])
 # Every refusal and every warning of the bundle, for the current input.
 all_deny := ((((network.deny | resources.deny) | timeouts.deny) | isolation.deny) | labels.deny) | tenancy.deny
 
-all_warn := network.warn | isolation.warn | labels.warn
+all_warn := (network.warn | isolation.warn) | labels.warn
 
 ids(findings) := {f.id | some f in findings}
 
@@ -136,9 +136,6 @@ lacks(findings, id) if not id in ids(findings)
 
 # count_of: how many findings carry this id.
 count_of(findings, id) := count([f | some f in findings; f.id == id])
-
-# findings_with: the findings of this id.
-findings_with(findings, id) := [f | some f in findings; f.id == id]
 
 # mentions: some finding with this id has text in its message.
 mentions(findings, id, text) if {

@@ -11,18 +11,11 @@ package sandboxio.isolation
 
 import data.sandboxio.lib
 
-# requirement is the template's require_isolation, "" when not set.
-default requirement := ""
-
-requirement := r if {
-	r := input.template.require_isolation
-	r != null
-}
+# Rules are written for OPA's rule index (see "Writing rules" in README.md).
+# require_isolation is "" when not set; null is read the same way.
 
 # backend_tier is the tier the backend gives, "" when it has no description.
-default backend_tier := ""
-
-backend_tier := input.capabilities.tier
+backend_tier := object.get(input, ["capabilities", "tier"], "")
 
 # METADATA
 # title: UNKNOWN is not a requirement
@@ -37,7 +30,7 @@ backend_tier := input.capabilities.tier
 #     Require CONTAINER, GVISOR or MICROVM (MICROVM is the recommended floor
 #     for untrusted multi-tenant code), or leave require_isolation unset.
 deny contains f if {
-	requirement == "UNKNOWN"
+	input.template.require_isolation == "UNKNOWN"
 	f := lib.finding(rego.metadata.rule(), `require_isolation = "UNKNOWN" is not a requirement: an unverified tier satisfies nothing, so it cannot be required`)
 }
 
@@ -52,22 +45,16 @@ deny contains f if {
 #     Use one of CONTAINER, GVISOR or MICROVM, in upper case, or leave
 #     require_isolation unset.
 deny contains f if {
-	requirement != ""
-	not data.capabilities.tiers[requirement]
-	f := lib.finding(rego.metadata.rule(), sprintf("require_isolation %s is not an isolation tier%s", [describe_name(requirement), case_hint(requirement)]))
+	not input.template.require_isolation in {"", null}
+
+	# the backend's own tier is a tier: no need to read the ranks
+	input.template.require_isolation != object.get(input, ["capabilities", "tier"], "")
+	tiers := data.capabilities.tiers
+	not tiers[input.template.require_isolation]
+	f := lib.finding(rego.metadata.rule(), msg_not_a_tier(input.template.require_isolation))
 }
 
-describe_name(s) := sprintf("%q", [s]) if {
-	is_string(s)
-	count(s) <= 32
-}
-
-describe_name(s) := "(a long string)" if {
-	is_string(s)
-	count(s) > 32
-}
-
-describe_name(s) := sprintf("(a %s)", [type_name(s)]) if not is_string(s)
+msg_not_a_tier(r) := sprintf("require_isolation %s is not an isolation tier%s", [lib.quote(r), case_hint(r)])
 
 case_hint(s) := sprintf(" (tier names are upper case: %s)", [upper(s)]) if {
 	is_string(s)
@@ -90,19 +77,32 @@ default case_hint(_) := ""
 #     Use a backend, or a Docker runtime, that gives the required tier:
 #     runsc for GVISOR; E2B, Vercel or the kata runtime for MICROVM.
 deny contains f if {
-	want := requirement
-	lib.known_tier(want)
-	have := backend_tier
-	not lib.satisfies(have, want)
+	not input.template.require_isolation in {"", null, "UNKNOWN"}
+
+	# a backend meets a requirement for its own tier without reading ranks
+	input.template.require_isolation != object.get(input, ["capabilities", "tier"], "")
+
+	# one read of the ranks, shared by the rules of this package
+	tiers := data.capabilities.tiers
+	want := tiers[input.template.require_isolation]
+
+	# UNKNOWN ranks 0 and every valid requirement ranks above it, so an
+	# UNKNOWN backend fails here; a backend with no description, or with a
+	# tier that is not ranked, reads as -1 and fails too.
+	not object.get(tiers, object.get(input, ["capabilities", "tier"], ""), -1) >= want
 	f := lib.finding_fix(
 		rego.metadata.rule(),
-		sprintf("require_isolation = %q is not met: %s", [want, tier_shortfall(have)]),
-		sprintf(
-			"use a backend or Docker runtime that gives %s or higher: %s. Lower require_isolation only for trusted code; MICROVM is the recommended floor for untrusted multi-tenant code",
-			[want, lib.join_and(lib.backends_at_least(want))],
-		),
+		msg_tier_not_met(input.template.require_isolation),
+		fix_tier_not_met(input.template.require_isolation),
 	)
 }
+
+msg_tier_not_met(want) := sprintf("require_isolation = %q is not met: %s", [want, tier_shortfall(backend_tier)])
+
+fix_tier_not_met(want) := sprintf(
+	"use a backend or Docker runtime that gives %s or higher: %s. Lower require_isolation only for trusted code; MICROVM is the recommended floor for untrusted multi-tenant code",
+	[want, lib.join_and(lib.backends_at_least(want))],
+)
 
 tier_shortfall(have) := sprintf("backend %s has no capability description, so its isolation tier is unknown and satisfies no requirement", [lib.backend_key]) if {
 	have == ""
@@ -116,7 +116,7 @@ tier_shortfall(have) := sprintf("backend %s gives tier %s", [lib.backend_key, ha
 	lib.known_tier(have)
 }
 
-tier_shortfall(have) := sprintf("backend %s reports tier %s, which is not a tier", [lib.backend_key, describe_name(have)]) if {
+tier_shortfall(have) := sprintf("backend %s reports tier %s, which is not a tier", [lib.backend_key, lib.quote(have)]) if {
 	have != ""
 	have != "UNKNOWN"
 	not lib.known_tier(have)
@@ -137,45 +137,64 @@ tier_shortfall(have) := sprintf("backend %s reports tier %s, which is not a tier
 #     verifiably gives it (MICROVM for untrusted multi-tenant code), or keep
 #     this backend for trusted code only.
 warn contains f if {
-	input.template
-	requirement == ""
-	caps := input.capabilities
-	not lib.known_tier(caps.tier)
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"the isolation tier of backend %s is not verified (UNKNOWN): code in this sandbox may be less isolated than assumed",
-		[lib.backend_key],
-	))
+	input.capabilities.tier == "UNKNOWN"
+	input.template.require_isolation == ""
+	f := lib.finding(rego.metadata.rule(), msg_unverified)
 }
 
+msg_unverified := sprintf(
+	"the isolation tier of backend %s is not verified (UNKNOWN): code in this sandbox may be less isolated than assumed",
+	[lib.backend_key],
+)
+
 # METADATA
-# title: unknown Docker runtime
+# title: backend or Docker runtime without a capability description
 # description: >-
-#   sandboxio only knows what the Docker runtimes in its capability data
-#   isolate and enforce. Any other runtime has an unknown tier and unknown
-#   network and cap behaviour, so it is refused.
+#   sandboxio only creates sandboxes where it knows what is enforced:
+#   isolation tier, egress control and caps. A Docker runtime or a backend
+#   scheme missing from the capability data could enforce none of them, so
+#   it is refused. The finding names runtime for Docker and backend for any
+#   other scheme.
 # custom:
 #   id: SBX-ISO-005
 #   class: ConfigurationError
 #   attribute: runtime
-#   fix: Set runtime to runc (CONTAINER), runsc (GVISOR) or kata (MICROVM).
+#   fix: >-
+#     Set runtime to runc (CONTAINER), runsc (GVISOR) or kata (MICROVM), or
+#     use one of the docker, e2b, modal, vercel or daytona backends.
 deny contains f if {
 	input.template
-	input.backend.scheme == "docker"
-	not input.capabilities
-	f := lib.finding_fix(
-		rego.metadata.rule(),
-		sprintf(
-			"Docker runtime %s has no capability description: sandboxio cannot tell what it isolates or whether it enforces the network policy and caps",
-			[describe_name(object.get(input.backend, "runtime", ""))],
-		),
-		sprintf("set runtime to %s", [lib.join_and(docker_runtimes)]),
-	)
+	object.get(input, "capabilities", null) == null
+	input.backend
+	f := undescribed(rego.metadata.rule())
 }
 
+undescribed(meta) := lib.finding_fix(meta, msg_unknown_runtime, fix_unknown_runtime) if input.backend.scheme == "docker"
+
+undescribed(meta) := lib.finding_at_fix(meta, "backend", msg_unknown_backend, fix_unknown_backend) if {
+	input.backend.scheme != "docker"
+}
+
+msg_unknown_runtime := sprintf(
+	"Docker runtime %s has no capability description: sandboxio cannot tell what it isolates or whether it enforces the network policy and caps",
+	[lib.quote(object.get(input.backend, "runtime", ""))],
+)
+
+fix_unknown_runtime := sprintf("set runtime to %s", [lib.join_and(docker_runtimes)])
+
 docker_runtimes := [sprintf("%s (%s)", [d.runtime, d.tier]) |
-	some key, d in data.capabilities.backends
+	some d in data.capabilities.backends
 	d.backend == "docker"
 ]
+
+msg_unknown_backend := sprintf(
+	"backend %s has no capability description: sandboxio cannot tell what it isolates or whether it enforces the network policy and caps",
+	[lib.quote(object.get(input.backend, "scheme", ""))],
+)
+
+fix_unknown_backend := sprintf("use one of the %s backends", [lib.join_and(schemes)])
+
+schemes := sort({d.backend | some d in data.capabilities.backends})
 
 # METADATA
 # title: runtime on a backend other than Docker
@@ -190,69 +209,14 @@ docker_runtimes := [sprintf("%s (%s)", [d.runtime, d.tier]) |
 #     Remove runtime, or move the template to the docker backend; use
 #     require_isolation to state the tier you need.
 deny contains f if {
-	runtime := input.template.runtime
-	is_string(runtime)
-	runtime != ""
-	scheme := input.backend.scheme
-	scheme != "docker"
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"runtime %s is set, but runtime only applies to the docker backend and backend %s would ignore it",
-		[describe_name(runtime), describe_name(scheme)],
-	))
+	# the backend's runtime is "" on every backend but docker
+	input.backend.runtime == ""
+	not input.template.runtime in {"", null}
+	input.backend.scheme != "docker"
+	f := lib.finding(rego.metadata.rule(), msg_runtime_off_docker)
 }
 
-# METADATA
-# title: backend without a capability description
-# description: >-
-#   sandboxio only creates sandboxes on backends whose enforcement it knows:
-#   isolation tier, egress control and caps. A backend scheme missing from
-#   the capability data cannot be trusted to enforce any of them.
-# custom:
-#   id: SBX-ISO-007
-#   class: ConfigurationError
-#   attribute: backend
-#   fix: Use one of the docker, e2b, modal, vercel or daytona backends.
-deny contains f if {
-	input.template
-	scheme := input.backend.scheme
-	scheme != "docker"
-	not input.capabilities
-	f := lib.finding_fix(
-		rego.metadata.rule(),
-		sprintf(
-			"backend %s has no capability description: sandboxio cannot tell what it isolates or whether it enforces the network policy and caps",
-			[describe_name(scheme)],
-		),
-		sprintf("use one of the %s backends", [lib.join_and(schemes)]),
-	)
-}
-
-schemes := sort({d.backend | some d in data.capabilities.backends})
-
-# METADATA
-# title: runtime disagrees with the backend's runtime
-# description: >-
-#   The template's runtime and the runtime in the backend settings differ.
-#   The isolation check would be made for one runtime while the sandbox
-#   might start on the other, so the conflict is refused.
-# custom:
-#   id: SBX-ISO-008
-#   class: ConfigurationError
-#   attribute: runtime
-#   fix: >-
-#     Set the runtime in one place only (the template's runtime attribute),
-#     or make both the same.
-deny contains f if {
-	input.backend.scheme == "docker"
-	wanted := input.template.runtime
-	is_string(wanted)
-	wanted != ""
-	configured := input.backend.runtime
-	is_string(configured)
-	configured != ""
-	wanted != configured
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"runtime %s differs from the backend's runtime %s: the isolation tier would be checked for one and the sandbox could start on the other",
-		[describe_name(wanted), describe_name(configured)],
-	))
-}
+msg_runtime_off_docker := sprintf(
+	"runtime %s is set, but runtime only applies to the docker backend and backend %s would ignore it",
+	[lib.quote(input.template.runtime), lib.quote(input.backend.scheme)],
+)

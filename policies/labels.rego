@@ -3,18 +3,21 @@
 # description: >-
 #   Label keys (sandboxio owns the "sandboxio." prefix, where it records the
 #   tenant and session of every sandbox), secret names, and credentials that
-#   would otherwise end up in plain text in the spec, the DSN or Terraform
-#   state. Findings name keys and positions, never values.
+#   would otherwise end up in plain text in the spec or Terraform state.
+#   Findings name keys and positions, never values. (Credentials in a
+#   backend DSN are refused earlier, by the DSN parser: SBX-DSN-003.)
 package sandboxio.labels
 
 import data.sandboxio.lib
 
-reserved_prefix := "sandboxio."
+# Rules are written for OPA's rule index (see "Writing rules" in README.md):
+# each entry gets one cheap test (a regex or a prefix) before anything else.
+#
+# Labels come from two maps: the template's labels and the extra labels of a
+# per-tenant sandbox (input.tenant.labels). Both are user-supplied; the
+# reserved labels sandboxio adds itself are not part of the input.
 
-# The label maps a document can carry: the template's labels and the extra
-# labels of a per-tenant sandbox. Both are user-supplied; the reserved
-# labels sandboxio adds itself are not part of the input.
-label_sources := ["template", "tenant"]
+reserved_prefix := "sandboxio."
 
 source_name := {"template": "the template's labels", "tenant": "the tenant sandbox's labels"}
 
@@ -33,15 +36,16 @@ source_name := {"template": "the template's labels", "tenant": "the tenant sandb
 #     "team" or "app.team"); tenant and session labels are added
 #     automatically.
 deny contains f if {
-	some src in label_sources
+	some src in ["template", "tenant"]
 	some key, _ in input[src].labels
-	is_string(key)
-	startswith(lower(key), reserved_prefix)
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"label %s in %s uses the prefix %q, which sandboxio reserves for the labels it sets itself",
-		[describe_key(key), source_name[src], reserved_prefix],
-	))
+	startswith(lower(key), "sandboxio.")
+	f := lib.finding(rego.metadata.rule(), msg_reserved_label(src, key))
 }
+
+msg_reserved_label(src, key) := sprintf(
+	"label %s in %s uses the prefix %q, which sandboxio reserves for the labels it sets itself",
+	[lib.quote(key), source_name[src], reserved_prefix],
+)
 
 # METADATA
 # title: malformed label key
@@ -57,11 +61,15 @@ deny contains f if {
 #     Use a key of 1 to 63 letters, digits, ".", "_", "/" or "-" that starts
 #     and ends with a letter or digit.
 deny contains f if {
-	some src in label_sources
+	some src in ["template", "tenant"]
 	some key, _ in input[src].labels
-	problem := label_key_problem(key)
-	f := lib.finding(rego.metadata.rule(), sprintf("%s in %s %s", [describe_label_key(key), source_name[src], problem]))
+
+	# the pattern also bounds the length: 1 + 61 + 1 characters at most
+	not regex.match(`^[A-Za-z0-9]([A-Za-z0-9._/-]{0,61}[A-Za-z0-9])?$`, key)
+	f := lib.finding(rego.metadata.rule(), msg_bad_label_key(src, key))
 }
+
+msg_bad_label_key(src, key) := sprintf("%s in %s %s", [describe_label_key(key), source_name[src], label_key_problem(key)])
 
 label_key_pattern := `^[A-Za-z0-9]([A-Za-z0-9._/-]*[A-Za-z0-9])?$`
 
@@ -84,10 +92,6 @@ describe_label_key(key) := "a label key" if key == ""
 
 describe_label_key(key) := "a label key" if count(key) > 63
 
-describe_key(key) := sprintf("%q", [key]) if count(key) <= 63
-
-describe_key(key) := sprintf("(a key of %d characters)", [count(key)]) if count(key) > 63
-
 # METADATA
 # title: secret name that is not an environment-variable name
 # description: >-
@@ -104,19 +108,18 @@ describe_key(key) := sprintf("(a key of %d characters)", [count(key)]) if count(
 #     digit, at most 128 characters), such as OPENAI_API_KEY. If a secret
 #     value was pasted here, remove it and rotate that secret.
 deny contains f if {
+	_ = input.template.secret_names[0]
 	some i, name in input.template.secret_names
-	not env_name(name)
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"secret_names[%d] is not an environment-variable name; the entry is not repeated here in case it is a secret value",
-		[i],
-	))
+
+	# the pattern also bounds the length: 128 characters at most
+	not regex.match(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`, name)
+	f := lib.finding(rego.metadata.rule(), msg_bad_secret_name(i))
 }
 
-env_name(name) if {
-	is_string(name)
-	count(name) <= 128
-	regex.match(`^[A-Za-z_][A-Za-z0-9_]*$`, name)
-}
+msg_bad_secret_name(i) := sprintf(
+	"secret_names[%d] is not an environment-variable name; the entry is not repeated here in case it is a secret value",
+	[i],
+)
 
 # METADATA
 # title: env entry that looks like a credential
@@ -135,13 +138,23 @@ env_name(name) if {
 #     env, rotate it: it has been written to the spec and state.
 warn contains f if {
 	some key, value in input.template.env
+
+	# one cheap test per variable lets ordinary ones through: the name holds
+	# a credential-ish word, or the value is long enough to be a token
+	regex.match(`(?is)^[^\n]*(key|tok|secret|pass|cred|auth)|\n.{14}`, concat("\n", [key, value]))
 	reason := env_secret_reason(key, value)
-	f := lib.finding_fix(
-		rego.metadata.rule(),
-		sprintf("env %s %s; env values are stored in plain text in the spec and Terraform state (the value is not shown)", [describe_key(key), reason]),
-		sprintf("move %s from env to secret_names and supply its value at run time; if a real secret was in env, rotate it", [describe_key(key)]),
-	)
+	f := lib.finding_fix(rego.metadata.rule(), msg_secret_in_env(key, reason), fix_secret_in_env(key))
 }
+
+msg_secret_in_env(key, reason) := sprintf(
+	"env %s %s; env values are stored in plain text in the spec and Terraform state (the value is not shown)",
+	[lib.quote(key), reason],
+)
+
+fix_secret_in_env(key) := sprintf(
+	"move %s from env to secret_names and supply its value at run time; if a real secret was in env, rotate it",
+	[lib.quote(key)],
+)
 
 env_secret_reason(key, _) := "has a name that suggests a credential" if lib.credential_name(key)
 
@@ -164,60 +177,13 @@ env_secret_reason(key, value) := "holds a value shaped like a credential" if {
 #     Remove the variable from env and keep it in secret_names, or remove it
 #     from secret_names if it is not secret.
 deny contains f if {
-	env := input.template.env
+	_ = input.template.secret_names[0]
 	some name in input.template.secret_names
-	is_string(name)
-	object.get(env, name, null) != null
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"%s is both an env variable and a secret name: a plain-text value would be stored beside the secret",
-		[describe_key(name)],
-	))
+	_ = input.template.env[name]
+	f := lib.finding(rego.metadata.rule(), msg_env_and_secret(name))
 }
 
-# METADATA
-# title: credential in the backend DSN
-# description: >-
-#   Backend credentials come from environment variables only. A DSN is
-#   stored in configuration and state and shows up in logs, so a password,
-#   a token or a credential-named option in it is refused. The message names
-#   the option, never its value.
-# custom:
-#   id: SBX-SEC-004
-#   class: ConfigurationError
-#   attribute: backend
-#   fix: >-
-#     Remove the credential from the DSN and set it in the environment
-#     variable the backend reads; rotate it, since it has been written down.
-deny contains f if {
-	input.backend
-	some problem in dsn_problems
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"the backend DSN %s; credentials must come from environment variables, never from a DSN",
-		[problem],
-	))
-}
-
-dsn_problems contains sprintf("has a query option %s whose name suggests a credential", [describe_key(key)]) if {
-	some key, _ in input.backend.options
-	lib.credential_name(key)
-}
-
-dsn_problems contains sprintf("has a query option %s whose value looks like a credential", [describe_key(key)]) if {
-	some key, value in input.backend.options
-	not lib.credential_name(key)
-	dsn_secret_value(value)
-}
-
-dsn_problems contains "carries a password (user:password@host)" if {
-	regex.match(`^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@]*:[^/?#@]*@`, input.backend.dsn)
-}
-
-dsn_problems contains "contains a value shaped like a credential" if {
-	dsn := input.backend.dsn
-	is_string(dsn)
-	lib.known_token(split(dsn, "?")[0])
-}
-
-dsn_secret_value(v) if lib.known_token(v)
-
-dsn_secret_value(v) if lib.url_with_password(v)
+msg_env_and_secret(name) := sprintf(
+	"%s is both an env variable and a secret name: a plain-text value would be stored beside the secret",
+	[lib.quote(name)],
+)

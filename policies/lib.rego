@@ -1,17 +1,17 @@
 # METADATA
 # title: sandboxio shared helpers
 # description: >-
-#   Finding constructors, allow-list address classification, tier comparison
-#   and credential heuristics shared by the sandboxio rule packages. Nothing
-#   here refuses anything by itself.
+#   Finding constructors, message helpers, allow-list address
+#   classification, tier comparison and credential heuristics shared by the
+#   sandboxio rule packages. Nothing here refuses anything by itself.
 package sandboxio.lib
 
 # ---------------------------------------------------------------------------
 # Findings
 #
-# A rule passes its own annotation (rego.metadata.rule(), called in the rule
-# body once every condition has matched) and a message. The ID, class,
-# attribute and fix come from the annotation, so they are written once.
+# A rule passes its own annotation (rego.metadata.rule()) and a message. The
+# ID, class, attribute and fix come from the annotation, so they are written
+# once. Rules call these only after every condition has matched.
 #
 # The fields fall back to "" rather than making the finding undefined: a
 # refusal must never disappear because the annotation could not be read (for
@@ -36,8 +36,9 @@ finding_fix(meta, msg, fix) := {
 	"fix": fix,
 }
 
-# finding_at narrows the annotation's attribute to a child attribute, for a
-# rule that reports one finding per cap (resources -> resources.memory_mb).
+# finding_at gives the finding a more precise attribute than the annotation:
+# one finding per cap (resources -> resources.memory_mb), or the attribute
+# that actually needs changing.
 finding_at(meta, attribute, msg) := {
 	"id": custom(meta, "id"),
 	"class": custom(meta, "class"),
@@ -57,22 +58,36 @@ finding_at_fix(meta, attribute, msg, fix) := {
 custom(meta, field) := object.get(meta, ["custom", field], "")
 
 # ---------------------------------------------------------------------------
-# Values
+# Message helpers. None of them is ever given a value that may be a secret
+# (env values, DSN parts, entries that failed a name check).
 # ---------------------------------------------------------------------------
 
-positive_number(x) if {
-	is_number(x)
-	x > 0
-}
-
-# describe renders a number-like value for a message. Only used for values
-# that cannot hold a secret (caps, timeouts).
+# describe renders a cap or timeout for a message.
 describe(x) := sprintf("%v", [x]) if is_number(x)
 
 describe(x) := "unset (null)" if x == null
 
 describe(x) := sprintf("a %s, not a number", [type_name(x)]) if {
 	not is_number(x)
+	x != null
+}
+
+# quote renders a name (a key, a tier, a runtime) for a message: quoted when
+# short, otherwise only its length, so a long paste is never repeated.
+quote(x) := sprintf("%q", [x]) if {
+	is_string(x)
+	count(x) <= 63
+}
+
+quote(x) := sprintf("(a string of %d characters)", [count(x)]) if {
+	is_string(x)
+	count(x) > 63
+}
+
+quote(x) := "(unset)" if x == null
+
+quote(x) := sprintf("(a %s)", [type_name(x)]) if {
+	not is_string(x)
 	x != null
 }
 
@@ -85,6 +100,13 @@ join_and(items) := sprintf("%s and %s", [concat(", ", array.slice(items, 0, coun
 
 join_and(items) := "none" if count(items) == 0
 
+# backend_key names the backend being evaluated.
+default backend_key := "the configured backend"
+
+backend_key := input.capabilities.key
+
+backend_key := input.backend.key if not input.capabilities.key
+
 # ---------------------------------------------------------------------------
 # Allow-list addresses
 #
@@ -93,8 +115,6 @@ join_and(items) := "none" if count(items) == 0
 # has a "/", an IP has none and a ":" or all-digit labels, and a domain ends
 # in a label that starts with a letter.
 # ---------------------------------------------------------------------------
-
-address_kinds := {"cidr", "ip", "domain"}
 
 address_kind(entry) := "cidr" if {
 	is_string(entry)
@@ -108,7 +128,7 @@ address_kind(entry) := "ip" if {
 	net.cidr_is_valid(concat("/", [entry, "32"]))
 }
 
-# A host name, optionally with one leading "*." wildcard label.
+# A host name of at least two labels, optionally behind one "*." wildcard.
 domain_pattern := `^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`
 
 address_kind(entry) := "domain" if {
@@ -206,7 +226,7 @@ credential_word(w) if {
 
 # Token formats with a recognisable shape: OpenAI/Anthropic style sk-,
 # Stripe, GitHub, AWS access key ids, Slack, E2B, Modal, Daytona, GitLab,
-# Google API keys and PEM private keys.
+# Google API keys and PEM private keys. Each needs at least 14 characters.
 known_token_pattern := `(^|[^A-Za-z0-9_])(sk-[A-Za-z0-9_-]{16,}|[sr]k_(live|test)_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|(AKIA|ASIA)[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|e2b_[A-Za-z0-9]{20,}|a[ks]-[A-Za-z0-9]{20,}|dtn_[A-Za-z0-9]{20,}|glpat-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35})|-----BEGIN [A-Z ]*PRIVATE KEY-----`
 
 known_token(v) if {
@@ -246,10 +266,3 @@ token_like(v) if known_token(v)
 token_like(v) if url_with_password(v)
 
 token_like(v) if high_entropy(v)
-
-# backend_key names the backend being evaluated in messages.
-default backend_key := "the configured backend"
-
-backend_key := input.capabilities.key
-
-backend_key := input.backend.key if not input.capabilities.key

@@ -9,7 +9,9 @@ package sandboxio.network
 
 import data.sandboxio.lib
 
-egress_modes := {"deny", "allow", "learn"}
+# Rules are written for OPA's rule index (see "Writing rules" in README.md):
+# `_ = input.network.allow[0]` reads "the allow list is not empty" in a form
+# the index decides without evaluating the rule.
 
 # METADATA
 # title: egress learning mode is not available
@@ -27,11 +29,10 @@ egress_modes := {"deny", "allow", "learn"}
 #     backend that enforces one, or to "allow" for trusted code only.
 deny contains f if {
 	input.network.egress == "learn"
-	f := lib.finding(
-		rego.metadata.rule(),
-		`egress = "learn" (egress learning mode) is not available in this version of sandboxio; it is refused rather than treated as "deny"`,
-	)
+	f := lib.finding(rego.metadata.rule(), msg_learn)
 }
+
+msg_learn := `egress = "learn" (egress learning mode) is not available in this version of sandboxio; it is refused rather than treated as "deny"`
 
 # METADATA
 # title: unknown egress mode
@@ -42,27 +43,15 @@ deny contains f if {
 #   attribute: network.egress
 #   fix: Set egress to "deny" (the default) or "allow".
 deny contains f if {
-	egress := object.get(input.network, "egress", null)
-	not egress in egress_modes
-	f := lib.finding(rego.metadata.rule(), sprintf("egress %s is not an egress mode: use deny, allow or learn", [describe_egress(egress)]))
+	input.network
+	not object.get(input.network, "egress", null) in {"deny", "allow", "learn"}
+	f := lib.finding(rego.metadata.rule(), msg_bad_egress)
 }
 
-describe_egress(e) := sprintf("%q", [e]) if {
-	is_string(e)
-	count(e) <= 32
-}
-
-describe_egress(e) := "(a long string)" if {
-	is_string(e)
-	count(e) > 32
-}
-
-describe_egress(e) := "(unset)" if e == null
-
-describe_egress(e) := sprintf("(a %s)", [type_name(e)]) if {
-	not is_string(e)
-	e != null
-}
+msg_bad_egress := sprintf(
+	"egress %s is not an egress mode: use deny, allow or learn",
+	[lib.quote(object.get(input.network, "egress", null))],
+)
 
 # METADATA
 # title: the backend cannot enforce an egress allow list
@@ -80,14 +69,19 @@ describe_egress(e) := sprintf("(a %s)", [type_name(e)]) if {
 #     denied: bake dependencies into the image ahead of time, or upload an
 #     offline wheelhouse and install from it with the network off.
 deny contains f if {
-	count(input.network.allow) > 0
-	caps := input.capabilities
-	not caps.network.allowlist
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"backend %s cannot enforce an egress allow list (%s), so the %d allow entries would be accepted and not enforced; allow lists are enforced by %s",
-		[lib.backend_key, object.get(caps, ["network", "allowlist_note"], "no allow-list control"), count(input.network.allow), lib.join_and(allowlist_backends)],
-	))
+	_ = input.network.allow[0]
+	input.capabilities.network.allowlist == false
+	f := lib.finding(rego.metadata.rule(), msg_no_allowlist)
 }
+
+msg_no_allowlist := sprintf(
+	"backend %s cannot enforce an egress allow list (%s), so the %d allow entries would be accepted and not enforced; allow lists are enforced by %s",
+	[
+		lib.backend_key,
+		object.get(input.capabilities, ["network", "allowlist_note"], "no allow-list control"),
+		count(input.network.allow), lib.join_and(allowlist_backends),
+	],
+)
 
 allowlist_backends := [key |
 	some key, d in data.capabilities.backends
@@ -109,12 +103,14 @@ allowlist_backends := [key |
 #     allow if open egress is really intended.
 deny contains f if {
 	input.network.egress == "allow"
-	count(input.network.allow) > 0
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		`egress = "allow" opens all egress, so the %d allow entries would have no effect; an allow list only applies on top of egress = "deny"`,
-		[count(input.network.allow)],
-	))
+	_ = input.network.allow[0]
+	f := lib.finding(rego.metadata.rule(), msg_allow_with_open_egress)
 }
+
+msg_allow_with_open_egress := sprintf(
+	`egress = "allow" opens all egress, so the %d allow entries would have no effect; an allow list only applies on top of egress = "deny"`,
+	[count(input.network.allow)],
+)
 
 # METADATA
 # title: the backend cannot enforce this kind of allow-list entry
@@ -131,26 +127,30 @@ deny contains f if {
 #     CIDR blocks it uses), or use a backend that accepts domain entries
 #     (E2B, Vercel).
 deny contains f if {
-	count(input.network.allow) > 0
-	caps := input.capabilities
-	caps.network.allowlist
-	kinds := object.get(caps.network, "allow_kinds", [])
+	_ = input.network.allow[0]
+	input.capabilities.network.allowlist == true
 	some i, entry in input.network.allow
 	kind := lib.address_kind(entry)
-	not kind in kinds
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"allow[%d] %q is a %s entry, but backend %s accepts only %s entries in an allow list (%s)",
-		[i, entry, kind, lib.backend_key, lib.join_and(kinds), object.get(caps.network, "allowlist_note", "")],
-	))
+	not kind in input.capabilities.network.allow_kinds
+	f := lib.finding(rego.metadata.rule(), msg_kind_not_taken(i, entry, kind))
 }
+
+msg_kind_not_taken(i, entry, kind) := sprintf(
+	"allow[%d] %q is a %s entry, but backend %s accepts only %s entries in an allow list (%s)",
+	[
+		i, entry, kind, lib.backend_key,
+		lib.join_and(input.capabilities.network.allow_kinds),
+		input.capabilities.network.allowlist_note,
+	],
+)
 
 # METADATA
 # title: allow-list entry is not an address
 # description: >-
 #   Every allow-list entry must be a CIDR block (10.0.0.0/8), an IP address
-#   (IPv4 or IPv6) or a domain name, optionally with a leading "*." wildcard.
-#   The entry is not repeated in the message, in case it is something that
-#   should not be printed.
+#   (IPv4 or IPv6) or a domain name of at least two labels, optionally with a
+#   leading "*." wildcard. The entry is not repeated in the message, in case
+#   it is something that should not be printed (a URL with credentials).
 # custom:
 #   id: SBX-NET-006
 #   class: ConfigurationError
@@ -159,14 +159,16 @@ deny contains f if {
 #     Write the entry as a CIDR block, an IP address or a host name: no
 #     scheme, port, path or credentials.
 deny contains f if {
-	count(input.network.allow) > 0
+	_ = input.network.allow[0]
 	some i, entry in input.network.allow
 	not lib.address_kind(entry)
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"allow[%d] is neither a CIDR block, an IP address nor a domain name%s",
-		[i, entry_hint(entry)],
-	))
+	f := lib.finding(rego.metadata.rule(), msg_not_an_address(i, entry))
 }
+
+msg_not_an_address(i, entry) := sprintf(
+	"allow[%d] is neither a CIDR block, an IP address nor a domain name%s",
+	[i, entry_hint(entry)],
+)
 
 entry_hint(entry) := " (it looks like a URL: give the host name only)" if {
 	is_string(entry)
@@ -219,10 +221,11 @@ warn contains f if {
 #     egress = "allow" explicitly if open egress is acceptable for this code.
 deny contains f if {
 	input.network.egress == "deny"
-	caps := input.capabilities
-	not caps.network.deny
-	f := lib.finding(rego.metadata.rule(), sprintf("backend %s cannot block egress, so a deny policy would not be enforced", [lib.backend_key]))
+	input.capabilities.network.deny == false
+	f := lib.finding(rego.metadata.rule(), msg_cannot_deny)
 }
+
+msg_cannot_deny := sprintf("backend %s cannot block egress, so a deny policy would not be enforced", [lib.backend_key])
 
 # METADATA
 # title: allow list that opens all egress
@@ -239,7 +242,7 @@ deny contains f if {
 #     intended, say so with egress = "allow" and no allow list.
 deny contains f if {
 	input.network.egress == "deny"
-	count(input.network.allow) > 0
+	_ = input.network.allow[0]
 	some i, entry in input.network.allow
 	lib.open_cidr(entry)
 	f := lib.finding(rego.metadata.rule(), sprintf("allow[%d] %q admits every address, which makes the deny policy open egress", [i, entry]))

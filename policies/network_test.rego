@@ -132,8 +132,8 @@ test_allow_without_backend_not_judged if {
 	count(fs) == 0
 }
 
-test_allow_refused_when_descriptor_lacks_allowlist if {
-	caps := object.remove(data.capabilities.backends.e2b, ["network"])
+test_allow_refused_when_descriptor_says_no_allowlist if {
+	caps := object.union(data.capabilities.backends.e2b, {"network": {"allowlist": false}})
 	fs := network.deny with input as fx.with_caps(fx.network_input("e2b", {"allow": ["1.2.3.4"]}), caps)
 	fx.has(fs, "SBX-NET-003", "CapabilityNotSupported", "network.allow")
 }
@@ -267,12 +267,6 @@ test_deny_egress_not_warned if {
 test_backend_without_deny_refused if {
 	caps := object.union(data.capabilities.backends["docker/runc"], {"network": {"deny": false}})
 	fs := network.deny with input as fx.with_caps(fx.template_input("docker/runc"), caps)
-	fx.has(fs, "SBX-NET-008", "CapabilityNotSupported", "network.egress")
-}
-
-test_backend_without_deny_field_refused if {
-	caps := object.remove(data.capabilities.backends.daytona, ["network"])
-	fs := network.deny with input as fx.with_caps(fx.template_input("daytona"), caps)
 	fx.has(fs, "SBX-NET-008", "CapabilityNotSupported", "network.egress")
 }
 

@@ -9,7 +9,9 @@ package sandboxio.resources
 
 import data.sandboxio.lib
 
-cap_names := ["cpu", "memory_mb", "disk_mb", "pids"]
+# Rules are written for OPA's rule index (see "Writing rules" in README.md).
+# The cap names are written out in each rule: a literal costs nothing to
+# evaluate, a reference to a rule does.
 
 # METADATA
 # title: cap that is zero, negative or unset
@@ -25,15 +27,20 @@ cap_names := ["cpu", "memory_mb", "disk_mb", "pids"]
 #     Set the cap to a positive number, or leave it out (null) to get the
 #     modest default.
 deny contains f if {
-	res := input.resources
-	some cap in cap_names
-	value := object.get(res, cap, null)
-	not lib.positive_number(value)
-	f := lib.finding_at(rego.metadata.rule(), concat(".", ["resources", cap]), sprintf(
-		"resources.%s is %s: every cap must be a positive number, because a cap can be raised but never removed (the default is %v)",
-		[cap, lib.describe(value), data.capabilities.default_caps[cap]],
-	))
+	input.resources
+	some cap in ["cpu", "memory_mb", "disk_mb", "pids"]
+
+	# missing reads as null; null and false order below every number
+	object.get(input.resources, cap, null) <= 0
+	f := lib.finding_at(rego.metadata.rule(), attribute(cap), msg_not_positive(cap))
 }
+
+attribute(cap) := concat(".", ["resources", cap])
+
+msg_not_positive(cap) := sprintf(
+	"resources.%s is %s: every cap must be a positive number, because a cap can be raised but never removed (the default is %v)",
+	[cap, lib.describe(object.get(input.resources, cap, null)), data.capabilities.default_caps[cap]],
+)
 
 # METADATA
 # title: caps set per sandbox on a backend whose template fixes them
@@ -51,23 +58,21 @@ deny contains f if {
 #     resources at the defaults here.
 deny contains f if {
 	input.capabilities.caps.mode == "template"
-	res := input.resources
-	some cap in cap_names
-	value := res[cap]
-	value != data.capabilities.default_caps[cap]
-	f := lib.finding_at_fix(
-		rego.metadata.rule(),
-		concat(".", ["resources", cap]),
-		sprintf(
-			"backend %s takes cpu, memory and disk from %s and cannot set them per sandbox, so resources.%s = %s (default %v) would be ignored",
-			[lib.backend_key, template_ref, cap, lib.describe(value), data.capabilities.default_caps[cap]],
-		),
-		sprintf(
-			"change the caps in %s (and rebuild it), then leave resources.%s at its default (%v) here",
-			[template_ref, cap, data.capabilities.default_caps[cap]],
-		),
-	)
+	input.resources != data.capabilities.default_caps
+	some cap in ["cpu", "memory_mb", "disk_mb", "pids"]
+	input.resources[cap] != data.capabilities.default_caps[cap]
+	f := lib.finding_at_fix(rego.metadata.rule(), attribute(cap), msg_template_caps(cap), fix_template_caps(cap))
 }
+
+msg_template_caps(cap) := sprintf(
+	"backend %s takes cpu, memory and disk from %s and cannot set them per sandbox, so resources.%s = %s (default %v) would be ignored",
+	[lib.backend_key, template_ref, cap, lib.describe(input.resources[cap]), data.capabilities.default_caps[cap]],
+)
+
+fix_template_caps(cap) := sprintf(
+	"change the caps in %s (and rebuild it), then leave resources.%s at its default (%v) here",
+	[template_ref, cap, data.capabilities.default_caps[cap]],
+)
 
 default template_ref := "the backend's template"
 
@@ -87,15 +92,15 @@ template_ref := sprintf("the template %q (image)", [input.template.image]) if in
 #     Use a backend that applies resource caps: Docker, Modal, Vercel or
 #     Daytona per sandbox, or E2B through its template.
 deny contains f if {
+	input.capabilities.caps.mode == "none"
 	input.template
-	caps := input.capabilities
-	mode := object.get(caps, ["caps", "mode"], "none")
-	not mode in {"per_sandbox", "template"}
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"backend %s can neither apply resource caps per sandbox nor start from a template with known caps (caps mode %q), so its sandboxes would run uncapped",
-		[lib.backend_key, mode],
-	))
+	f := lib.finding(rego.metadata.rule(), msg_no_caps)
 }
+
+msg_no_caps := sprintf(
+	"backend %s can neither apply resource caps per sandbox nor start from a template with known caps, so its sandboxes would run uncapped",
+	[lib.backend_key],
+)
 
 # METADATA
 # title: cap the backend cannot set per sandbox
@@ -112,32 +117,35 @@ deny contains f if {
 #     Leave the cap at its default, or use a backend that can set it per
 #     sandbox.
 deny contains f if {
-	caps := input.capabilities.caps
-	caps.mode == "per_sandbox"
-	res := input.resources
-	some cap in cap_names
-	value := res[cap]
-	value != data.capabilities.default_caps[cap]
-	not cap in object.get(caps, "settable", [])
-	f := lib.finding_at_fix(
-		rego.metadata.rule(),
-		concat(".", ["resources", cap]),
-		sprintf(
-			"backend %s cannot set %s per sandbox (it sets %s%s), so resources.%s = %s would be ignored",
-			[lib.backend_key, cap, lib.join_and(object.get(caps, "settable", [])), caps_note(caps), cap, lib.describe(value)],
-		),
-		sprintf(
-			"leave resources.%s at its default (%v), or use a backend that sets it per sandbox: %s",
-			[cap, data.capabilities.default_caps[cap], lib.join_and(backends_setting(cap))],
-		),
-	)
+	input.capabilities.caps.mode == "per_sandbox"
+
+	# skips the loop on backends that set every cap (Docker)
+	count(input.capabilities.caps.settable) < 4
+	some cap in ["cpu", "memory_mb", "disk_mb", "pids"]
+	not cap in input.capabilities.caps.settable
+	input.resources[cap] != data.capabilities.default_caps[cap]
+	f := lib.finding_at_fix(rego.metadata.rule(), attribute(cap), msg_not_settable(cap), fix_not_settable(cap))
 }
 
-caps_note(caps) := sprintf("; %s", [caps.note]) if caps.note != ""
+msg_not_settable(cap) := sprintf(
+	"backend %s cannot set %s per sandbox (it sets %s%s), so resources.%s = %s would be ignored",
+	[
+		lib.backend_key, cap, lib.join_and(input.capabilities.caps.settable),
+		caps_note(input.capabilities.caps), cap, lib.describe(input.resources[cap]),
+	],
+)
 
-caps_note(caps) := "" if not caps.note
+fix_not_settable(cap) := sprintf(
+	"leave resources.%s at its default (%v), or use a backend that sets it per sandbox: %s",
+	[cap, data.capabilities.default_caps[cap], lib.join_and(backends_setting(cap))],
+)
 
-caps_note(caps) := "" if caps.note == ""
+caps_note(caps) := sprintf("; %s", [caps.note]) if {
+	is_string(caps.note)
+	caps.note != ""
+}
+
+default caps_note(_) := ""
 
 backends_setting(cap) := [lib.describe_backend(key) |
 	some key, d in data.capabilities.backends
@@ -156,14 +164,16 @@ backends_setting(cap) := [lib.describe_backend(key) |
 #   attribute: resources.pids
 #   fix: Lower resources.pids to at most the backend's ceiling.
 deny contains f if {
-	caps := input.capabilities.caps
-	caps.pids_ceiling == true
-	caps.max_pids > 0
+	input.capabilities.caps.pids_ceiling == true
+	input.resources.pids > input.capabilities.caps.max_pids
+	input.capabilities.caps.max_pids > 0
 	is_number(input.resources.pids)
-	input.resources.pids > caps.max_pids
-	f := lib.finding_fix(
-		rego.metadata.rule(),
-		sprintf("resources.pids = %v is above the process ceiling of backend %s (%v)", [input.resources.pids, lib.backend_key, caps.max_pids]),
-		sprintf("lower resources.pids to %v or less", [caps.max_pids]),
-	)
+	f := lib.finding_fix(rego.metadata.rule(), msg_pids_above_ceiling, fix_pids_above_ceiling)
 }
+
+msg_pids_above_ceiling := sprintf(
+	"resources.pids = %v is above the process ceiling of backend %s (%v)",
+	[input.resources.pids, lib.backend_key, input.capabilities.caps.max_pids],
+)
+
+fix_pids_above_ceiling := sprintf("lower resources.pids to %v or less", [input.capabilities.caps.max_pids])

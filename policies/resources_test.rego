@@ -33,15 +33,14 @@ test_null_cap_refused if {
 	fx.mentions(fs, "SBX-RES-001", "unset")
 }
 
+test_false_cap_refused if {
+	fs := resources.deny with input as fx.resources_only({"disk_mb": false})
+	fx.has(fs, "SBX-RES-001", "ConfigurationError", "resources.disk_mb")
+}
+
 test_missing_cap_refused if {
 	fs := resources.deny with input as {"kind": "resource_caps", "resources": {"cpu": 1, "memory_mb": 512, "disk_mb": 1024}}
 	fx.has(fs, "SBX-RES-001", "ConfigurationError", "resources.pids")
-}
-
-test_non_number_cap_refused if {
-	fs := resources.deny with input as fx.resources_only({"memory_mb": "1024"})
-	fx.has(fs, "SBX-RES-001", "ConfigurationError", "resources.memory_mb")
-	fx.mentions(fs, "SBX-RES-001", "string")
 }
 
 test_positive_caps_accepted if {
@@ -105,13 +104,7 @@ test_backend_without_caps_refused if {
 	caps := object.union(data.capabilities.backends.daytona, {"caps": {"mode": "none", "settable": []}})
 	fs := resources.deny with input as fx.with_caps(fx.template_input("daytona"), caps)
 	fx.has(fs, "SBX-RES-003", "CapabilityNotSupported", "backend")
-	fx.mentions(fs, "SBX-RES-003", `"none"`)
-}
-
-test_backend_with_unknown_caps_mode_refused if {
-	caps := object.remove(data.capabilities.backends.modal, ["caps"])
-	fs := resources.deny with input as fx.with_caps(fx.template_input("modal"), caps)
-	fx.has(fs, "SBX-RES-003", "CapabilityNotSupported", "backend")
+	fx.mentions(fs, "SBX-RES-003", "daytona")
 }
 
 test_every_real_backend_applies_caps if {

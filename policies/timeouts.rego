@@ -10,6 +10,9 @@ package sandboxio.timeouts
 
 import data.sandboxio.lib
 
+# Rules begin with cheap comparisons that fail for an accepted template (see
+# "Writing rules" in README.md).
+
 # METADATA
 # title: call timeout that is zero, negative or unset
 # description: >-
@@ -23,14 +26,17 @@ import data.sandboxio.lib
 #     Set timeout_seconds to a positive number of seconds, or leave it out
 #     to get the default (300).
 deny contains f if {
-	tpl := input.template
-	value := object.get(tpl, "timeout_seconds", null)
-	not lib.positive_number(value)
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"timeout_seconds is %s: every create, run and run_code call must be bounded by a positive timeout",
-		[lib.describe(value)],
-	))
+	input.template
+
+	# missing reads as null; null and false order below every number
+	object.get(input.template, "timeout_seconds", null) <= 0
+	f := lib.finding(rego.metadata.rule(), msg_timeout_not_positive)
 }
+
+msg_timeout_not_positive := sprintf(
+	"timeout_seconds is %s: every create, run and run_code call must be bounded by a positive timeout",
+	[lib.describe(object.get(input.template, "timeout_seconds", null))],
+)
 
 # METADATA
 # title: sandbox lifetime that is zero, negative or unset
@@ -45,14 +51,15 @@ deny contains f if {
 #     Set lifetime_seconds to a positive number of seconds, or leave it out
 #     to get the default (300).
 deny contains f if {
-	tpl := input.template
-	value := object.get(tpl, "lifetime_seconds", null)
-	not lib.positive_number(value)
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"lifetime_seconds is %s: every sandbox must have a positive lifetime, enforced by the backend",
-		[lib.describe(value)],
-	))
+	input.template
+	object.get(input.template, "lifetime_seconds", null) <= 0
+	f := lib.finding(rego.metadata.rule(), msg_lifetime_not_positive)
 }
+
+msg_lifetime_not_positive := sprintf(
+	"lifetime_seconds is %s: every sandbox must have a positive lifetime, enforced by the backend",
+	[lib.describe(object.get(input.template, "lifetime_seconds", null))],
+)
 
 # METADATA
 # title: lifetime above the backend's maximum
@@ -68,17 +75,21 @@ deny contains f if {
 #     Lower lifetime_seconds to the backend's maximum, or split the work over
 #     several sandboxes.
 deny contains f if {
-	limit := input.capabilities.max_lifetime_seconds
-	limit > 0
-	lifetime := input.template.lifetime_seconds
-	is_number(lifetime)
-	lifetime > limit
-	f := lib.finding_fix(
-		rego.metadata.rule(),
-		sprintf("lifetime_seconds = %v is above the maximum sandbox lifetime of backend %s (%v seconds)", [lifetime, lib.backend_key, limit]),
-		sprintf("lower lifetime_seconds to %v or less, or split the work over several sandboxes", [limit]),
-	)
+	input.template.lifetime_seconds > input.capabilities.max_lifetime_seconds
+	input.capabilities.max_lifetime_seconds > 0
+	is_number(input.template.lifetime_seconds)
+	f := lib.finding_fix(rego.metadata.rule(), msg_above_max_lifetime, fix_above_max_lifetime)
 }
+
+msg_above_max_lifetime := sprintf(
+	"lifetime_seconds = %v is above the maximum sandbox lifetime of backend %s (%v seconds)",
+	[input.template.lifetime_seconds, lib.backend_key, input.capabilities.max_lifetime_seconds],
+)
+
+fix_above_max_lifetime := sprintf(
+	"lower lifetime_seconds to %v or less, or split the work over several sandboxes",
+	[input.capabilities.max_lifetime_seconds],
+)
 
 # METADATA
 # title: call timeout longer than the sandbox lifetime
@@ -95,13 +106,16 @@ deny contains f if {
 #     Raise lifetime_seconds to at least timeout_seconds, or lower
 #     timeout_seconds.
 deny contains f if {
-	timeout := input.template.timeout_seconds
-	lifetime := input.template.lifetime_seconds
-	lib.positive_number(timeout)
-	lib.positive_number(lifetime)
-	timeout > lifetime
-	f := lib.finding(rego.metadata.rule(), sprintf(
-		"timeout_seconds = %v is longer than lifetime_seconds = %v: the sandbox would end before a call could reach its timeout",
-		[timeout, lifetime],
-	))
+	input.template.timeout_seconds > input.template.lifetime_seconds
+
+	# only two valid values are compared; SBX-TMO-001/002 report the others
+	input.template.lifetime_seconds > 0
+	is_number(input.template.timeout_seconds)
+	is_number(input.template.lifetime_seconds)
+	f := lib.finding(rego.metadata.rule(), msg_timeout_above_lifetime)
 }
+
+msg_timeout_above_lifetime := sprintf(
+	"timeout_seconds = %v is longer than lifetime_seconds = %v: the sandbox would end before a call could reach its timeout",
+	[input.template.timeout_seconds, input.template.lifetime_seconds],
+)

@@ -1,0 +1,184 @@
+package backends
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// The capability data is read by both the Go backends and the Rego rules;
+// these tests keep it consistent with the domain model and with itself.
+
+func TestCapabilitiesTierRanksMatchModel(t *testing.T) {
+	ranks := TierRanks()
+	if len(ranks) != len(model.Tiers) {
+		t.Fatalf("data has %d tiers %v, the model %d %v", len(ranks), ranks, len(model.Tiers), model.Tiers)
+	}
+	for i, tier := range model.Tiers {
+		got, ok := ranks[tier]
+		if !ok {
+			t.Errorf("tier %s missing from capabilities/data.json", tier)
+			continue
+		}
+		if got != i {
+			t.Errorf("tier %s: data rank %d, model rank %d", tier, got, i)
+		}
+		if r, _ := tier.Rank(); r != got {
+			t.Errorf("tier %s: Rank() %d, data %d", tier, r, got)
+		}
+	}
+}
+
+func TestCapabilitiesDefaultCapsMatchModel(t *testing.T) {
+	if got, want := DefaultCaps(), model.DefaultCaps(); got != want {
+		t.Fatalf("data default_caps %+v, model.DefaultCaps() %+v", got, want)
+	}
+}
+
+func TestCapabilitiesDescriptorKeys(t *testing.T) {
+	keys := Keys()
+	if len(keys) == 0 {
+		t.Fatal("no capability descriptors")
+	}
+	for _, key := range keys {
+		c, ok := Lookup(key)
+		if !ok {
+			t.Fatalf("Lookup(%q) failed for a listed key", key)
+		}
+		if c.Key != key {
+			t.Errorf("descriptor %q: key field %q", key, c.Key)
+		}
+		if got := CapabilityKey(c.Backend, c.Runtime); got != key {
+			t.Errorf("descriptor %q: CapabilityKey(%q, %q) = %q", key, c.Backend, c.Runtime, got)
+		}
+		if (c.Backend == "docker") != (c.Runtime != "") {
+			t.Errorf("descriptor %q: runtime %q; Docker descriptors name a runtime, others none", key, c.Runtime)
+		}
+	}
+	if got := CapabilityKey("docker", ""); got != "docker/runc" {
+		t.Errorf(`CapabilityKey("docker", "") = %q, want docker/runc`, got)
+	}
+	if _, ok := Lookup("docker/runc"); !ok {
+		t.Error("no descriptor for the default Docker runtime runc")
+	}
+}
+
+func TestCapabilitiesTiersAreModelTiers(t *testing.T) {
+	for _, key := range Keys() {
+		c, _ := Lookup(key)
+		if _, ok := c.Tier.Rank(); !ok {
+			t.Errorf("descriptor %q: tier %q is not a model tier", key, c.Tier)
+		}
+	}
+}
+
+func TestCapabilitiesAllowKinds(t *testing.T) {
+	kinds := []string{"cidr", "ip", "domain"}
+	for _, key := range Keys() {
+		c, _ := Lookup(key)
+		for _, k := range c.Network.AllowKinds {
+			if !slices.Contains(kinds, k) {
+				t.Errorf("descriptor %q: allow kind %q is not one of %v", key, k, kinds)
+			}
+		}
+		// A backend with an allow list takes at least one kind of entry; one
+		// without takes none.
+		if c.Network.Allowlist != (len(c.Network.AllowKinds) > 0) {
+			t.Errorf("descriptor %q: allowlist %v with allow_kinds %v", key, c.Network.Allowlist, c.Network.AllowKinds)
+		}
+		if c.Network.AllowlistNote == "" {
+			t.Errorf("descriptor %q: allowlist_note is empty; SBX-NET-003 and SBX-NET-005 quote it", key)
+		}
+	}
+}
+
+func TestCapabilitiesCaps(t *testing.T) {
+	caps := []string{"cpu", "memory_mb", "disk_mb", "pids"}
+	for _, key := range Keys() {
+		c, _ := Lookup(key)
+		switch c.Caps.Mode {
+		case CapsPerSandbox:
+		case CapsTemplate:
+			if len(c.Caps.Settable) != 0 {
+				t.Errorf("descriptor %q: template-owned caps but settable %v", key, c.Caps.Settable)
+			}
+		default:
+			// "none" exists for the rules (SBX-RES-003); a real backend that
+			// can apply no caps must not be described at all.
+			t.Errorf("descriptor %q: caps mode %q, want %s or %s", key, c.Caps.Mode, CapsPerSandbox, CapsTemplate)
+		}
+		for _, s := range c.Caps.Settable {
+			if !slices.Contains(caps, s) {
+				t.Errorf("descriptor %q: settable cap %q is not one of %v", key, s, caps)
+			}
+		}
+		if c.Caps.MaxPids < 0 || (c.Caps.PidsCeiling && c.Caps.MaxPids == 0) {
+			t.Errorf("descriptor %q: pids_ceiling %v with max_pids %d", key, c.Caps.PidsCeiling, c.Caps.MaxPids)
+		}
+		if c.MaxLifetimeSeconds < 0 {
+			t.Errorf("descriptor %q: max_lifetime_seconds %d", key, c.MaxLifetimeSeconds)
+		}
+	}
+}
+
+// The Rego rules test some descriptor fields for an exact value (allowlist ==
+// false, deny == false, mode == "none", tier == "UNKNOWN") so that OPA can skip
+// them; a missing field would silently disable such a rule. Decoding into the
+// struct cannot tell a missing field from its zero value, so this reads the raw
+// JSON the rules see.
+func TestCapabilitiesRawFieldsPresent(t *testing.T) {
+	type field struct {
+		path []string
+		kind string // bool, string, number, array
+	}
+	fields := []field{
+		{[]string{"key"}, "string"},
+		{[]string{"backend"}, "string"},
+		{[]string{"runtime"}, "string"},
+		{[]string{"tier"}, "string"},
+		{[]string{"network", "deny"}, "bool"},
+		{[]string{"network", "allowlist"}, "bool"},
+		{[]string{"network", "allow_kinds"}, "array"},
+		{[]string{"network", "allowlist_note"}, "string"},
+		{[]string{"caps", "mode"}, "string"},
+		{[]string{"caps", "settable"}, "array"},
+		{[]string{"caps", "memory_bounds_swap"}, "bool"},
+		{[]string{"caps", "pids_ceiling"}, "bool"},
+		{[]string{"caps", "max_pids"}, "number"},
+		{[]string{"native_labels"}, "bool"},
+		{[]string{"tenant_storage"}, "bool"},
+		{[]string{"max_lifetime_seconds"}, "number"},
+	}
+	for _, key := range Keys() {
+		raw, ok := LookupRaw(key)
+		if !ok {
+			t.Fatalf("LookupRaw(%q) failed", key)
+		}
+		for _, f := range fields {
+			var v any = raw
+			for _, p := range f.path {
+				m, ok := v.(map[string]any)
+				if !ok {
+					v = nil
+					break
+				}
+				v = m[p]
+			}
+			ok := false
+			switch f.kind {
+			case "bool":
+				_, ok = v.(bool)
+			case "string":
+				_, ok = v.(string)
+			case "number":
+				_, ok = v.(float64)
+			case "array":
+				_, ok = v.([]any)
+			}
+			if !ok {
+				t.Errorf("descriptor %q: %v is %T, want a %s", key, f.path, v, f.kind)
+			}
+		}
+	}
+}

@@ -1,0 +1,81 @@
+# The shape of capabilities/data.json that the rules rely on. Several rules
+# test a descriptor field for an exact value (allowlist == false, deny ==
+# false, mode == "template") so that OPA's rule index can skip them; that is
+# only safe while every descriptor carries every field with the right type,
+# which these tests (and internal/backends/capabilities_test.go) guarantee.
+package sandboxio.capabilities_test
+
+backends := data.capabilities.backends
+
+test_tiers_ranked_from_unknown if {
+	data.capabilities.tiers == {"UNKNOWN": 0, "CONTAINER": 1, "GVISOR": 2, "MICROVM": 3}
+}
+
+test_default_caps_positive if {
+	every cap in ["cpu", "memory_mb", "disk_mb", "pids"] {
+		data.capabilities.default_caps[cap] > 0
+	}
+	count(data.capabilities.default_caps) == 4
+}
+
+test_descriptors_complete if {
+	count(backends) > 0
+	every key, d in backends {
+		d.key == key
+		is_string(d.backend)
+		is_string(d.runtime)
+		data.capabilities.tiers[d.tier]
+		is_boolean(d.network.deny)
+		is_boolean(d.network.allowlist)
+		is_array(d.network.allow_kinds)
+		is_string(d.network.allowlist_note)
+		d.caps.mode in {"per_sandbox", "template"}
+		is_array(d.caps.settable)
+		is_boolean(d.caps.memory_bounds_swap)
+		is_boolean(d.caps.pids_ceiling)
+		is_number(d.caps.max_pids)
+		is_boolean(d.native_labels)
+		is_boolean(d.tenant_storage)
+		is_number(d.max_lifetime_seconds)
+		d.max_lifetime_seconds >= 0
+	}
+}
+
+test_allow_kinds_consistent if {
+	every d in backends {
+		every kind in d.network.allow_kinds {
+			kind in {"cidr", "ip", "domain"}
+		}
+
+		# a backend without an allow list takes no kind of entry, and one
+		# with an allow list takes at least one
+		takes_kinds := count(d.network.allow_kinds) > 0
+		d.network.allowlist == takes_kinds
+	}
+}
+
+test_settable_caps_known if {
+	every d in backends {
+		every cap in d.caps.settable {
+			cap in {"cpu", "memory_mb", "disk_mb", "pids"}
+		}
+	}
+}
+
+# Keys are docker/<runtime> for Docker and the scheme for everything else.
+test_keys_follow_backend_and_runtime if {
+	every key, d in backends {
+		key_ok(key, d)
+	}
+}
+
+key_ok(key, d) if {
+	d.backend == "docker"
+	key == concat("/", ["docker", d.runtime])
+}
+
+key_ok(key, d) if {
+	d.backend != "docker"
+	key == d.backend
+	d.runtime == ""
+}

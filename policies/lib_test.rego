@@ -1,0 +1,104 @@
+package sandboxio.lib_test
+
+import data.sandboxio.fixtures as fx
+import data.sandboxio.lib
+
+meta := {"custom": {"id": "SBX-TST-001", "class": "ConfigurationError", "attribute": "a.b", "fix": "do this"}}
+
+test_finding_takes_fields_from_annotation if {
+	lib.finding(meta, "wrong") == {"id": "SBX-TST-001", "class": "ConfigurationError", "attribute": "a.b", "msg": "wrong", "fix": "do this"}
+}
+
+test_finding_variants if {
+	lib.finding_fix(meta, "m", "other").fix == "other"
+	lib.finding_fix(meta, "m", "other").attribute == "a.b"
+	lib.finding_at(meta, "a.c", "m").attribute == "a.c"
+	lib.finding_at(meta, "a.c", "m").fix == "do this"
+	f := lib.finding_at_fix(meta, "a.c", "m", "other")
+	f.attribute == "a.c"
+	f.fix == "other"
+	f.id == "SBX-TST-001"
+}
+
+# A refusal must not vanish when the annotation cannot be read.
+test_finding_without_annotation_still_defined if {
+	lib.finding({}, "wrong") == {"id": "", "class": "", "attribute": "", "msg": "wrong", "fix": ""}
+}
+
+test_address_kinds if {
+	lib.address_kind("10.0.0.0/8") == "cidr"
+	lib.address_kind("2001:db8::/32") == "cidr"
+	lib.address_kind("1.2.3.4") == "ip"
+	lib.address_kind("::1") == "ip"
+	lib.address_kind("pypi.org") == "domain"
+	lib.address_kind("*.pythonhosted.org") == "domain"
+	lib.address_kind("PyPI.org") == "domain"
+}
+
+test_not_addresses if {
+	every entry in ["", "*", "*.org.", "a..b", "pypi", "1.2.3.4.5", "1.2.3.4/40", "http://pypi.org", "pypi.org:443", "-x.org", "x-.org", "a.*.org", 7, null] {
+		not lib.address_kind(entry)
+	}
+}
+
+test_open_cidr if {
+	lib.open_cidr("0.0.0.0/0")
+	lib.open_cidr("::/0")
+	not lib.open_cidr("10.0.0.0/0x")
+	not lib.open_cidr("10.0.0.0/8")
+}
+
+test_tier_order if {
+	lib.satisfies("MICROVM", "GVISOR")
+	lib.satisfies("GVISOR", "GVISOR")
+	not lib.satisfies("CONTAINER", "GVISOR")
+	not lib.satisfies("UNKNOWN", "CONTAINER")
+	not lib.satisfies("MICROVM", "UNKNOWN")
+	not lib.satisfies("", "CONTAINER")
+	not lib.satisfies("MICROVM", "VM")
+}
+
+test_join_and if {
+	lib.join_and([]) == "none"
+	lib.join_and(["a"]) == "a"
+	lib.join_and(["a", "b"]) == "a and b"
+	lib.join_and(["a", "b", "c"]) == "a, b and c"
+}
+
+test_describe if {
+	lib.describe(0) == "0"
+	lib.describe(-1.5) == "-1.5"
+	lib.describe(null) == "unset (null)"
+	lib.describe("7") == "a string, not a number"
+}
+
+test_backend_key if {
+	lib.backend_key == "modal" with input as {"capabilities": {"key": "modal"}, "backend": {"key": "x"}}
+	lib.backend_key == "docker/youki" with input as {"backend": {"key": "docker/youki"}}
+	lib.backend_key == "the configured backend" with input as {}
+}
+
+test_credential_names if {
+	every name in ["API_KEY", "apiKey", "githubToken", "GH_TOKEN", "PGPASSWORD", "DB_PASS", "MY_SECRET", "SERVICE_CREDS", "auth", "Private-Key"] {
+		lib.credential_name(name)
+	}
+	every name in ["LANG", "KEYBOARD", "TOKENIZERS_PARALLELISM", "SSH_AUTH_SOCK", "ssh_auth_sock", "SSH_PUBLIC_KEY", "AUTHOR", "MONKEY", "PASSAGE", 3] {
+		not lib.credential_name(name)
+	}
+}
+
+test_token_like if {
+	lib.token_like("sk-ant-api03-abcdefghijklmnop")
+	lib.token_like("AKIAIOSFODNN7EXAMPLE")
+	lib.token_like("mysql://root:pw@localhost/db")
+	lib.token_like("0123456789abcdef0123456789abcdef")
+	every v in ["C.UTF-8", "https://pypi.org/simple", "abcdefghijklmnopqrstuvwxyzabcdefgh", "/usr/local/bin:/usr/bin", "https://user@host/x", 12] {
+		not lib.token_like(v)
+	}
+}
+
+# The leak detector the other tests rely on does detect a leak.
+test_leak_detector if {
+	fx.leaks([{"id": "x", "msg": "value is hunter2"}], "hunter2")
+	not fx.leaks([{"id": "x", "msg": "value not shown"}], "hunter2")
+}
