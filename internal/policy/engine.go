@@ -15,8 +15,10 @@ import (
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/metrics"
+	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/policies"
@@ -82,7 +84,8 @@ type RuleInfo struct {
 
 // Engine evaluates the compiled bundle. It is safe for concurrent use.
 type Engine struct {
-	query    rego.PreparedEvalQuery
+	query    ast.Body // compiled once; evaluated per input
+	store    storage.Store
 	refs     []ruleRef
 	rules    map[string]RuleInfo // by rule ID
 	compiler *ast.Compiler
@@ -195,15 +198,12 @@ func New(ctx context.Context, policyPaths []string) (*Engine, error) {
 		}
 		terms[i] = ast.RefTerm(append(ast.MustParseRef("data."+r.pkg), ast.StringTerm(kind))...)
 	}
-	query := ast.NewBody(ast.Equality.Expr(ast.VarTerm("x"), ast.ArrayTerm(terms...)))
-	e.query, err = rego.New(
-		rego.ParsedQuery(query),
-		rego.Compiler(compiler),
-		rego.Store(store),
-	).PrepareForEval(ctx)
+	query := ast.NewBody(ast.Equality.Expr(ast.VarTerm(resultVar), ast.ArrayTerm(terms...)))
+	e.query, err = compiler.QueryCompiler().Compile(query)
 	if err != nil {
 		return nil, fmt.Errorf("policy prepare: %w", err)
 	}
+	e.store = store
 	e.indexAnnotations()
 	return e, nil
 }
@@ -333,34 +333,50 @@ func (e *Engine) Rule(id string) (RuleInfo, bool) {
 	return r, ok
 }
 
-// Evaluate runs every deny and warn rule on the input document.
+const resultVar = "x"
+
+// Evaluate runs every deny and warn rule on the input document. It calls
+// OPA's evaluator directly with the compiled query and reads the findings
+// as AST values: the rego package's per-call setup and its conversion of
+// results to JSON cost more than the rules themselves.
 func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
-	rs, err := e.query.Eval(ctx, rego.EvalParsedInput(in.Value()))
+	txn, err := e.store.NewTransaction(ctx)
 	if err != nil {
 		return Decision{}, fmt.Errorf("policy eval: %w", err)
 	}
+	defer e.store.Abort(ctx, txn)
 	var d Decision
-	if len(rs) == 0 {
-		return d, nil
-	}
-	sets, ok := rs[0].Bindings["x"].([]any)
-	if !ok || len(sets) != len(e.refs) {
-		return Decision{}, fmt.Errorf("policy eval: unexpected result shape")
-	}
-	for i, set := range sets {
-		items, _ := set.([]any)
-		if len(items) == 0 {
-			continue
-		}
-		ref := e.refs[i]
-		for _, it := range items {
-			f := e.finding(ref, it)
-			if ref.deny {
-				d.Denies = append(d.Denies, f)
-			} else {
-				d.Warnings = append(d.Warnings, f)
+	err = topdown.NewQuery(e.query).
+		WithCompiler(e.compiler).
+		WithStore(e.store).
+		WithTransaction(txn).
+		WithInput(ast.NewTerm(in.Value())).
+		WithMetrics(metrics.NoOp()).
+		WithStrictBuiltinErrors(true).
+		Iter(ctx, func(qr topdown.QueryResult) error {
+			sets, ok := qr[ast.Var(resultVar)].Value.(*ast.Array)
+			if !ok || sets.Len() != len(e.refs) {
+				return fmt.Errorf("unexpected result shape")
 			}
-		}
+			for i := range e.refs {
+				set, ok := sets.Elem(i).Value.(ast.Set)
+				if !ok || set.Len() == 0 {
+					continue
+				}
+				ref := e.refs[i]
+				set.Foreach(func(t *ast.Term) {
+					f := e.finding(ref, t.Value)
+					if ref.deny {
+						d.Denies = append(d.Denies, f)
+					} else {
+						d.Warnings = append(d.Warnings, f)
+					}
+				})
+			}
+			return nil
+		})
+	if err != nil {
+		return Decision{}, fmt.Errorf("policy eval: %w", err)
 	}
 	sortFindings(d.Denies)
 	sortFindings(d.Warnings)
@@ -369,20 +385,19 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 
 // finding converts one rule result. Built-in rules return objects; team
 // rules may also return a plain message, conftest-style.
-func (e *Engine) finding(ref ruleRef, v any) Finding {
+func (e *Engine) finding(ref ruleRef, v ast.Value) Finding {
 	f := Finding{Package: ref.pkg, Deny: ref.deny, Builtin: ref.builtin}
 	switch x := v.(type) {
-	case string:
-		f.Message = x
-	case map[string]any:
-		f.ID, _ = x["id"].(string)
-		f.Class, _ = x["class"].(string)
-		f.Attribute, _ = x["attribute"].(string)
-		f.Message, _ = x["msg"].(string)
-		f.Fix, _ = x["fix"].(string)
+	case ast.String:
+		f.Message = string(x)
+	case ast.Object:
+		f.ID = objString(x, "id")
+		f.Class = objString(x, "class")
+		f.Attribute = objString(x, "attribute")
+		f.Message = objString(x, "msg")
+		f.Fix = objString(x, "fix")
 	default:
-		b, _ := json.Marshal(x)
-		f.Message = string(b)
+		f.Message = v.String()
 	}
 	if info, ok := e.rules[f.ID]; ok {
 		f.Title = info.Title
@@ -398,6 +413,17 @@ func (e *Engine) finding(ref ruleRef, v any) Finding {
 		}
 	}
 	return f
+}
+
+func objString(o ast.Object, key string) string {
+	t := o.Get(ast.InternedTerm(key))
+	if t == nil {
+		return ""
+	}
+	if s, ok := t.Value.(ast.String); ok {
+		return string(s)
+	}
+	return t.Value.String()
 }
 
 func sortFindings(fs []Finding) {

@@ -2,8 +2,7 @@ package policy
 
 import (
 	"encoding/json"
-	"sort"
-	"strconv"
+		"strconv"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -127,27 +126,27 @@ var capabilityValues = func() map[string]ast.Value {
 func (in Input) Value() ast.Value {
 	obj := ast.NewObject(
 		item("input_version", ast.InternedTerm(InputVersion)),
-		item("kind", ast.StringTerm(in.Kind)),
-		item("address", ast.StringTerm(in.Address)),
+		item("kind", ast.InternedTerm(in.Kind)),
+		item("address", ast.InternedTerm(in.Address)),
 	)
 	if b := in.Backend; b != nil {
-		obj.Insert(ast.InternedTerm("backend"), ast.NewTerm(ast.NewObject(
-			item("dsn", ast.StringTerm(b.DSN)),
-			item("scheme", ast.StringTerm(b.Scheme)),
-			item("runtime", ast.StringTerm(b.Runtime)),
-			item("key", ast.StringTerm(b.Key)),
+		obj.Insert(keyTerms["backend"], ast.NewTerm(ast.NewObject(
+			item("dsn", ast.InternedTerm(b.DSN)),
+			item("scheme", ast.InternedTerm(b.Scheme)),
+			item("runtime", ast.InternedTerm(b.Runtime)),
+			item("key", ast.InternedTerm(b.Key)),
 			item("options", stringMap(b.Options)),
 		)))
 		if caps, ok := capabilityValues[b.Key]; ok {
-			obj.Insert(ast.InternedTerm("capabilities"), ast.NewTerm(caps))
+			obj.Insert(keyTerms["capabilities"], ast.NewTerm(caps))
 		}
 	}
 	if t := in.Template; t != nil {
-		obj.Insert(ast.InternedTerm("template"), ast.NewTerm(ast.NewObject(
+		obj.Insert(keyTerms["template"], ast.NewTerm(ast.NewObject(
 			item("name", ast.StringTerm(t.Name)),
 			item("image", ast.StringTerm(t.Image)),
-			item("runtime", ast.StringTerm(t.Runtime)),
-			item("require_isolation", ast.StringTerm(t.RequireIsolation)),
+			item("runtime", ast.InternedTerm(t.Runtime)),
+			item("require_isolation", ast.InternedTerm(t.RequireIsolation)),
 			item("timeout_seconds", intTerm(t.TimeoutSeconds)),
 			item("lifetime_seconds", intTerm(t.LifetimeSeconds)),
 			item("env", stringMap(t.Env)),
@@ -156,13 +155,13 @@ func (in Input) Value() ast.Value {
 		)))
 	}
 	if n := in.Network; n != nil {
-		obj.Insert(ast.InternedTerm("network"), ast.NewTerm(ast.NewObject(
-			item("egress", ast.StringTerm(n.Egress)),
+		obj.Insert(keyTerms["network"], ast.NewTerm(ast.NewObject(
+			item("egress", ast.InternedTerm(n.Egress)),
 			item("allow", stringList(n.Allow)),
 		)))
 	}
 	if c := in.Resources; c != nil {
-		obj.Insert(ast.InternedTerm("resources"), ast.NewTerm(ast.NewObject(
+		obj.Insert(keyTerms["resources"], ast.NewTerm(ast.NewObject(
 			item("cpu", ast.NumberTerm(jsonNumber(c.CPU))),
 			item("memory_mb", intTerm(c.MemoryMB)),
 			item("disk_mb", intTerm(c.DiskMB)),
@@ -170,7 +169,7 @@ func (in Input) Value() ast.Value {
 		)))
 	}
 	if t := in.Tenant; t != nil {
-		obj.Insert(ast.InternedTerm("tenant"), ast.NewTerm(ast.NewObject(
+		obj.Insert(keyTerms["tenant"], ast.NewTerm(ast.NewObject(
 			item("tenant_id", ast.StringTerm(t.TenantID)),
 			item("session_id", ast.StringTerm(t.SessionID)),
 			item("labels", stringMap(t.Labels)),
@@ -190,13 +189,44 @@ func (in Input) Map() (map[string]any, error) {
 	return m, nil
 }
 
-func item(k string, v *ast.Term) [2]*ast.Term { return ast.Item(ast.InternedTerm(k), v) }
+// keyTerms holds the document's keys, built once: most are not among the
+// strings OPA interns, and the input is rebuilt for every evaluation.
+var keyTerms = map[string]*ast.Term{}
+
+func init() {
+	for _, k := range []string{
+		"input_version", "kind", "address", "backend", "dsn", "scheme", "runtime", "key", "options", "capabilities",
+		"template", "name", "image", "require_isolation", "timeout_seconds", "lifetime_seconds", "env", "secret_names",
+		"labels", "network", "egress", "allow", "resources", "cpu", "memory_mb", "disk_mb", "pids", "tenant",
+		"tenant_id", "session_id",
+	} {
+		keyTerms[k] = ast.StringTerm(k)
+	}
+	// Interning the enumerated values spares an allocation per value per
+	// evaluation. OPA's intern table is written only here, during init.
+	ast.InternStringTerm(KindTemplate, KindNetworkPolicy, KindResourceCaps, KindTenantSandbox, KindSpec,
+		"docker", "e2b", "modal", "vercel", "daytona", "runc", "runsc", "kata",
+		"docker/runc", "docker/runsc", "docker/kata", "docker://", "e2b://", "daytona://",
+		model.EgressDeny, model.EgressAllow, model.EgressLearn,
+		string(model.TierUnknown), string(model.TierContainer), string(model.TierGVisor), string(model.TierMicroVM))
+}
+
+func item(k string, v *ast.Term) [2]*ast.Term {
+	t, ok := keyTerms[k]
+	if !ok {
+		t = ast.StringTerm(k)
+	}
+	return ast.Item(t, v)
+}
 
 func intTerm(i int64) *ast.Term { return ast.InternedTerm(i) }
 
 func jsonNumber(f float64) json.Number { return json.Number(strconv.FormatFloat(f, 'g', -1, 64)) }
 
 func stringList(xs []string) *ast.Term {
+	if len(xs) == 0 {
+		return ast.ArrayTerm()
+	}
 	terms := make([]*ast.Term, len(xs))
 	for i, x := range xs {
 		terms[i] = ast.StringTerm(x)
@@ -204,15 +234,15 @@ func stringList(xs []string) *ast.Term {
 	return ast.ArrayTerm(terms...)
 }
 
+// stringMap converts a map; OPA objects keep their keys ordered
+// themselves, so the iteration order does not matter.
 func stringMap(m map[string]string) *ast.Term {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	if len(m) == 0 {
+		return ast.ObjectTerm()
 	}
-	sort.Strings(keys)
-	items := make([][2]*ast.Term, len(keys))
-	for i, k := range keys {
-		items[i] = ast.Item(ast.StringTerm(k), ast.StringTerm(m[k]))
+	items := make([][2]*ast.Term, 0, len(m))
+	for k, v := range m {
+		items = append(items, ast.Item(ast.StringTerm(k), ast.StringTerm(v)))
 	}
 	return ast.ObjectTerm(items...)
 }
