@@ -2,7 +2,7 @@ package policy
 
 import (
 	"encoding/json"
-		"strconv"
+	"strconv"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
