@@ -80,6 +80,9 @@ type RuleInfo struct {
 	Package     string
 	Deny        bool
 	Builtin     bool
+	// Custom holds every custom METADATA field, e.g. a team rule's
+	// severity and enforcement level.
+	Custom map[string]any
 }
 
 // Engine evaluates the compiled bundle. It is safe for concurrent use.
@@ -313,6 +316,7 @@ func (e *Engine) indexAnnotations() {
 		info.Class, _ = ann.Custom["class"].(string)
 		info.Attribute, _ = ann.Custom["attribute"].(string)
 		info.Fix, _ = ann.Custom["fix"].(string)
+		info.Custom = ann.Custom
 		e.rules[id] = info
 	}
 }
