@@ -17,6 +17,11 @@ type CreateRequest struct {
 	Spec    model.Spec
 	Secrets map[string]string // values for Spec.SecretNames; never logged
 	Timeout time.Duration     // bounds create; 0 means Spec.TimeoutSeconds
+	// OnWarning receives the warnings this sandbox raises after Create has
+	// returned: OrphanedSandboxWarning when Close's grace expires, and
+	// UnverifiedIsolationWarning at create. Nil drops them; Close still
+	// returns an *OrphanedError.
+	OnWarning func(model.Warning)
 }
 
 // RunOptions bound one command.
@@ -45,6 +50,7 @@ type Info struct {
 	Created         time.Time
 	Expires         time.Time
 	DiskCapStrategy string // how the disk cap is enforced on this backend/daemon
+	PidsCapStrategy string // how the process ceiling is enforced (runtimes differ)
 	BlockedEgress   *int64 // nil where the backend does not report it
 	Running         bool
 }
@@ -58,7 +64,30 @@ type Sandbox interface {
 	Upload(ctx context.Context, path string, content []byte, mode int64) error
 	// Kill ends the sandbox; it is idempotent.
 	Kill(ctx context.Context) error
+	// Close is the teardown a scoped helper runs on every exit path: it kills
+	// the sandbox in a scope shielded from ctx's cancellation and bounded by
+	// model.TeardownGrace. When the grace expires it emits an
+	// OrphanedSandboxWarning through CreateRequest.OnWarning and returns an
+	// *OrphanedError carrying the same warning. Idempotent.
+	Close(ctx context.Context) error
 }
+
+// OrphanedError is returned by Sandbox.Close when the sandbox could not be
+// confirmed gone within the teardown grace. The warning names the sandbox and
+// its labels so that an operator (or a reaper) can find it.
+type OrphanedError struct {
+	Warning model.Warning
+	Err     error
+}
+
+func (e *OrphanedError) Error() string {
+	if e.Err == nil {
+		return e.Warning.String()
+	}
+	return e.Warning.String() + ": " + e.Err.Error()
+}
+
+func (e *OrphanedError) Unwrap() error { return e.Err }
 
 // Backend provisions sandboxes.
 type Backend interface {
@@ -69,4 +98,44 @@ type Backend interface {
 	// List returns the sandboxes carrying every one of the given labels.
 	List(ctx context.Context, labels map[string]string) ([]Info, error)
 	Close() error
+}
+
+// Preflighter is implemented by backends that can check a spec against the
+// live system without creating anything: the runtime is registered, the image
+// is present, which disk-cap strategy applies. Template apply uses it; Create
+// runs the same checks again.
+type Preflighter interface {
+	Preflight(ctx context.Context, spec model.Spec) (Preflight, error)
+}
+
+// Preflight is what a backend found for one spec on the live system.
+type Preflight struct {
+	Tier            model.Tier
+	Image           string // the image as the spec names it
+	ImageID         string // content-addressed ID of the image on the backend
+	ImageDigests    []string
+	DiskCapStrategy string
+	PidsCapStrategy string
+	Warnings        []model.Warning
+}
+
+// Reaper is implemented by backends that can find and remove sandboxes left
+// behind by crashed owners or past their lifetime.
+type Reaper interface {
+	Reap(ctx context.Context, opts ReapOptions) ([]Reaped, error)
+}
+
+// ReapOptions select what Reap removes.
+type ReapOptions struct {
+	DryRun bool
+	// Labels narrows the sweep to sandboxes carrying all of these labels.
+	Labels map[string]string
+	// Now is the clock used for lifetime expiry; zero means time.Now().
+	Now time.Time
+}
+
+// Reaped is one sandbox that Reap removed (or would remove, on a dry run).
+type Reaped struct {
+	Info   Info
+	Reason string // "expired" or "owner gone"
 }

@@ -89,6 +89,7 @@ type RuleInfo struct {
 type Engine struct {
 	query    ast.Body // compiled once; evaluated per input
 	store    storage.Store
+	base     capsBaseCache // data.capabilities, shared read-only by every evaluation
 	refs     []ruleRef
 	rules    map[string]RuleInfo // by rule ID
 	compiler *ast.Compiler
@@ -207,8 +208,33 @@ func New(ctx context.Context, policyPaths []string) (*Engine, error) {
 		return nil, fmt.Errorf("policy prepare: %w", err)
 	}
 	e.store = store
+	if e.base, err = readCapabilities(ctx, store); err != nil {
+		return nil, err
+	}
 	e.indexAnnotations()
 	return e, nil
+}
+
+// readCapabilities reads data.capabilities back from the store, as the AST
+// value evaluations would read.
+func readCapabilities(ctx context.Context, store storage.Store) (capsBaseCache, error) {
+	var c capsBaseCache
+	err := storage.Txn(ctx, store, storage.TransactionParams{}, func(txn storage.Transaction) error {
+		v, err := store.Read(ctx, txn, storage.MustParsePath("/capabilities"))
+		if err != nil {
+			return err
+		}
+		av, ok := v.(ast.Value)
+		if !ok {
+			return fmt.Errorf("store returned %T, not an AST value", v)
+		}
+		c.caps = av
+		return nil
+	})
+	if err != nil {
+		return c, fmt.Errorf("capabilities read: %w", err)
+	}
+	return c, nil
 }
 
 func parseModule(name string, src []byte) (*ast.Module, error) {
@@ -349,6 +375,8 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 		return Decision{}, fmt.Errorf("policy eval: %w", err)
 	}
 	defer e.store.Abort(ctx, txn)
+	vc := getEvalCache()
+	defer putEvalCache(vc)
 	var d Decision
 	err = topdown.NewQuery(e.query).
 		WithCompiler(e.compiler).
@@ -356,6 +384,8 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 		WithTransaction(txn).
 		WithInput(ast.NewTerm(in.Value())).
 		WithMetrics(metrics.NoOp()).
+		WithVirtualCache(vc).
+		WithBaseCache(e.base).
 		WithStrictBuiltinErrors(true).
 		Iter(ctx, func(qr topdown.QueryResult) error {
 			sets, ok := qr[ast.Var(resultVar)].Value.(*ast.Array)

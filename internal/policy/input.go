@@ -2,7 +2,10 @@ package policy
 
 import (
 	"encoding/json"
+	"math"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -108,41 +111,132 @@ func userLabels(labels map[string]string) map[string]string {
 
 // capabilityValues caches each descriptor's AST form: converting it on every
 // evaluation would dominate the allocation budget.
-var capabilityValues = func() map[string]ast.Value {
-	m := map[string]ast.Value{}
+var capabilityValues = func() map[string]*ast.Term {
+	m := map[string]*ast.Term{}
 	for _, key := range backends.Keys() {
 		raw, _ := backends.LookupRaw(key)
 		v, err := ast.InterfaceToValue(raw)
 		if err != nil {
 			panic("capabilities: " + err.Error())
 		}
-		m[key] = v
+		m[key] = shared(v)
 	}
 	return m
 }()
 
+// shared prepares a value that every evaluation reads: OPA sorts an object's
+// or a set's keys on first iteration, in place, so that is done here, once,
+// before any two evaluations can see the value.
+func shared(v ast.Value) *ast.Term {
+	var presort func(v ast.Value)
+	presort = func(v ast.Value) {
+		switch x := v.(type) {
+		case ast.Object:
+			x.Foreach(func(_, v *ast.Term) { presort(v.Value) })
+		case ast.Set:
+			x.Foreach(func(t *ast.Term) { presort(t.Value) })
+		case *ast.Array:
+			x.Foreach(func(t *ast.Term) { presort(t.Value) })
+		}
+	}
+	presort(v)
+	return ast.NewTerm(v)
+}
+
+// Parts of the document that are the same in most evaluations, built once:
+// the input is rebuilt for every evaluation, and objects are its costliest
+// part. The values are never modified, so evaluations share them.
+var (
+	emptyObject = shared(ast.NewObject())
+	emptyArray  = shared(ast.NewArray())
+
+	// networkValues holds the network part of a policy with no allow list,
+	// by egress mode.
+	networkValues = func() map[string]*ast.Term {
+		m := map[string]*ast.Term{}
+		for _, egress := range []string{model.EgressDeny, model.EgressAllow, model.EgressLearn} {
+			m[egress] = networkTerm(model.NetworkPolicy{Egress: egress})
+		}
+		return m
+	}()
+
+	defaultCaps      = model.DefaultCaps()
+	defaultCapsValue = shared(resourcesTerm(defaultCaps).Value)
+)
+
+// backendValues caches the backend part by its fields when the DSN has no
+// options, which is the common case and the same for every template of one
+// provider configuration. It holds at most maxBackendValues entries.
+var (
+	backendValues    sync.Map // backendKey -> *ast.Term
+	backendValuesLen atomic.Int32
+)
+
+const maxBackendValues = 64
+
+type backendKey struct{ dsn, scheme, runtime, key string }
+
+func backendTerm(b *BackendRef) *ast.Term {
+	if len(b.Options) > 0 {
+		return newBackendTerm(b)
+	}
+	k := backendKey{b.DSN, b.Scheme, b.Runtime, b.Key}
+	if t, ok := backendValues.Load(k); ok {
+		return t.(*ast.Term)
+	}
+	t := newBackendTerm(b)
+	if backendValuesLen.Load() < maxBackendValues {
+		t = shared(t.Value)
+		if _, loaded := backendValues.LoadOrStore(k, t); !loaded {
+			backendValuesLen.Add(1)
+		}
+	}
+	return t
+}
+
+func newBackendTerm(b *BackendRef) *ast.Term {
+	return ast.ObjectTerm(
+		item("dsn", ast.InternedTerm(b.DSN)),
+		item("scheme", ast.InternedTerm(b.Scheme)),
+		item("runtime", ast.InternedTerm(b.Runtime)),
+		item("key", ast.InternedTerm(b.Key)),
+		item("options", stringMap(b.Options)),
+	)
+}
+
+func networkTerm(n model.NetworkPolicy) *ast.Term {
+	return ast.ObjectTerm(
+		item("egress", ast.InternedTerm(n.Egress)),
+		item("allow", stringList(n.Allow)),
+	)
+}
+
+func resourcesTerm(c model.Caps) *ast.Term {
+	return ast.ObjectTerm(
+		item("cpu", numberTerm(c.CPU)),
+		item("memory_mb", intTerm(c.MemoryMB)),
+		item("disk_mb", intTerm(c.DiskMB)),
+		item("pids", intTerm(c.Pids)),
+	)
+}
+
 // Value returns the document as an OPA value, built directly rather than
 // through JSON so that evaluation stays cheap.
 func (in Input) Value() ast.Value {
-	obj := ast.NewObject(
+	items := make([][2]*ast.Term, 0, 9)
+	items = append(items,
 		item("input_version", ast.InternedTerm(InputVersion)),
 		item("kind", ast.InternedTerm(in.Kind)),
 		item("address", ast.InternedTerm(in.Address)),
 	)
 	if b := in.Backend; b != nil {
-		obj.Insert(keyTerms["backend"], ast.NewTerm(ast.NewObject(
-			item("dsn", ast.InternedTerm(b.DSN)),
-			item("scheme", ast.InternedTerm(b.Scheme)),
-			item("runtime", ast.InternedTerm(b.Runtime)),
-			item("key", ast.InternedTerm(b.Key)),
-			item("options", stringMap(b.Options)),
-		)))
+		items = append(items, item("backend", backendTerm(b)))
 		if caps, ok := capabilityValues[b.Key]; ok {
-			obj.Insert(keyTerms["capabilities"], ast.NewTerm(caps))
+			items = append(items, item("capabilities", caps))
 		}
 	}
 	if t := in.Template; t != nil {
-		obj.Insert(keyTerms["template"], ast.NewTerm(ast.NewObject(
+		items = append(items, item("template", ast.ObjectTerm(
 			item("name", ast.StringTerm(t.Name)),
 			item("image", ast.StringTerm(t.Image)),
 			item("runtime", ast.InternedTerm(t.Runtime)),
@@ -155,27 +249,27 @@ func (in Input) Value() ast.Value {
 		)))
 	}
 	if n := in.Network; n != nil {
-		obj.Insert(keyTerms["network"], ast.NewTerm(ast.NewObject(
-			item("egress", ast.InternedTerm(n.Egress)),
-			item("allow", stringList(n.Allow)),
-		)))
+		t, ok := networkValues[n.Egress]
+		if !ok || len(n.Allow) > 0 {
+			t = networkTerm(*n)
+		}
+		items = append(items, item("network", t))
 	}
 	if c := in.Resources; c != nil {
-		obj.Insert(keyTerms["resources"], ast.NewTerm(ast.NewObject(
-			item("cpu", ast.NumberTerm(jsonNumber(c.CPU))),
-			item("memory_mb", intTerm(c.MemoryMB)),
-			item("disk_mb", intTerm(c.DiskMB)),
-			item("pids", intTerm(c.Pids)),
-		)))
+		t := defaultCapsValue
+		if *c != defaultCaps {
+			t = resourcesTerm(*c)
+		}
+		items = append(items, item("resources", t))
 	}
 	if t := in.Tenant; t != nil {
-		obj.Insert(keyTerms["tenant"], ast.NewTerm(ast.NewObject(
+		items = append(items, item("tenant", ast.ObjectTerm(
 			item("tenant_id", ast.StringTerm(t.TenantID)),
 			item("session_id", ast.StringTerm(t.SessionID)),
 			item("labels", stringMap(t.Labels)),
 		)))
 	}
-	return obj
+	return ast.NewObject(items...)
 }
 
 // Map returns the document as generic JSON, for display and for
@@ -221,11 +315,18 @@ func item(k string, v *ast.Term) [2]*ast.Term {
 
 func intTerm(i int64) *ast.Term { return ast.InternedTerm(i) }
 
-func jsonNumber(f float64) json.Number { return json.Number(strconv.FormatFloat(f, 'g', -1, 64)) }
+// numberTerm renders a cap as JSON would; a whole number takes the interned
+// form, which is the same value.
+func numberTerm(f float64) *ast.Term {
+	if i := int64(f); float64(i) == f && i >= -1<<53 && i <= 1<<53 && !math.Signbit(f) {
+		return intTerm(i)
+	}
+	return ast.NumberTerm(json.Number(strconv.FormatFloat(f, 'g', -1, 64)))
+}
 
 func stringList(xs []string) *ast.Term {
 	if len(xs) == 0 {
-		return ast.ArrayTerm()
+		return emptyArray
 	}
 	terms := make([]*ast.Term, len(xs))
 	for i, x := range xs {
@@ -238,7 +339,7 @@ func stringList(xs []string) *ast.Term {
 // themselves, so the iteration order does not matter.
 func stringMap(m map[string]string) *ast.Term {
 	if len(m) == 0 {
-		return ast.ObjectTerm()
+		return emptyObject
 	}
 	items := make([][2]*ast.Term, 0, len(m))
 	for k, v := range m {

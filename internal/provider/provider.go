@@ -4,6 +4,8 @@ package provider
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -16,6 +18,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/resources"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 )
 
 var _ provider.Provider = (*sandboxioProvider)(nil)
@@ -30,6 +33,7 @@ type sandboxioProvider struct{ version string }
 type providerModel struct {
 	DefaultBackend types.String `tfsdk:"default_backend"`
 	PolicyPaths    types.List   `tfsdk:"policy_paths"`
+	PolicyWaivers  types.String `tfsdk:"policy_waivers"`
 }
 
 func (p *sandboxioProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -53,7 +57,17 @@ func (p *sandboxioProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 				ElementType: types.StringType,
 				Optional:    true,
 				MarkdownDescription: "Directories or files of the team's own Rego policies, evaluated beside the embedded " +
-					"bundle. Their packages may not use the reserved `sandboxio` namespace: built-in rules cannot be shadowed.",
+					"bundle. Their packages may not use the reserved `sandboxio` namespace: built-in rules cannot be shadowed. " +
+					"A rule's METADATA sets its enforcement: `advisory` findings warn, `soft-mandatory` and `hard-mandatory` ones " +
+					"refuse. `sandboxio policy check --policy` loads the same directories and decides the same way.",
+			},
+			"policy_waivers": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "A waiver file (YAML or JSON) for soft-mandatory team rules, the same file `sandboxio policy " +
+					"check --waivers` reads. Each waiver names a rule ID, a resource address pattern, a reason and an expiry " +
+					"date; expired waivers, and waivers of built-in, hard-mandatory or advisory rules, do not apply. Terraform " +
+					"does not tell a provider the address of the resource it plans, so here a waiver covers every resource of " +
+					"the type its pattern could name; `sandboxio policy check` applies the exact address.",
 			},
 		},
 	}
@@ -65,12 +79,19 @@ func (p *sandboxioProvider) Configure(ctx context.Context, req provider.Configur
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	if m.DefaultBackend.IsUnknown() || m.PolicyPaths.IsUnknown() {
+	if m.PolicyPaths.IsUnknown() || m.PolicyWaivers.IsUnknown() {
 		// Resources fall back to the embedded bundle at plan and are
 		// checked again at apply, when the configuration is known.
+		pd := &resources.ProviderData{DefaultBackend: m.DefaultBackend.ValueString(), DefaultBackendUnknown: m.DefaultBackend.IsUnknown()}
+		resp.DataSourceData = pd
+		resp.ResourceData = pd
 		return
 	}
-	pd := &resources.ProviderData{DefaultBackend: m.DefaultBackend.ValueString()}
+	// A default_backend unknown at plan (set from another resource) leaves
+	// resources without a backend of their own unchecked until apply, as
+	// `sandboxio policy check` reports them, rather than checked against
+	// no backend at all.
+	pd := &resources.ProviderData{DefaultBackend: m.DefaultBackend.ValueString(), DefaultBackendUnknown: m.DefaultBackend.IsUnknown()}
 	if pd.DefaultBackend != "" {
 		if _, err := backends.ParseDSN(pd.DefaultBackend); err != nil {
 			resp.Diagnostics.Append(diags.FromError(err, "invalid default_backend",
@@ -84,13 +105,29 @@ func (p *sandboxioProvider) Configure(ctx context.Context, req provider.Configur
 			return
 		}
 	}
-	engine, err := policy.Shared(ctx, pd.PolicyPaths)
+	engine, err := policy.Load(ctx, pd.PolicyPaths)
 	if err != nil {
 		resp.Diagnostics.Append(diags.FromError(err, "policies not loaded",
 			func(string) path.Path { return path.Root("policy_paths") }))
 		return
 	}
 	pd.Engine = engine
+	if file := m.PolicyWaivers.ValueString(); file != "" {
+		w, err := verdict.LoadWaivers(file)
+		if err != nil {
+			resp.Diagnostics.AddAttributeError(path.Root("policy_waivers"), "ConfigurationError: waivers not loaded",
+				diags.Detail(err.Error(), "SBX-POL-002", "policy_waivers", "fix the waiver file named in the error"))
+			return
+		}
+		// Waivers that cannot apply are said once here, not on every resource.
+		for _, wv := range w.List {
+			if status, detail := wv.Status(engine, time.Now()); status != verdict.StatusActive {
+				resp.Diagnostics.AddAttributeWarning(path.Root("policy_waivers"), "Waiver "+status,
+					fmt.Sprintf("waiver %s: %s", wv.Describe(), detail))
+			}
+		}
+		pd.Waivers = w
+	}
 	resp.DataSourceData = pd
 	resp.ResourceData = pd
 }

@@ -12,17 +12,23 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
 // ProviderData is what the provider hands to every resource and data source.
 type ProviderData struct {
 	DefaultBackend string
-	PolicyPaths    []string
-	Engine         *policy.Engine
+	// DefaultBackendUnknown is set while the provider's default_backend is
+	// unknown (at plan, from another resource's attribute): a resource that
+	// relies on it waits for apply.
+	DefaultBackendUnknown bool
+	PolicyPaths           []string
+	Engine                *policy.Engine
+	// Waivers is the provider's policy_waivers file, nil when none is set.
+	Waivers *verdict.Waivers
 }
 
 // providerData extracts ProviderData in Configure.
@@ -48,6 +54,12 @@ func (pd *ProviderData) engine(ctx context.Context) (*policy.Engine, error) {
 	return policy.Shared(ctx, nil)
 }
 
+// waitsForDefault reports whether a resource with this backend must wait
+// for apply: it has none of its own and the default is not known yet.
+func (pd *ProviderData) waitsForDefault(backend string) bool {
+	return backend == "" && pd != nil && pd.DefaultBackendUnknown
+}
+
 func (pd *ProviderData) defaultBackend() string {
 	if pd == nil {
 		return ""
@@ -55,40 +67,9 @@ func (pd *ProviderData) defaultBackend() string {
 	return pd.DefaultBackend
 }
 
-// resolveBackend parses a DSN (falling back to the provider's default) and
-// selects the capability descriptor for the runtime. An empty DSN and no
-// default give a nil reference: backend-specific rules then do not apply.
-func resolveBackend(dsn, runtime string, pd *ProviderData) (*policy.BackendRef, string, error) {
-	if dsn == "" {
-		dsn = pd.defaultBackend()
-	}
-	if dsn == "" {
-		return nil, "", nil
-	}
-	parsed, err := backends.ParseDSN(dsn)
-	if err != nil {
-		return nil, "", err
-	}
-	if runtime == "" && parsed.Scheme == "docker" {
-		runtime = parsed.Options["runtime"]
-	}
-	ref := &policy.BackendRef{
-		DSN:     parsed.String(),
-		Scheme:  parsed.Scheme,
-		Runtime: runtime,
-		Key:     parsed.CapabilityKey(runtime),
-		Options: parsed.Options,
-	}
-	switch {
-	case ref.Scheme != "docker":
-		ref.Runtime = "" // a runtime means nothing elsewhere; SBX-ISO-006 refuses setting one
-	case ref.Runtime == "":
-		ref.Runtime = "runc"
-	}
-	return ref, parsed.String(), nil
-}
-
-// evaluate runs the engine and appends its findings to diagnostics.
+// evaluate decides on the document, through the same verdict.Check as
+// `sandboxio policy check` and the run-time helper, and appends the
+// findings to diagnostics.
 func evaluate(ctx context.Context, pd *ProviderData, in policy.Input, mapPath diags.PathMapper) diag.Diagnostics {
 	var out diag.Diagnostics
 	eng, err := pd.engine(ctx)
@@ -96,22 +77,33 @@ func evaluate(ctx context.Context, pd *ProviderData, in policy.Input, mapPath di
 		out.Append(diags.FromError(err, "policy engine not ready", mapPath))
 		return out
 	}
-	d, err := eng.Evaluate(ctx, in)
+	v, err := verdict.Check(ctx, eng, in, verdict.Options{Waivers: pd.waivers()})
 	if err != nil {
 		out.AddError("Policy evaluation failed", err.Error())
 		return out
 	}
-	out.Append(diags.FromDecision(d, mapPath)...)
+	out.Append(diags.FromVerdict(v, mapPath)...)
 	return out
+}
+
+func (pd *ProviderData) waivers() *verdict.Waivers {
+	if pd == nil {
+		return nil
+	}
+	return pd.Waivers
 }
 
 // backendError renders a DSN error on the backend attribute.
 func backendError(err error, mapPath diags.PathMapper) diag.Diagnostic {
+	return backendErrorSummary(err, "invalid backend", mapPath)
+}
+
+func backendErrorSummary(err error, summary string, mapPath diags.PathMapper) diag.Diagnostic {
 	var me *model.Error
 	if errors.As(err, &me) && me.Attribute == "" {
 		me.Attribute = "backend"
 	}
-	return diags.FromError(err, "invalid backend", mapPath)
+	return diags.FromError(err, summary, mapPath)
 }
 
 func stringList(ctx context.Context, l types.List) ([]string, diag.Diagnostics) {

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -82,9 +82,7 @@ func (d *tenantSandboxDataSource) ValidateConfig(ctx context.Context, req dataso
 	}
 	extra, dd := stringMap(ctx, m.ExtraLabels)
 	resp.Diagnostics.Append(dd...)
-	in := policy.Input{Kind: policy.KindTenantSandbox, Tenant: &policy.TenantInput{
-		TenantID: m.TenantID.ValueString(), SessionID: m.SessionID.ValueString(), Labels: extra,
-	}}
+	in := inputs.Tenant{TenantID: m.TenantID.ValueString(), SessionID: m.SessionID.ValueString(), ExtraLabels: extra}.Part()
 	resp.Diagnostics.Append(evaluate(ctx, nil, in, tenantPaths)...)
 }
 
@@ -104,15 +102,12 @@ func (d *tenantSandboxDataSource) Read(ctx context.Context, req datasource.ReadR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	ref, _, err := resolveBackend(template.Backend, template.Runtime, nil)
+	spec, in, err := inputs.Tenant{TenantID: m.TenantID.ValueString(), SessionID: m.SessionID.ValueString(), ExtraLabels: extra}.
+		Sandbox(template)
 	if err != nil {
 		resp.Diagnostics.Append(diags.FromError(err, "template_spec has an invalid backend", onAttribute("template_spec")))
 		return
 	}
-	spec := template.ForTenant(m.TenantID.ValueString(), m.SessionID.ValueString(), extra)
-	in := policy.FromSpec(spec, ref)
-	in.Kind = policy.KindTenantSandbox
-	in.Tenant = &policy.TenantInput{TenantID: spec.TenantID, SessionID: spec.SessionID, Labels: extra}
 	// ValidateConfig already reported the warnings of the tenant part.
 	resp.Diagnostics.Append(errorsOnly(evaluate(ctx, d.pd, in, tenantPaths))...)
 	if resp.Diagnostics.HasError() {

@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -98,15 +98,16 @@ func (r *networkPolicyResource) decide(ctx context.Context, m *networkPolicyMode
 	if m.Egress.IsUnknown() || m.Allow.IsUnknown() || m.Backend.IsUnknown() {
 		return false, nil
 	}
+	if r.pd.waitsForDefault(m.Backend.ValueString()) {
+		return false, nil
+	}
 	allow, items := stringList(ctx, m.Allow)
-	n := model.NetworkPolicy{Egress: m.Egress.ValueString(), Allow: allow}.Normalized()
-	in := policy.Input{Kind: policy.KindNetworkPolicy, Network: &n}
-	ref, _, err := resolveBackend(m.Backend.ValueString(), "", r.pd)
+	in, n, err := inputs.NetworkPolicy{Egress: m.Egress.ValueString(), Allow: allow, Backend: m.Backend.ValueString()}.
+		Build(r.pd.defaultBackend())
 	if err != nil {
 		items.Append(backendError(err, diags.Dotted))
 		return true, items
 	}
-	in.Backend = ref
 	items.Append(evaluate(ctx, r.pd, in, networkPolicyPaths)...)
 	m.Egress = types.StringValue(n.Egress)
 	m.Allow = listValue(n.Allow)

@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -119,15 +119,15 @@ func (r *resourceCapsResource) decide(ctx context.Context, m *resourceCapsModel)
 	if m.CPU.IsUnknown() || m.MemoryMB.IsUnknown() || m.DiskMB.IsUnknown() || m.Pids.IsUnknown() || m.Backend.IsUnknown() {
 		return false, nil
 	}
+	if r.pd.waitsForDefault(m.Backend.ValueString()) {
+		return false, nil
+	}
 	var items diag.Diagnostics
-	caps := m.request().Resolve()
-	in := policy.Input{Kind: policy.KindResourceCaps, Resources: &caps}
-	ref, _, err := resolveBackend(m.Backend.ValueString(), "", r.pd)
+	in, caps, err := inputs.ResourceCaps{Caps: m.request(), Backend: m.Backend.ValueString()}.Build(r.pd.defaultBackend())
 	if err != nil {
 		items.Append(backendError(err, diags.Dotted))
 		return true, items
 	}
-	in.Backend = ref
 	items.Append(evaluate(ctx, r.pd, in, resourceCapsPaths)...)
 	m.CPU = types.Float64Value(caps.CPU)
 	m.MemoryMB = types.Int64Value(caps.MemoryMB)

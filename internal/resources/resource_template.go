@@ -14,8 +14,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -146,16 +146,11 @@ func (r *templateResource) Configure(_ context.Context, req resource.ConfigureRe
 // templatePaths maps finding attributes onto the template's schema.
 var templatePaths diags.PathMapper = diags.Dotted
 
-// templateConfig is the template as configured; nil and empty mean unset.
+// templateConfig is the template as configured, read from raw values
+// here and built into a document by the shared builder.
 type templateConfig struct {
-	Name, Backend, Image, Runtime, RequireIsolation string
-	BackendSet                                      bool
-	Egress                                          string
-	Allow                                           []string
-	Caps                                            model.CapsRequest
-	TimeoutSeconds, LifetimeSeconds                 *int64
-	Env, Labels                                     map[string]string
-	SecretNames                                     []string
+	inputs.Template
+	BackendSet bool
 }
 
 // readTemplateConfig reads the configuration. It returns known=false while
@@ -219,55 +214,18 @@ func readTemplateConfig(v tftypes.Value) (c templateConfig, known bool, err erro
 	return c, true, nil
 }
 
-// render normalizes the configuration into an input document and a spec.
+// render normalizes the configuration into an input document and a spec,
+// through the builder that `sandboxio policy check` uses too.
 func (r *templateResource) render(c templateConfig) (model.Spec, policy.Input, diag.Diagnostics) {
 	var d diag.Diagnostics
-	ref, dsn, err := resolveBackend(c.Backend, c.Runtime, r.pd)
+	spec, in, err := c.Build(r.pd.defaultBackend())
 	if err != nil {
-		d.Append(backendError(err, templatePaths))
+		summary := "invalid backend"
+		if c.Backend == "" && r.pd.defaultBackend() == "" {
+			summary = "no backend"
+		}
+		d.Append(backendErrorSummary(err, summary, templatePaths))
 		return model.Spec{}, policy.Input{}, d
-	}
-	if ref == nil {
-		d.Append(diags.FromError(&model.Error{
-			Class: model.ConfigurationError, Rule: "SBX-DSN-001", Attribute: "backend",
-			Message: "the template has no backend and the provider sets no default_backend",
-			Fix:     `set backend (for example "docker://") on the template, or default_backend on the provider`,
-		}, "no backend", templatePaths))
-		return model.Spec{}, policy.Input{}, d
-	}
-	network := model.NetworkPolicy{Egress: c.Egress, Allow: c.Allow}.Normalized()
-	caps := c.Caps.Resolve()
-	timeout, lifetime := int64(model.DefaultTimeoutSeconds), int64(model.DefaultLifetimeSeconds)
-	if c.TimeoutSeconds != nil {
-		timeout = *c.TimeoutSeconds
-	}
-	if c.LifetimeSeconds != nil {
-		lifetime = *c.LifetimeSeconds
-	}
-	tier := model.TierUnknown
-	if caps, ok := backends.Lookup(ref.Key); ok {
-		tier = caps.Tier
-	}
-	runtime := ""
-	if ref.Scheme == "docker" {
-		runtime = ref.Runtime
-	}
-	in := policy.Input{
-		Kind:    policy.KindTemplate,
-		Backend: ref,
-		Template: &policy.TemplateInput{
-			Name: c.Name, Image: c.Image, Runtime: c.Runtime, RequireIsolation: c.RequireIsolation,
-			TimeoutSeconds: timeout, LifetimeSeconds: lifetime,
-			Env: c.Env, SecretNames: c.SecretNames, Labels: c.Labels,
-		},
-		Network:   &network,
-		Resources: &caps,
-	}
-	spec := model.Spec{
-		SpecVersion: model.SpecVersion, Name: c.Name, Backend: dsn, Image: c.Image,
-		Runtime: runtime, RequireIsolation: model.Tier(c.RequireIsolation), IsolationTier: tier,
-		Network: network, Resources: caps, TimeoutSeconds: timeout, LifetimeSeconds: lifetime,
-		Env: c.Env, SecretNames: c.SecretNames, Labels: c.Labels,
 	}
 	return spec, in, d
 }
@@ -282,7 +240,7 @@ func (r *templateResource) decide(ctx context.Context, config, base tftypes.Valu
 		d.AddError("Reading the template configuration failed", err.Error())
 		return base, true, d
 	}
-	if !known {
+	if !known || r.pd.waitsForDefault(c.Backend) {
 		return base, false, nil
 	}
 	spec, in, d := r.render(c)

@@ -139,6 +139,7 @@ func TestAccTemplate_Refused(t *testing.T) {
 		{"credential in DSN", templateConfig("", `  backend = "e2b://user:hunter2@"`), "ConfigurationError", "SBX-DSN-003"},
 		{"learn", templateConfig("docker://", `  network = { egress = "learn" }`), "CapabilityNotSupported", "SBX-NET-001"},
 		{"allow list on docker", templateConfig("docker://", `  network = { allow = ["151.101.0.0/16"] }`), "CapabilityNotSupported", "SBX-NET-003"},
+		{"open egress on runsc", templateConfig("docker://", "  runtime = \"runsc\"\n  network = { egress = \"allow\" }"), "CapabilityNotSupported", "SBX-NET-010"},
 		{"zero memory", templateConfig("docker://", `  resources = { memory_mb = 0 }`), "ConfigurationError", "SBX-RES-001"},
 		{"caps on e2b", templateConfig("e2b://", `  resources = { cpu = 4 }`), "ConfigurationError", "SBX-RES-002"},
 		{"zero timeout", templateConfig("docker://", `  timeout_seconds = 0`), "ConfigurationError", "SBX-TMO-001"},
@@ -156,5 +157,52 @@ func TestAccTemplate_Refused(t *testing.T) {
 		{"malformed label", templateConfig("docker://", `  labels = { "bad key!" = "x" }`), "ConfigurationError", "SBX-LBL-002"},
 		{"secret value in secret_names", templateConfig("docker://", `  secret_names = ["sk-live-1234567890abcdef"]`), "ConfigurationError", "SBX-SEC-001"},
 		{"secret also in env", templateConfig("docker://", "  secret_names = [\"API_TOKEN\"]\n  env = { API_TOKEN = \"x\" }"), "ConfigurationError", "SBX-SEC-003"},
+	})
+}
+
+// A default_backend unknown at plan (from another resource) leaves the
+// resources that rely on it for apply, where the known default decides:
+// never a "no backend" refusal at plan, never a policy checked against no
+// backend.
+func TestAccTemplate_UnknownDefaultBackendWaitsForApply(t *testing.T) {
+	provider := `
+resource "terraform_data" "backend" {
+  input = "docker://"
+}
+
+provider "sandboxio" {
+  default_backend = terraform_data.backend.output
+}
+`
+	t.Run("template takes the default at apply", func(t *testing.T) {
+		resource.ParallelTest(t, resource.TestCase{
+			PreCheck:                 func() { testAccPreCheck(t) },
+			ProtoV6ProviderFactories: protoV6ProviderFactories,
+			Steps: []resource.TestStep{{
+				Config: provider + `
+resource "sandboxio_template" "test" {
+  name  = "python"
+  image = "python:3.12-slim"
+}
+`,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("sandboxio_template.test", tfjsonpath.New("backend"), knownvalue.StringExact("docker://")),
+				},
+			}},
+		})
+	})
+	t.Run("allow list refused at apply", func(t *testing.T) {
+		resource.ParallelTest(t, resource.TestCase{
+			PreCheck:                 func() { testAccPreCheck(t) },
+			ProtoV6ProviderFactories: protoV6ProviderFactories,
+			Steps: []resource.TestStep{{
+				Config: provider + `
+resource "sandboxio_network_policy" "test" {
+  allow = ["10.0.0.0/8"]
+}
+`,
+				ExpectError: expectRefusal("CapabilityNotSupported", "SBX-NET-003"),
+			}},
+		})
 	})
 }

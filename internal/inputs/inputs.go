@@ -1,0 +1,201 @@
+// Package inputs builds the policy input document of each sandboxio resource
+// from plain Go values. The provider (at plan and again at apply),
+// `sandboxio policy check` (from `terraform show -json` output) and the
+// run-time helper (from a spec) all build documents here, so the rules see
+// the same document whichever of them asks: one builder, one decision.
+package inputs
+
+import (
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Backend parses a DSN (falling back to defaultBackend) and selects the
+// capability descriptor for the runtime. It returns the reference and the
+// normalized DSN. An empty DSN and no default give a nil reference:
+// backend-specific rules then do not apply.
+func Backend(dsn, runtime, defaultBackend string) (*policy.BackendRef, string, error) {
+	if dsn == "" {
+		dsn = defaultBackend
+	}
+	if dsn == "" {
+		return nil, "", nil
+	}
+	parsed, err := backends.ParseDSN(dsn)
+	if err != nil {
+		return nil, "", err
+	}
+	if runtime == "" && parsed.Scheme == "docker" {
+		runtime = parsed.Options["runtime"]
+	}
+	ref := &policy.BackendRef{
+		DSN:     parsed.String(),
+		Scheme:  parsed.Scheme,
+		Runtime: runtime,
+		Key:     parsed.CapabilityKey(runtime),
+		Options: parsed.Options,
+	}
+	switch {
+	case ref.Scheme != "docker":
+		ref.Runtime = "" // a runtime means nothing elsewhere; SBX-ISO-006 refuses setting one
+	case ref.Runtime == "":
+		ref.Runtime = "runc"
+	}
+	return ref, parsed.String(), nil
+}
+
+// NetworkPolicy is a sandboxio_network_policy as configured: empty and nil
+// mean unset.
+type NetworkPolicy struct {
+	Egress  string
+	Allow   []string
+	Backend string
+}
+
+// Build returns the input document and the effective (normalized) policy.
+// A DSN error is returned as is, a *model.Error on the backend attribute.
+func (c NetworkPolicy) Build(defaultBackend string) (policy.Input, model.NetworkPolicy, error) {
+	n := model.NetworkPolicy{Egress: c.Egress, Allow: c.Allow}.Normalized()
+	ref, _, err := Backend(c.Backend, "", defaultBackend)
+	if err != nil {
+		return policy.Input{}, n, err
+	}
+	return policy.Input{Kind: policy.KindNetworkPolicy, Backend: ref, Network: &n}, n, nil
+}
+
+// ResourceCaps is a sandboxio_resource_caps as configured: nil caps take
+// their defaults.
+type ResourceCaps struct {
+	Caps    model.CapsRequest
+	Backend string
+}
+
+// Build returns the input document and the effective caps.
+func (c ResourceCaps) Build(defaultBackend string) (policy.Input, model.Caps, error) {
+	caps := c.Caps.Resolve()
+	ref, _, err := Backend(c.Backend, "", defaultBackend)
+	if err != nil {
+		return policy.Input{}, caps, err
+	}
+	return policy.Input{Kind: policy.KindResourceCaps, Backend: ref, Resources: &caps}, caps, nil
+}
+
+// Template is a sandboxio_template as configured; nil and empty mean unset.
+type Template struct {
+	Name, Backend, Image, Runtime, RequireIsolation string
+	Egress                                          string
+	Allow                                           []string
+	Caps                                            model.CapsRequest
+	TimeoutSeconds, LifetimeSeconds                 *int64
+	Env, Labels                                     map[string]string
+	SecretNames                                     []string
+}
+
+// Build normalizes the template into its input document and its spec
+// (defaults filled in). With no backend on the template and no default, it
+// returns a ConfigurationError (SBX-DSN-001) on the backend attribute.
+func (c Template) Build(defaultBackend string) (model.Spec, policy.Input, error) {
+	ref, dsn, err := Backend(c.Backend, c.Runtime, defaultBackend)
+	if err != nil {
+		return model.Spec{}, policy.Input{}, err
+	}
+	if ref == nil {
+		return model.Spec{}, policy.Input{}, &model.Error{
+			Class: model.ConfigurationError, Rule: backends.RuleDSNUnknown, Attribute: "backend",
+			Message: "the template has no backend and the provider sets no default_backend",
+			Fix:     `set backend (for example "docker://") on the template, or default_backend on the provider`,
+		}
+	}
+	network := model.NetworkPolicy{Egress: c.Egress, Allow: c.Allow}.Normalized()
+	caps := c.Caps.Resolve()
+	timeout, lifetime := int64(model.DefaultTimeoutSeconds), int64(model.DefaultLifetimeSeconds)
+	if c.TimeoutSeconds != nil {
+		timeout = *c.TimeoutSeconds
+	}
+	if c.LifetimeSeconds != nil {
+		lifetime = *c.LifetimeSeconds
+	}
+	tier := model.TierUnknown
+	if d, ok := backends.Lookup(ref.Key); ok {
+		tier = d.Tier
+	}
+	runtime := ""
+	if ref.Scheme == "docker" {
+		runtime = ref.Runtime
+	}
+	env, labels, secrets := c.Env, c.Labels, c.SecretNames
+	if env == nil {
+		env = map[string]string{}
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if secrets == nil {
+		secrets = []string{}
+	}
+	in := policy.Input{
+		Kind:    policy.KindTemplate,
+		Backend: ref,
+		Template: &policy.TemplateInput{
+			Name: c.Name, Image: c.Image, Runtime: c.Runtime, RequireIsolation: c.RequireIsolation,
+			TimeoutSeconds: timeout, LifetimeSeconds: lifetime,
+			Env: env, SecretNames: secrets, Labels: labels,
+		},
+		Network:   &network,
+		Resources: &caps,
+	}
+	spec := model.Spec{
+		SpecVersion: model.SpecVersion, Name: c.Name, Backend: dsn, Image: c.Image,
+		Runtime: runtime, RequireIsolation: model.Tier(c.RequireIsolation), IsolationTier: tier,
+		Network: network, Resources: caps, TimeoutSeconds: timeout, LifetimeSeconds: lifetime,
+		Env: env, SecretNames: secrets, Labels: labels,
+	}
+	return spec, in, nil
+}
+
+// Tenant is the per-tenant part of a data.sandboxio_tenant_sandbox.
+type Tenant struct {
+	TenantID, SessionID string
+	ExtraLabels         map[string]string
+}
+
+// Part returns the document of the tenant part alone: what the data source
+// checks at plan while its template spec may still be unknown. The tenancy
+// and label rules need nothing else.
+func (t Tenant) Part() policy.Input {
+	return policy.Input{Kind: policy.KindTenantSandbox, Tenant: t.input()}
+}
+
+// Sandbox renders the per-tenant spec of a template spec and its document.
+// The backend comes from the spec alone: a rendered spec never falls back to
+// a provider default.
+func (t Tenant) Sandbox(template model.Spec) (model.Spec, policy.Input, error) {
+	ref, _, err := Backend(template.Backend, template.Runtime, "")
+	if err != nil {
+		return model.Spec{}, policy.Input{}, err
+	}
+	spec := template.ForTenant(t.TenantID, t.SessionID, t.ExtraLabels)
+	in := policy.FromSpec(spec, ref)
+	in.Kind = policy.KindTenantSandbox
+	in.Tenant = t.input()
+	return spec, in, nil
+}
+
+func (t Tenant) input() *policy.TenantInput {
+	extra := t.ExtraLabels
+	if extra == nil {
+		extra = map[string]string{}
+	}
+	return &policy.TenantInput{TenantID: t.TenantID, SessionID: t.SessionID, Labels: extra}
+}
+
+// Spec returns the document of a rendered spec, as the run-time helper
+// evaluates it before provisioning anything.
+func Spec(s model.Spec) (policy.Input, error) {
+	ref, _, err := Backend(s.Backend, s.Runtime, "")
+	if err != nil {
+		return policy.Input{}, err
+	}
+	return policy.FromSpec(s, ref), nil
+}

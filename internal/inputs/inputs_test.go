@@ -1,0 +1,93 @@
+package inputs
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+func TestBackend(t *testing.T) {
+	for _, tc := range []struct {
+		dsn, runtime, def string
+		key, rt, norm     string
+	}{
+		{"docker://", "", "", "docker/runc", "runc", "docker://"},
+		{"DOCKER://?runtime=runsc", "", "", "docker/runsc", "runsc", "docker://?runtime=runsc"},
+		{"docker://?runtime=runsc", "runc", "", "docker/runc", "runc", "docker://?runtime=runsc"},
+		{"", "", "e2b://", "e2b", "", "e2b://"},
+		{"e2b://", "runsc", "docker://", "e2b", "", "e2b://"}, // a runtime means nothing off Docker
+	} {
+		ref, norm, err := Backend(tc.dsn, tc.runtime, tc.def)
+		if err != nil || ref.Key != tc.key || ref.Runtime != tc.rt || norm != tc.norm || ref.DSN != norm {
+			t.Errorf("Backend(%q, %q, %q) = %+v, %q, %v", tc.dsn, tc.runtime, tc.def, ref, norm, err)
+		}
+	}
+	if ref, _, err := Backend("", "", ""); ref != nil || err != nil {
+		t.Errorf("no backend: %+v %v", ref, err)
+	}
+	if _, _, err := Backend("e2b://user:pw@", "", ""); !errors.Is(err, model.ConfigurationError) {
+		t.Errorf("credential in DSN: %v", err)
+	}
+}
+
+func TestTemplate_DefaultsAndSpec(t *testing.T) {
+	spec, in, err := Template{Name: "p", Image: "img", Runtime: "runsc"}.Build("docker://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Kind != policy.KindTemplate || in.Backend.Key != "docker/runsc" || in.Template.TimeoutSeconds != model.DefaultTimeoutSeconds ||
+		in.Resources.MemoryMB != model.DefaultMemoryMB || in.Network.Egress != model.EgressDeny || in.Network.Allow == nil ||
+		in.Template.Env == nil || in.Template.Labels == nil || in.Template.SecretNames == nil {
+		t.Fatalf("input: %+v %+v", in, in.Template)
+	}
+	if spec.IsolationTier != model.TierGVisor || spec.Runtime != "runsc" || spec.Backend != "docker://" {
+		t.Fatalf("spec: %+v", spec)
+	}
+	zero := int64(0)
+	_, in, _ = Template{Name: "p", Image: "img", TimeoutSeconds: &zero, Caps: model.CapsRequest{MemoryMB: &zero}}.Build("docker://")
+	if in.Template.TimeoutSeconds != 0 || in.Resources.MemoryMB != 0 {
+		t.Fatal("zero values were replaced by defaults; the rules must see them to refuse them")
+	}
+	var me *model.Error
+	if _, _, err := (Template{Name: "p"}).Build(""); !errors.As(err, &me) || me.Rule != backends.RuleDSNUnknown || me.Attribute != "backend" {
+		t.Fatalf("no backend: %v", err)
+	}
+}
+
+func TestNetworkPolicyAndCaps(t *testing.T) {
+	in, n, err := NetworkPolicy{Allow: []string{"10.0.0.0/8"}}.Build("")
+	if err != nil || in.Backend != nil || n.Egress != model.EgressDeny || in.Kind != policy.KindNetworkPolicy {
+		t.Fatalf("network policy: %+v %+v %v", in, n, err)
+	}
+	four := int64(4096)
+	in, caps, err := ResourceCaps{Caps: model.CapsRequest{MemoryMB: &four}, Backend: "e2b://"}.Build("docker://")
+	if err != nil || in.Backend.Key != "e2b" || caps.MemoryMB != 4096 || caps.CPU != model.DefaultCPU {
+		t.Fatalf("caps: %+v %+v %v", in, caps, err)
+	}
+}
+
+func TestTenant(t *testing.T) {
+	tenant := Tenant{TenantID: "acme", SessionID: "s-1"}
+	if part := tenant.Part(); part.Kind != policy.KindTenantSandbox || part.Template != nil || part.Tenant.Labels == nil {
+		t.Fatalf("part: %+v", part)
+	}
+	tmpl, _, err := Template{Name: "p", Image: "img", Labels: map[string]string{"team": "a"}}.Build("docker://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, in, err := tenant.Sandbox(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Labels[model.LabelTenantID] != "acme" || in.Template.Labels[model.LabelTenantID] != "" || in.Tenant.TenantID != "acme" ||
+		in.Kind != policy.KindTenantSandbox {
+		t.Fatalf("tenant sandbox: %+v %+v", spec, in)
+	}
+	sin, err := Spec(spec)
+	if err != nil || sin.Kind != policy.KindSpec || sin.Backend.Key != "docker/runc" {
+		t.Fatalf("spec: %+v %v", sin, err)
+	}
+}

@@ -1,0 +1,101 @@
+package policycheck
+
+import (
+	"sort"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+)
+
+// RuleDoc describes one rule for reports and the rule catalogue.
+type RuleDoc struct {
+	ID          string
+	Title       string // what is refused or reported
+	Description string // why
+	Fix         string // how to fix
+	Class       string // error or warning class
+	Attribute   string
+	Package     string // the Rego package; "go" for the refusals made in Go
+	Deny        bool
+	Builtin     bool
+	Enforcement policy.Enforcement
+	Severity    string
+}
+
+// CheckedAtApply is the rule ID under which the check reports a resource
+// whose values Terraform only knows at apply: it is not silently passed.
+const CheckedAtApply = "SBX-CHK-001"
+
+// goRules are the refusals made in Go before an input document exists (the
+// DSN and spec parsers, policy and waiver loading) and the check's own
+// report of unknown values. Their text lives here because they have no
+// Rego METADATA.
+var goRules = []RuleDoc{
+	{ID: "SBX-DSN-001", Title: "no backend, not a DSN, or an unknown scheme", Class: "ConfigurationError", Attribute: "backend",
+		Description: "A template needs a backend to be checked against; a DSN the parser does not recognise names no backend whose capabilities are known.",
+		Fix:         `Set backend (or the provider's default_backend) to docker://, e2b://, modal://APP, vercel://TEAM/PROJECT or daytona://.`},
+	{ID: "SBX-DSN-002", Title: "a DSN malformed for its scheme", Class: "ConfigurationError", Attribute: "backend",
+		Description: "Each scheme has one form (modal://APP, vercel://TEAM/PROJECT, nothing after :// elsewhere); anything else is ambiguous.",
+		Fix:         "Write the DSN in its scheme's form; the message names it."},
+	{ID: "SBX-DSN-003", Title: "a credential in a DSN", Class: "ConfigurationError", Attribute: "backend",
+		Description: "DSNs end up in state, plans, logs and specs; a credential there would leak. Credentials come from environment variables only.",
+		Fix:         "Remove the credential from the DSN and set the backend's environment variable (data.sandboxio_backend lists them)."},
+	{ID: "SBX-DSN-004", Title: "an unknown DSN query option", Class: "ConfigurationError", Attribute: "backend",
+		Description: "An option the backend does not know would be ignored silently.",
+		Fix:         "Use one of the options the message lists, or remove it."},
+	{ID: "SBX-SPC-001", Title: "not a sandboxio spec", Class: "ConfigurationError", Attribute: "template_spec",
+		Description: "A spec is rendered by sandboxio_template; unknown fields or trailing data mean it was edited or is something else.",
+		Fix:         "Pass sandboxio_template.NAME.spec (or the tenant sandbox's spec) unchanged."},
+	{ID: "SBX-SPC-002", Title: "an unsupported spec version", Class: "ConfigurationError", Attribute: "spec_version",
+		Description: "A spec of another version may mean something this build would misread.",
+		Fix:         "Render the spec with a provider of the same version as the helper."},
+	{ID: "SBX-POL-001", Title: "team policies cannot be loaded", Class: "ConfigurationError", Attribute: "policy_paths",
+		Description: "A team policy that does not parse or compile, sits in the reserved sandboxio or capabilities namespace, claims a reserved SBX- rule ID or declares an unknown enforcement level is refused as a whole, so that no bundle is half-loaded.",
+		Fix:         "Fix the policy the message names; run `sandboxio policy test` on its directory."},
+	{ID: "SBX-POL-002", Title: "the waiver file cannot be read", Class: "ConfigurationError", Attribute: "policy_waivers",
+		Description: "A waiver file that does not parse, or a waiver without rule, address, reason or expiry, would otherwise be a silent exception.",
+		Fix:         "Fix the waiver the message names (file and line)."},
+	{ID: CheckedAtApply, Title: "checked at apply: values unknown in the plan", Class: "CheckedAtApply", Attribute: "",
+		Description: "Terraform knows some values of the resource only at apply. The provider checks the resource again then, before anything is stored; the plan alone cannot be passed as clean for it.",
+		Fix:         "Nothing to fix if the values come from other resources; apply runs the same rules. To check in CI, make the values known at plan (constants or variables)."},
+}
+
+func goRule(id string) (RuleDoc, bool) {
+	for _, r := range goRules {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return RuleDoc{}, false
+}
+
+// Catalogue lists every rule of the engine's bundle (built-in and team),
+// sorted by ID, followed by the Go-side rules.
+func Catalogue(eng *policy.Engine) []RuleDoc {
+	return catalogue(eng)
+}
+
+func catalogue(eng *policy.Engine) []RuleDoc {
+	rules := eng.Rules()
+	out := make([]RuleDoc, 0, len(rules)+len(goRules))
+	for _, r := range rules {
+		out = append(out, RuleDoc{ID: r.ID, Title: r.Title, Description: r.Description, Fix: r.Fix, Class: r.Class,
+			Attribute: r.Attribute, Package: r.Package, Deny: r.Deny, Builtin: r.Builtin,
+			Enforcement: r.Enforcement(), Severity: r.Severity()})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Builtin != out[j].Builtin {
+			return out[i].Builtin
+		}
+		return out[i].ID < out[j].ID
+	})
+	for _, r := range goRules {
+		r.Package, r.Builtin = "go", true
+		r.Deny = r.ID != CheckedAtApply
+		r.Enforcement, r.Severity = policy.HardMandatory, "high"
+		if !r.Deny {
+			r.Enforcement, r.Severity = policy.Advisory, "low"
+		}
+		out = append(out, r)
+	}
+	return out
+}

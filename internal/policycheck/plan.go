@@ -1,0 +1,253 @@
+// Package policycheck is `sandboxio policy check`: it reads the JSON of a
+// Terraform plan (`terraform show -json`), builds for every sandboxio
+// resource the input document the provider builds at plan time (through
+// internal/inputs), decides on it through internal/verdict and renders the
+// result as text, JSON, SARIF or JUnit.
+package policycheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// plan is the part of `terraform show -json` output the check reads; the
+// rest is skipped undecoded. Resource values stay raw until a sandboxio
+// resource needs them.
+type plan struct {
+	FormatVersion   *string             `json:"format_version"`
+	Variables       map[string]variable `json:"variables"`
+	PlannedValues   *plannedValues      `json:"planned_values"`
+	ResourceChanges []resourceChange    `json:"resource_changes"`
+	Configuration   *configuration      `json:"configuration"`
+	Errored         bool                `json:"errored"`
+}
+
+type variable struct {
+	Value json.RawMessage `json:"value"`
+}
+
+type plannedValues struct {
+	RootModule *module `json:"root_module"`
+}
+
+type module struct {
+	Address      string     `json:"address"`
+	Resources    []resource `json:"resources"`
+	ChildModules []module   `json:"child_modules"`
+}
+
+type resource struct {
+	Address      string          `json:"address"`
+	Mode         string          `json:"mode"`
+	Type         string          `json:"type"`
+	Name         string          `json:"name"`
+	ProviderName string          `json:"provider_name"`
+	Values       json.RawMessage `json:"values"`
+}
+
+type resourceChange struct {
+	Address       string `json:"address"`
+	ModuleAddress string `json:"module_address"`
+	Mode          string `json:"mode"`
+	Type          string `json:"type"`
+	Name          string `json:"name"`
+	ProviderName  string `json:"provider_name"`
+	Change        *struct {
+		Actions      []string        `json:"actions"`
+		After        json.RawMessage `json:"after"`
+		AfterUnknown json.RawMessage `json:"after_unknown"`
+	} `json:"change"`
+}
+
+type configuration struct {
+	ProviderConfig map[string]providerConfig `json:"provider_config"`
+	RootModule     *configModule             `json:"root_module"`
+}
+
+type providerConfig struct {
+	Name        string                `json:"name"`
+	Expressions map[string]expression `json:"expressions"`
+}
+
+type expression struct {
+	ConstantValue json.RawMessage `json:"constant_value"`
+	References    []string        `json:"references"`
+}
+
+type configModule struct {
+	Resources   []configResource      `json:"resources"`
+	ModuleCalls map[string]moduleCall `json:"module_calls"`
+}
+
+type configResource struct {
+	Address           string `json:"address"`
+	ProviderConfigKey string `json:"provider_config_key"`
+}
+
+type moduleCall struct {
+	Module *configModule `json:"module"`
+}
+
+// InputError is a plan that cannot be read: the CLI exits 2 on it.
+type InputError struct {
+	File string
+	Msg  string
+}
+
+func (e *InputError) Error() string { return e.File + ": " + e.Msg }
+
+// parsePlan decodes and validates plan JSON. Every failure is an
+// *InputError that says what is wrong and where. The top-level keys are
+// read exactly (encoding/json alone would also take "Format_Version") and
+// each only once.
+func parsePlan(name string, data []byte) (*plan, error) {
+	fail := func(format string, args ...any) error {
+		return &InputError{File: name, Msg: fmt.Sprintf(format, args...)}
+	}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, fail("the file is empty; write the plan with `terraform show -json tfplan > %s`", name)
+	}
+	if trimmed[0] != '{' {
+		return nil, fail("not a Terraform plan: the JSON must be an object, and the file starts with %q", firstRune(trimmed))
+	}
+	type section struct {
+		raw   json.RawMessage
+		start int64
+	}
+	sections := map[string]section{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil {
+		return nil, fail("%s", describeJSONError(data, 0, "", err))
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fail("%s", describeJSONError(data, 0, "", err))
+		}
+		key, _ := tok.(string)
+		start := dec.InputOffset()
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fail("%s", describeJSONError(data, 0, "", err))
+		}
+		if _, dup := sections[key]; dup {
+			line, col := position(data, start)
+			return nil, fail("the key %q appears twice at the top level (line %d, column %d); Terraform writes each once", key, line, col)
+		}
+		sections[key] = section{raw, start}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fail("%s", describeJSONError(data, 0, "", err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fail("trailing data after the plan's JSON object at byte %d (two documents concatenated?)", dec.InputOffset())
+	}
+	var p plan
+	for key, dst := range map[string]any{
+		"format_version": &p.FormatVersion, "variables": &p.Variables, "planned_values": &p.PlannedValues,
+		"resource_changes": &p.ResourceChanges, "configuration": &p.Configuration, "errored": &p.Errored,
+	} {
+		sec, ok := sections[key]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(sec.raw, dst); err != nil {
+			return nil, fail("%s", describeJSONError(data, sec.start, key, err))
+		}
+	}
+	_, isState := sections["values"]
+	if p.FormatVersion == nil {
+		if isState {
+			return nil, fail("this is the JSON of a state, not of a plan; run `terraform plan -out=tfplan` and pass `terraform show -json tfplan`")
+		}
+		return nil, fail("not a Terraform plan: there is no format_version (is it `terraform show -json` output of a plan file?)")
+	}
+	if major, _, _ := strings.Cut(*p.FormatVersion, "."); major != "1" {
+		return nil, fail("plan format_version %q is not supported (this build reads 1.x)", *p.FormatVersion)
+	}
+	if p.PlannedValues == nil && p.ResourceChanges == nil {
+		if isState {
+			return nil, fail("this is the JSON of a state, not of a plan; run `terraform plan -out=tfplan` and pass `terraform show -json tfplan`")
+		}
+		return nil, fail("not a Terraform plan: neither planned_values nor resource_changes is present")
+	}
+	if p.Errored {
+		return nil, fail("the plan errored (\"errored\": true); fix the errors `terraform plan` reported and check the new plan")
+	}
+	for i, rc := range p.ResourceChanges {
+		if rc.Address == "" || rc.Type == "" || rc.Change == nil {
+			return nil, fail("resource_changes[%d] lacks an address, a type or a change", i)
+		}
+	}
+	return &p, nil
+}
+
+// describeJSONError turns a decoding error into a message with a line and
+// column: "unexpected end of JSON input" alone does not say which file
+// was truncated where.
+func describeJSONError(data []byte, base int64, section string, err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		line, col := position(data, int64(len(data)))
+		return fmt.Sprintf("the JSON ends early at line %d, column %d: the file is truncated", line, col)
+	case errors.As(err, &syn):
+		line, col := position(data, base+syn.Offset)
+		return fmt.Sprintf("invalid JSON at line %d, column %d: %v", line, col, syn)
+	case errors.As(err, &typ):
+		line, col := position(data, base+typ.Offset)
+		field := section
+		if typ.Field != "" {
+			field += "." + typ.Field
+		}
+		return fmt.Sprintf("not a Terraform plan: %s holds a JSON %s where a plan has %s (line %d, column %d)",
+			field, typ.Value, jsonKind(typ.Type.Kind().String()), line, col)
+	}
+	return "invalid JSON: " + err.Error()
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "struct", "map":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "ptr", "interface":
+		return "another type"
+	}
+	return "a number"
+}
+
+func position(data []byte, offset int64) (line, col int) {
+	if offset > int64(len(data)) {
+		offset = int64(len(data))
+	}
+	line, col = 1, 1
+	for _, b := range data[:offset] {
+		if b == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+func firstRune(b []byte) string {
+	s := string(b)
+	for _, r := range s {
+		return string(r)
+	}
+	return ""
+}
