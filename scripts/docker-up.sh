@@ -60,20 +60,25 @@ RUNSC=$(command -v runsc) || die "runsc not found after installing runsc"
 # --- daemon.json ------------------------------------------------------------
 # runsc must be registered with --network=none: without it gVisor tries to
 # build its own network stack and fails to start under Docker's network mode
-# none. An existing daemon.json is merged, never replaced: only the "runsc"
-# entry under "runtimes" is set, every other key is kept as it was.
+# none. An existing daemon.json is merged, never replaced: every other key and
+# runtime is kept, an existing runsc entry keeps its path and its other
+# arguments, and only its --network argument is set to none.
 mkdir -p /etc/docker
-want=$(jq -n --arg path "$RUNSC" '{runtimes: {runsc: {path: $path, runtimeArgs: ["--network=none"]}}}')
+# shellcheck disable=SC2016 # jq program, not shell
+merge='.runtimes = (.runtimes // {})
+  | .runtimes.runsc = ((.runtimes.runsc // {})
+      | .path = (.path // $path)
+      | .runtimeArgs = ([(.runtimeArgs // [])[] | select(startswith("--network") | not)] + ["--network=none"]))'
 if [ -s "$DAEMON_JSON" ]; then
 	jq -e . "$DAEMON_JSON" >/dev/null 2>&1 || die "$DAEMON_JSON is not valid JSON; fix it by hand"
-	merged=$(jq --argjson want "$want" '.runtimes = ((.runtimes // {}) + $want.runtimes)' "$DAEMON_JSON")
+	merged=$(jq --arg path "$RUNSC" "$merge" "$DAEMON_JSON")
 	if [ "$merged" != "$(jq . "$DAEMON_JSON")" ]; then
 		cp "$DAEMON_JSON" "$DAEMON_JSON.sandboxio.bak"
 		printf '%s\n' "$merged" >"$DAEMON_JSON.tmp" && mv "$DAEMON_JSON.tmp" "$DAEMON_JSON"
 		say "registered runsc in $DAEMON_JSON (previous file kept as $DAEMON_JSON.sandboxio.bak)"
 	fi
 else
-	printf '%s\n' "$want" >"$DAEMON_JSON"
+	jq -n --arg path "$RUNSC" "$merge" >"$DAEMON_JSON"
 	say "wrote $DAEMON_JSON registering runsc"
 fi
 

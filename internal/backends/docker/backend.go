@@ -1,0 +1,705 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/system"
+	"github.com/docker/docker/client"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Name is the backend's name, the scheme of its DSN.
+const Name = "docker"
+
+// Disk-cap strategies.
+const (
+	DiskAuto       = "auto"        // storage-opt where the daemon takes it, otherwise tmpfs
+	DiskStorageOpt = "storage-opt" // per-container size of the writable layer
+	DiskTmpfs      = "tmpfs"       // read-only root filesystem, size-bounded tmpfs for writable paths
+)
+
+// daemonInfoTTL bounds how long the daemon's runtimes are trusted without
+// asking again: runtimes change only when the daemon is reconfigured and
+// restarted, and asking on every create would cost a round trip.
+const daemonInfoTTL = 30 * time.Second
+
+type config struct {
+	diskStrategy  string
+	teardownGrace time.Duration
+	watcher       bool
+}
+
+// Option configures the backend.
+type Option func(*config)
+
+// WithDiskStrategy sets the default disk-cap strategy (DiskAuto, the default,
+// DiskStorageOpt or DiskTmpfs). A spec's DSN option disk_strategy overrides
+// it. Forcing storage-opt on a daemon that refuses it is a ConfigurationError,
+// never a silently dropped cap.
+func WithDiskStrategy(s string) Option { return func(c *config) { c.diskStrategy = s } }
+
+// WithoutWatcher disables the detached reaper process. Leftovers of a crashed
+// owner are then removed only at their lifetime or by Reap.
+func WithoutWatcher() Option { return func(c *config) { c.watcher = false } }
+
+type dockerBackend struct {
+	cli    *client.Client
+	cfg    config
+	owner  owner
+	events *eventWatch
+
+	mu         sync.Mutex
+	info       *daemonFacts
+	infoAt     time.Time
+	storageOpt int // 0 not yet known, 1 the daemon takes storage-opt size, -1 it refuses it
+	storageMsg string
+	images     map[string]imageFacts
+}
+
+type daemonFacts struct {
+	runtimes      map[string]system.RuntimeWithStatus
+	driver        string
+	cgroupVersion string
+}
+
+// imageFacts is what the first sandbox of an image showed about it.
+type imageFacts struct {
+	shell bool // /bin/sh exists: the exec wrapper and Upload work
+}
+
+// New returns the Docker backend. The daemon address and TLS material come
+// from the environment (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH),
+// never from a DSN. No API call is made until the backend is used.
+func New(opts ...Option) (backends.Backend, error) {
+	return newBackend(opts...)
+}
+
+func newBackend(opts ...Option) (*dockerBackend, error) {
+	cfg := config{diskStrategy: DiskAuto, teardownGrace: model.TeardownGrace, watcher: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch cfg.diskStrategy {
+	case DiskAuto, DiskStorageOpt, DiskTmpfs:
+	default:
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "disk_strategy",
+			Message: fmt.Sprintf("%q is not a disk-cap strategy", cfg.diskStrategy), Fix: "use auto, storage-opt or tmpfs"}
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	b := &dockerBackend{cli: cli, cfg: cfg, owner: processOwner(), images: map[string]imageFacts{}}
+	b.events = newEventWatch(cli)
+	return b, nil
+}
+
+func (b *dockerBackend) Name() string { return Name }
+
+func (b *dockerBackend) Capabilities(runtime string) (backends.Capabilities, bool) {
+	return backends.Lookup(backends.CapabilityKey(Name, runtime))
+}
+
+// Close releases the client and stops the event subscription. Sandboxes
+// still open are not touched: each is bounded by its lifetime, and the
+// watcher removes them when this process exits.
+func (b *dockerBackend) Close() error {
+	b.events.stop()
+	return b.cli.Close()
+}
+
+// daemon returns the daemon's facts, asking at most once per daemonInfoTTL.
+func (b *dockerBackend) daemon(ctx context.Context) (*daemonFacts, error) {
+	b.mu.Lock()
+	if b.info != nil && time.Since(b.infoAt) < daemonInfoTTL {
+		d := b.info
+		b.mu.Unlock()
+		return d, nil
+	}
+	b.mu.Unlock()
+	in, err := b.cli.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("docker info: %w", err)
+	}
+	d := &daemonFacts{runtimes: in.Runtimes, driver: in.Driver, cgroupVersion: in.CgroupVersion}
+	b.mu.Lock()
+	b.info, b.infoAt = d, time.Now()
+	b.mu.Unlock()
+	return d, nil
+}
+
+// checkRuntime refuses, before anything is created, a runtime the daemon
+// does not have, one whose binary contradicts the tier its name claims, and
+// a network policy the runtime's registration cannot give.
+func checkRuntime(d *daemonFacts, p createPlan) error {
+	rt, ok := d.runtimes[p.runtime]
+	if !ok {
+		names := make([]string, 0, len(d.runtimes))
+		for n := range d.runtimes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return &model.Error{Class: model.ConfigurationError, Attribute: "runtime",
+			Message: fmt.Sprintf("runtime %s is not registered on the Docker daemon (it has %s)", p.runtime, strings.Join(names, ", ")),
+			Fix:     "register it under \"runtimes\" in /etc/docker/daemon.json and restart dockerd (scripts/docker-up.sh does this for runsc), or choose a registered runtime"}
+	}
+	if t, ok := tierOfBinary(rt.Path); ok && t != p.tier {
+		return &model.Error{Class: model.ConfigurationError, Attribute: "runtime",
+			Message: fmt.Sprintf("runtime %s is registered to run %s, which gives %s, not %s", p.runtime, rt.Path, t, p.tier),
+			Fix:     "fix the runtime's path in /etc/docker/daemon.json"}
+	}
+	if p.tier == model.TierGVisor {
+		// gVisor under Docker's network mode none starts only when runsc
+		// itself is told --network=none; with that argument it never has a
+		// network, so open egress cannot be given.
+		netNone := false
+		for _, a := range rt.Args {
+			if a == "--network=none" || a == "-network=none" {
+				netNone = true
+			}
+		}
+		switch {
+		case p.networkMode == "none" && !netNone:
+			return &model.Error{Class: model.ConfigurationError, Attribute: "runtime",
+				Message: "runsc is registered without --network=none; gVisor then fails to start under network mode none",
+				Fix:     "register runsc with \"runtimeArgs\": [\"--network=none\"] in /etc/docker/daemon.json (scripts/docker-up.sh does)"}
+		case p.networkMode == "bridge" && netNone:
+			return &model.Error{Class: model.CapabilityNotSupported, Rule: "SBX-NET-010", Attribute: "network.egress",
+				Message: "runsc on this daemon is registered with --network=none, so a gVisor sandbox can have no network: open egress cannot be given",
+				Fix:     `use egress = "deny", or runtime runc for open egress`}
+		}
+	}
+	return nil
+}
+
+// diskStrategy resolves the strategy for one create: forced by the DSN or
+// the backend option, or what the daemon is known to take. It returns
+// DiskAuto when the daemon has not been asked yet: the create then tries
+// storage-opt and falls back on a refusal.
+func (b *dockerBackend) diskStrategy(p createPlan) string {
+	s := p.diskStrategy
+	if s == "" {
+		s = b.cfg.diskStrategy
+	}
+	if s != DiskAuto {
+		return s
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch b.storageOpt {
+	case 1:
+		return DiskStorageOpt
+	case -1:
+		return DiskTmpfs
+	}
+	return DiskAuto
+}
+
+func (b *dockerBackend) setStorageOpt(ok bool, msg string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ok {
+		b.storageOpt = 1
+	} else {
+		b.storageOpt, b.storageMsg = -1, msg
+	}
+}
+
+// isStorageOptRefusal recognizes the daemon refusing a per-container size,
+// e.g. "--storage-opt is supported only for overlay over xfs with 'pquota'
+// mount option" from overlay2 on ext4.
+func isStorageOptRefusal(err error) bool {
+	s := strings.ToLower(err.Error())
+	return strings.Contains(s, "storage-opt") || strings.Contains(s, "storage opt") || strings.Contains(s, "storageopt")
+}
+
+// writablePaths are the tmpfs mounts of the tmpfs strategy and their share of
+// the disk cap in percent; /tmp and /work share what the others leave.
+var writablePaths = []struct {
+	path  string
+	share int64
+}{
+	{"/tmp", 0}, {"/work", 0}, {"/var/tmp", 10}, {"/root", 5}, {"/home", 5},
+}
+
+// minTmpfsKiB keeps every mount a real size: a tmpfs with size=0 would be
+// unbounded.
+const minTmpfsKiB = 64
+
+// pageKiB is the unit tmpfs sizes are rounded up to; sizes are whole pages
+// so that the mounts add up to exactly the cap.
+const pageKiB = 4
+
+// tmpfsSizes splits the disk cap (in KiB per path) over the writable paths so
+// that their sizes add up to the cap and none is zero.
+func tmpfsSizes(diskMB int64) map[string]int64 {
+	total := diskMB * 1024
+	sizes := map[string]int64{}
+	rest := total
+	for _, w := range writablePaths {
+		if w.share == 0 {
+			continue
+		}
+		n := max(total*w.share/100/pageKiB*pageKiB, minTmpfsKiB)
+		sizes[w.path] = n
+		rest -= n
+	}
+	rest = max(rest, 2*minTmpfsKiB)
+	half := rest / 2 / pageKiB * pageKiB
+	sizes["/tmp"] = half
+	sizes["/work"] = rest - half
+	return sizes
+}
+
+func kib(n int64) string {
+	if n%1024 == 0 {
+		return strconv.FormatInt(n/1024, 10) + "M"
+	}
+	return strconv.FormatInt(n, 10) + "k"
+}
+
+// diskDescription says how the disk cap is enforced, for Info and Preflight.
+func diskDescription(strategy string, diskMB int64) string {
+	if strategy == DiskStorageOpt {
+		return fmt.Sprintf("storage-opt: writable layer size=%dM", diskMB)
+	}
+	sizes := tmpfsSizes(diskMB)
+	parts := make([]string, 0, len(writablePaths))
+	for _, w := range writablePaths {
+		parts = append(parts, w.path+"="+kib(sizes[w.path]))
+	}
+	return "tmpfs: read-only root filesystem, writable tmpfs " + strings.Join(parts, ",") +
+		fmt.Sprintf(" (total %dM, also charged to memory)", diskMB)
+}
+
+// runscPidsBackstop is the host pids cgroup limit of a gVisor sandbox. gVisor
+// needs ~55 host threads idle and grows its host threads with the sandboxed
+// processes; see the package documentation for the measurements.
+func runscPidsBackstop(pids int64) int64 { return 128 + 16*pids }
+
+func pidsDescription(tier model.Tier, pids int64) string {
+	if tier == model.TierGVisor {
+		return fmt.Sprintf("gVisor RLIMIT_NPROC=%d on sandboxed processes and threads; host pids cgroup backstop %d", pids, runscPidsBackstop(pids))
+	}
+	return fmt.Sprintf("cgroup pids.max=%d", pids)
+}
+
+// containerConfig builds the container for a plan. Everything the policy
+// promises is here: network mode, dropped capabilities, no-new-privileges,
+// memory equal to memory+swap, CPU quota, process ceiling, disk cap and the
+// daemon-side lifetime.
+func containerConfig(p createPlan, strategy string, labels map[string]string) (*container.Config, *container.HostConfig) {
+	lifetime := int64(math.Ceil(p.lifetime.Seconds()))
+	cfg := &container.Config{
+		Image: p.spec.Image,
+		// The lifetime is the container's own command: when sleep ends, the
+		// init exits, the container stops and AutoRemove deletes it, whether
+		// or not a client is still around.
+		Entrypoint: []string{"sleep", strconv.FormatInt(lifetime, 10)},
+		Cmd:        nil,
+		Env:        p.env,
+		Labels:     labels,
+	}
+	yes := true
+	mem := p.caps.MemoryMB * 1024 * 1024
+	hc := &container.HostConfig{
+		NetworkMode: container.NetworkMode(p.networkMode),
+		AutoRemove:  true,
+		// An init as PID 1 reaps the orphans of exec'd commands, which would
+		// otherwise pile up as zombies and eat into the process ceiling.
+		Init:        &yes,
+		Runtime:     p.runtime,
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges:true"},
+		// PID 1 prints nothing; a log driver would only keep files on the host.
+		LogConfig: container.LogConfig{Type: "none"},
+		Resources: container.Resources{
+			Memory:     mem,
+			MemorySwap: mem, // equal: no swap beyond the memory cap
+			NanoCPUs:   int64(math.Round(p.caps.CPU * 1e9)),
+		},
+	}
+	pids := p.caps.Pids
+	if p.tier == model.TierGVisor {
+		backstop := runscPidsBackstop(pids)
+		hc.PidsLimit = &backstop
+		hc.Ulimits = []*container.Ulimit{{Name: "nproc", Soft: pids, Hard: pids}}
+	} else {
+		hc.PidsLimit = &pids
+	}
+	switch strategy {
+	case DiskStorageOpt, DiskAuto:
+		hc.StorageOpt = map[string]string{"size": fmt.Sprintf("%dM", p.caps.DiskMB)}
+	default:
+		hc.ReadonlyRootfs = true
+		hc.Tmpfs = map[string]string{}
+		for path, size := range tmpfsSizes(p.caps.DiskMB) {
+			mode := "1777"
+			if path == "/root" {
+				mode = "0700"
+			}
+			hc.Tmpfs[path] = fmt.Sprintf("rw,nosuid,nodev,size=%dk,mode=%s", size, mode)
+		}
+	}
+	return cfg, hc
+}
+
+// Create provisions one sandbox. Everything that can be refused is refused
+// before the first API call or, for what needs the daemon (the runtime), before
+// the container is created. The whole create is bounded by the create timeout.
+func (b *dockerBackend) Create(ctx context.Context, req backends.CreateRequest) (backends.Sandbox, error) {
+	p, err := validate(req, true)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.createTimeout)
+	defer cancel()
+	sb, err := b.create(cctx, p)
+	if err == nil {
+		return sb, nil
+	}
+	if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return nil, &model.Error{Class: model.CreateTimeout,
+			Message: fmt.Sprintf("the sandbox was not ready within %s; anything half-created is being removed", p.createTimeout),
+			Fix:     "raise timeout_seconds (or the create timeout), or check the daemon's load", Err: err}
+	}
+	return nil, err
+}
+
+func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, error) {
+	d, err := b.daemon(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRuntime(d, p); err != nil {
+		return nil, err
+	}
+	strategy := b.diskStrategy(p)
+	b.events.start()
+	if b.cfg.watcher {
+		// Before the first container exists, so that a crash right after it
+		// is created is already covered.
+		ensureWatcher()
+	}
+
+	name := "sandboxio-" + randomHex(8)
+	created := time.Now()
+	expires := created.Add(p.lifetime)
+	labels := map[string]string{}
+	for k, v := range p.labels {
+		labels[k] = v
+	}
+	for k, v := range b.owner.labels() {
+		labels[k] = v
+	}
+	labels[labelExpires] = expires.UTC().Format(time.RFC3339)
+	labels[labelRuntime] = p.runtime
+	labels[labelTier] = string(p.tier)
+	labels[labelPidsCap] = strconv.FormatInt(p.caps.Pids, 10)
+
+	createWith := func(strategy string) (container.CreateResponse, error) {
+		if strategy == DiskAuto || strategy == DiskStorageOpt {
+			labels[labelDiskCap] = diskDescription(DiskStorageOpt, p.caps.DiskMB)
+		} else {
+			labels[labelDiskCap] = diskDescription(DiskTmpfs, p.caps.DiskMB)
+		}
+		cfg, hc := containerConfig(p, strategy, labels)
+		return b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+	}
+	resp, err := createWith(strategy)
+	if err != nil && strategy != DiskTmpfs && isStorageOptRefusal(err) {
+		if strategy == DiskStorageOpt {
+			return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+				Message: "the Docker daemon refuses a per-container disk size (--storage-opt size), so disk_strategy=storage-opt cannot be enforced",
+				Fix:     "use disk_strategy=auto or tmpfs, or run the daemon on overlay2 over xfs mounted with pquota", Err: err}
+		}
+		b.setStorageOpt(false, err.Error())
+		strategy = DiskTmpfs
+		resp, err = createWith(strategy)
+	} else if err == nil && strategy == DiskAuto {
+		b.setStorageOpt(true, "")
+		strategy = DiskStorageOpt
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			// The daemon may still finish a create the client gave up on.
+			b.removeLater(name)
+		}
+		return nil, createError(err, p)
+	}
+	id := resp.ID
+	b.events.track(id)
+
+	b.mu.Lock()
+	facts, known := b.images[p.spec.Image]
+	b.mu.Unlock()
+	if !known {
+		_, err := b.cli.ContainerStatPath(ctx, id, "/bin/sh")
+		facts.shell = err == nil
+	}
+
+	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		b.discard(ctx, id, name)
+		return nil, fmt.Errorf("container start: %w", err)
+	}
+	if !known {
+		// The first sandbox of an image shows whether the image can hold a
+		// sandbox open: without sleep the container ends at once.
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+		ins, err := b.cli.ContainerInspect(ctx, id)
+		if err != nil || !ins.State.Running {
+			b.discard(ctx, id, name)
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &model.Error{Class: model.ConfigurationError, Attribute: "image",
+				Message: fmt.Sprintf("image %s cannot hold a sandbox open: its container ended at once (it needs a sleep command for the daemon-side lifetime)", p.spec.Image),
+				Fix:     "use an image that provides sleep and /bin/sh (coreutils or busybox)"}
+		}
+		b.mu.Lock()
+		b.images[p.spec.Image] = facts
+		b.mu.Unlock()
+	}
+
+	s := &sandbox{
+		b:           b,
+		id:          id,
+		name:        name,
+		runtime:     p.runtime,
+		tier:        p.tier,
+		caps:        p.caps,
+		callTimeout: p.callTimeout,
+		created:     created,
+		expires:     expires,
+		labels:      labels,
+		secrets:     p.secrets,
+		shell:       facts.shell,
+		onWarning:   p.onWarning,
+		diskCap:     diskDescription(strategy, p.caps.DiskMB),
+		pidsCap:     pidsDescription(p.tier, p.caps.Pids),
+	}
+	if p.networkMode == "bridge" && p.onWarning != nil {
+		p.onWarning(model.Warning{Class: model.OpenEgressWarning, Rule: "SBX-NET-007", Attribute: "network.egress",
+			Message: "the sandbox has open network egress", SandboxID: id, Labels: s.Info().Labels,
+			Fix: `use egress = "deny" unless the code must reach the network`})
+	}
+	return s, nil
+}
+
+// createError turns a daemon refusal of the container into an error class
+// where the cause is the configuration.
+func createError(err error, p createPlan) error {
+	msg := err.Error()
+	switch {
+	case cerrdefs.IsNotFound(err) || strings.Contains(msg, "No such image"):
+		return &model.Error{Class: model.ConfigurationError, Attribute: "image",
+			Message: fmt.Sprintf("image %s is not on the Docker daemon", p.spec.Image),
+			Fix: "prepare the image on the daemon host first (docker pull, docker load or docker import; scripts/build-image.sh builds a local test image); " +
+				"the pull runs on the host daemon, outside any sandbox, so the sandbox's egress policy does not govern it"}
+	case strings.Contains(msg, "Range of CPUs") || strings.Contains(msg, "NanoCPUs"):
+		return &model.Error{Class: model.ConfigurationError, Attribute: "resources.cpu",
+			Message: "the daemon refuses the CPU cap: " + msg, Fix: "set cpu to at most the daemon's CPU count"}
+	case strings.Contains(msg, "Minimum memory limit"):
+		return &model.Error{Class: model.ConfigurationError, Attribute: "resources.memory_mb",
+			Message: "the daemon refuses the memory cap: " + msg, Fix: "set memory_mb to at least 6"}
+	case strings.Contains(msg, "runtime"):
+		return &model.Error{Class: model.ConfigurationError, Attribute: "runtime",
+			Message: "the daemon refuses the runtime: " + msg, Fix: "choose a runtime registered on the daemon"}
+	}
+	return fmt.Errorf("container create: %w", err)
+}
+
+// discard removes a container that failed half-way through create, in a scope
+// that survives the caller's cancellation and is bounded by the grace.
+func (b *dockerBackend) discard(ctx context.Context, id, name string) {
+	if ctx.Err() != nil {
+		b.removeLater(name)
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.teardownGrace)
+	defer cancel()
+	if err := b.removeContainer(rctx, id); err != nil {
+		b.removeLater(name)
+	}
+}
+
+// removeLater removes a container by name in the background, a few times:
+// a create the client abandoned may still complete on the daemon after the
+// first attempt. What escapes this is bounded by the lifetime label and the
+// watcher.
+func (b *dockerBackend) removeLater(name string) {
+	go func() {
+		for _, wait := range []time.Duration{0, time.Second, 3 * time.Second} {
+			time.Sleep(wait)
+			ctx, cancel := context.WithTimeout(context.Background(), model.TeardownGrace)
+			_ = b.removeContainer(ctx, name)
+			cancel()
+		}
+	}()
+}
+
+// removeContainer force-removes a container and returns once it is gone. A
+// container that is already gone is success: removal is idempotent.
+func (b *dockerBackend) removeContainer(ctx context.Context, id string) error {
+	err := b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+	if err == nil || cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if !cerrdefs.IsConflict(err) && !strings.Contains(err.Error(), "in progress") {
+		return fmt.Errorf("container remove: %w", err)
+	}
+	// AutoRemove (or another caller) is already removing it: wait for that.
+	for {
+		if _, err := b.cli.ContainerInspect(ctx, id); cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("container remove: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// List returns the sandboxio containers carrying every one of the labels.
+func (b *dockerBackend) List(ctx context.Context, labels map[string]string) ([]backends.Info, error) {
+	cs, err := b.list(ctx, labels)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]backends.Info, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, infoFromSummary(c))
+	}
+	return out, nil
+}
+
+func (b *dockerBackend) list(ctx context.Context, labels map[string]string) ([]container.Summary, error) {
+	f := filters.NewArgs(filters.Arg("label", model.LabelManaged+"=true"))
+	for k, v := range labels {
+		f.Add("label", k+"="+v)
+	}
+	cs, err := b.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("container list: %w", err)
+	}
+	return cs, nil
+}
+
+func infoFromSummary(c container.Summary) backends.Info {
+	in := backends.Info{
+		ID:      c.ID,
+		Backend: Name,
+		Tier:    model.Tier(c.Labels[labelTier]),
+		Labels:  c.Labels,
+		Created: time.Unix(c.Created, 0),
+		Running: c.State == container.StateRunning,
+	}
+	if t, err := time.Parse(time.RFC3339, c.Labels[labelExpires]); err == nil {
+		in.Expires = t
+	}
+	if pids, err := strconv.ParseInt(c.Labels[labelPidsCap], 10, 64); err == nil {
+		in.PidsCapStrategy = pidsDescription(in.Tier, pids)
+	}
+	in.DiskCapStrategy = c.Labels[labelDiskCap]
+	return in
+}
+
+// Preflight checks a spec against the daemon without creating a sandbox: the
+// runtime is registered and consistent with its tier, the image is present
+// (its ID and digests are returned), and which disk-cap strategy applies.
+func (b *dockerBackend) Preflight(ctx context.Context, spec model.Spec) (backends.Preflight, error) {
+	p, err := validate(backends.CreateRequest{Spec: spec}, false)
+	if err != nil {
+		return backends.Preflight{}, err
+	}
+	d, err := b.daemon(ctx)
+	if err != nil {
+		return backends.Preflight{}, err
+	}
+	if err := checkRuntime(d, p); err != nil {
+		return backends.Preflight{}, err
+	}
+	img, err := b.cli.ImageInspect(ctx, spec.Image)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return backends.Preflight{}, createError(err, p)
+		}
+		return backends.Preflight{}, fmt.Errorf("image inspect: %w", err)
+	}
+	strategy := b.diskStrategy(p)
+	if strategy == DiskAuto || strategy == DiskStorageOpt {
+		ok, msg, err := b.probeStorageOpt(ctx, spec.Image)
+		if err != nil {
+			return backends.Preflight{}, err
+		}
+		switch {
+		case ok:
+			strategy = DiskStorageOpt
+		case strategy == DiskStorageOpt:
+			return backends.Preflight{}, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+				Message: "the Docker daemon refuses a per-container disk size (--storage-opt size): " + msg,
+				Fix:     "use disk_strategy=auto or tmpfs, or run the daemon on overlay2 over xfs mounted with pquota"}
+		default:
+			strategy = DiskTmpfs
+		}
+	}
+	return backends.Preflight{
+		Tier:            p.tier,
+		Image:           spec.Image,
+		ImageID:         img.ID,
+		ImageDigests:    img.RepoDigests,
+		DiskCapStrategy: diskDescription(strategy, p.caps.DiskMB),
+		PidsCapStrategy: pidsDescription(p.tier, p.caps.Pids),
+	}, nil
+}
+
+// probeStorageOpt asks the daemon whether it takes a per-container size by
+// creating (never starting) a labelled container with one, then removing it.
+func (b *dockerBackend) probeStorageOpt(ctx context.Context, image string) (bool, string, error) {
+	b.mu.Lock()
+	known, msg := b.storageOpt, b.storageMsg
+	b.mu.Unlock()
+	if known != 0 {
+		return known > 0, msg, nil
+	}
+	labels := map[string]string{model.LabelManaged: "true", labelProbe: "storage-opt",
+		labelExpires: time.Now().Add(time.Minute).UTC().Format(time.RFC3339)}
+	for k, v := range b.owner.labels() {
+		labels[k] = v
+	}
+	resp, err := b.cli.ContainerCreate(ctx,
+		&container.Config{Image: image, Entrypoint: []string{"true"}, Labels: labels},
+		&container.HostConfig{NetworkMode: "none", StorageOpt: map[string]string{"size": "64M"}},
+		nil, nil, "sandboxio-probe-"+randomHex(6))
+	if err != nil {
+		if isStorageOptRefusal(err) {
+			b.setStorageOpt(false, err.Error())
+			return false, err.Error(), nil
+		}
+		return false, "", fmt.Errorf("storage-opt probe: %w", err)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.teardownGrace)
+	defer cancel()
+	if err := b.removeContainer(rctx, resp.ID); err != nil {
+		return false, "", err
+	}
+	b.setStorageOpt(true, "")
+	return true, "", nil
+}

@@ -1,0 +1,210 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// The benchmarks interleave the variants they compare in every iteration, so
+// that drift in the daemon's speed over the run hits all of them alike, and
+// report medians and their ratios:
+//
+//	go test -run '^$' -bench . -benchtime 20x ./internal/backends/docker/
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// rawOpenRunClose makes the same Engine API calls the backend makes for
+// open -> run `true` -> close, directly, with the same container
+// configuration.
+func rawOpenRunClose(ctx context.Context, b *dockerBackend, cfg *container.Config, hc *container.HostConfig) error {
+	cli := b.cli
+	resp, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, "sandboxio-raw-"+randomHex(6))
+	if err != nil {
+		return err
+	}
+	if err = cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err == nil {
+		err = rawExec(ctx, b, resp.ID, []string{"true"})
+	}
+	if rerr := cli.ContainerRemove(ctx, resp.ID, container.RemoveOptions{Force: true}); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+func rawExec(ctx context.Context, b *dockerBackend, id string, cmd []string) error {
+	cli := b.cli
+	ex, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{AttachStdout: true, AttachStderr: true, Cmd: cmd})
+	if err != nil {
+		return err
+	}
+	hj, err := cli.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return err
+	}
+	_, err = stdcopy.StdCopy(io.Discard, io.Discard, hj.Reader)
+	hj.Close()
+	if err != nil {
+		return err
+	}
+	for {
+		ins, err := cli.ContainerExecInspect(ctx, ex.ID)
+		if err != nil {
+			return err
+		}
+		if !ins.Running {
+			if ins.ExitCode != 0 {
+				return fmt.Errorf("exit %d", ins.ExitCode)
+			}
+			return nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// dockerRunArgs is `docker run --rm` with the flags the backend sets.
+func dockerRunArgs(p createPlan, labels map[string]string) []string {
+	args := []string{"run", "--rm", "--init", "--network", p.networkMode, "--runtime", p.runtime,
+		"--cap-drop", "ALL", "--security-opt", "no-new-privileges:true", "--log-driver", "none",
+		"--memory", fmt.Sprintf("%dm", p.caps.MemoryMB), "--memory-swap", fmt.Sprintf("%dm", p.caps.MemoryMB),
+		"--cpus", fmt.Sprint(p.caps.CPU), "--pids-limit", fmt.Sprint(p.caps.Pids), "--read-only"}
+	for path, size := range tmpfsSizes(p.caps.DiskMB) {
+		args = append(args, "--tmpfs", fmt.Sprintf("%s:rw,nosuid,nodev,size=%dk", path, size))
+	}
+	for k, v := range labels {
+		args = append(args, "--label", k+"="+v)
+	}
+	return append(args, p.spec.Image, "true")
+}
+
+func BenchmarkOpenRunClose(b *testing.B) {
+	needDocker(b)
+	be := newTestBackend(b, WithDiskStrategy(DiskTmpfs))
+	ctx := context.Background()
+	spec := testSpec(b)
+	p, err := validate(backends.CreateRequest{Spec: spec}, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	labels := map[string]string{model.LabelManaged: "true", labelOwner: processOwner().ID,
+		labelExpires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "test": "bench-raw"}
+	cfg, hc := containerConfig(p, DiskTmpfs, labels)
+	runArgs := dockerRunArgs(p, labels)
+
+	variants := []struct {
+		name string
+		run  func() error
+	}{
+		{"backend", func() error {
+			sb, err := be.Create(ctx, backends.CreateRequest{Spec: spec})
+			if err != nil {
+				return err
+			}
+			res, err := sb.Run(ctx, []string{"true"}, backends.RunOptions{})
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("exit %d", res.ExitCode)
+			}
+			if cerr := sb.Close(ctx); err == nil {
+				err = cerr
+			}
+			return err
+		}},
+		{"raw-api", func() error { return rawOpenRunClose(ctx, be, cfg, hc) }},
+		{"docker-run", func() error {
+			out, err := exec.Command("docker", runArgs...).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, out)
+			}
+			return nil
+		}},
+	}
+	// Warm up every path once (image facts, daemon info, the watcher).
+	for _, v := range variants {
+		if err := v.run(); err != nil {
+			b.Fatalf("%s: %v", v.name, err)
+		}
+	}
+	times := make([][]time.Duration, len(variants))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range variants {
+			k := (i + j) % len(variants) // rotate the order
+			v := variants[k]
+			start := time.Now()
+			if err := v.run(); err != nil {
+				b.Fatalf("%s: %v", v.name, err)
+			}
+			times[k] = append(times[k], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	med := make([]time.Duration, len(variants))
+	for k := range variants {
+		med[k] = median(times[k])
+		b.ReportMetric(ms(med[k]), variants[k].name+"-ms")
+	}
+	b.ReportMetric(float64(med[0])/float64(med[1]), "backend/raw")
+	b.ReportMetric(float64(med[0])/float64(med[2]), "backend/docker-run")
+	b.Logf("medians over %d: backend %s, raw API %s, docker run --rm %s; backend/raw %.3f, backend/docker-run %.3f",
+		b.N, med[0].Round(100*time.Microsecond), med[1].Round(100*time.Microsecond), med[2].Round(100*time.Microsecond),
+		float64(med[0])/float64(med[1]), float64(med[0])/float64(med[2]))
+}
+
+func BenchmarkRun(b *testing.B) {
+	needDocker(b)
+	be := newTestBackend(b)
+	ctx := context.Background()
+	sb := open(b, be, testSpec(b))
+	var backendT, rawT []time.Duration
+	for i := 0; i < 3; i++ { // warm up
+		_, _ = sb.Run(ctx, []string{"true"}, backends.RunOptions{})
+	}
+	b.ResetTimer()
+	backendRun := func() {
+		start := time.Now()
+		res, err := sb.Run(ctx, []string{"true"}, backends.RunOptions{})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("run: %+v %v", res, err)
+		}
+		backendT = append(backendT, time.Since(start))
+	}
+	rawRun := func() {
+		start := time.Now()
+		if err := rawExec(ctx, be, sb.id, []string{"true"}); err != nil {
+			b.Fatal(err)
+		}
+		rawT = append(rawT, time.Since(start))
+	}
+	for i := 0; i < b.N; i++ {
+		if i%2 == 0 {
+			backendRun()
+			rawRun()
+		} else {
+			rawRun()
+			backendRun()
+		}
+	}
+	b.StopTimer()
+	mb, mr := median(backendT), median(rawT)
+	b.ReportMetric(ms(mb), "backend-ms")
+	b.ReportMetric(ms(mr), "raw-exec-ms")
+	b.ReportMetric(float64(mb)/float64(mr), "backend/raw")
+	b.Logf("exec medians over %d: backend Run %s, raw exec %s, ratio %.3f", b.N,
+		mb.Round(100*time.Microsecond), mr.Round(100*time.Microsecond), float64(mb)/float64(mr))
+}

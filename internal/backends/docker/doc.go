@@ -1,0 +1,97 @@
+// Package docker is the Docker Engine backend: it provisions sandboxes as
+// containers through the Engine API and enforces every accepted policy on the
+// daemon side, or refuses before creating anything.
+//
+// # Network
+//
+// egress "deny" (the default) runs the container in network mode none, so
+// only the loopback interface exists. Open egress (network mode bridge) is
+// used only for an explicit egress "allow". Docker has no per-host egress
+// filter, so a non-empty allow list is refused with CapabilityNotSupported
+// before any API call; allow lists are an E2B and Modal capability.
+//
+// # Hardening and caps
+//
+// Every container drops all capabilities, sets no-new-privileges, has its
+// memory limit equal to its memory+swap limit (so swap cannot stretch the
+// cap), a CPU quota and a process ceiling. The process ceiling depends on the
+// runtime:
+//
+//   - runc: the pids cgroup (pids.max = pids).
+//   - runsc (gVisor): the pids cgroup on the host counts gVisor's own threads,
+//     not the sandboxed processes: gVisor needs about 55 host threads when
+//     idle, refuses to start below ~32 and dies on the first exec at 64. So
+//     the ceiling on sandboxed processes is RLIMIT_NPROC = pids, which the
+//     gVisor kernel enforces per sandbox on processes and threads (root is not
+//     exempt there, unlike on Linux, and CAP_SYS_RESOURCE is dropped so it
+//     cannot be raised). A fork bomb gets EAGAIN at the ceiling. The host
+//     pids cgroup is still set, to 128 + 16×pids, as a backstop: measured
+//     here, a fork bomb held at 256 guest processes still drove gVisor's host
+//     thread count past 5000 in six seconds, which on a host with pid_max
+//     32768 is a denial of service; with the backstop the sandbox itself dies
+//     instead (reported as ResourceLimitExceeded(pids)) and the host is
+//     unaffected. Ordinary work stays far below it: 1000 processes run one
+//     after another kept gVisor at ~120 host threads, 100 concurrent ones at
+//     ~850.
+//
+// The disk cap strategy is chosen per daemon: where the storage driver takes
+// a per-container size (--storage-opt size, e.g. overlay2 on xfs with pquota)
+// the writable layer is bounded; otherwise (overlay2 on ext4, this project's
+// machines) the root filesystem is read-only and the writable paths /tmp,
+// /work, /var/tmp, /root and /home are tmpfs mounts whose sizes add up to the
+// cap. tmpfs pages are also charged to the memory cap. The strategy in use is
+// reported in Info.DiskCapStrategy and by Preflight; the cap is never
+// dropped.
+//
+// # Commands, timeouts and caps exceeded
+//
+// Create and every exec are bounded (model.EffectiveTimeout: the call's
+// timeout, else the sandbox's, else 300 s). Every exec runs under a one-line
+// /bin/sh wrapper that reports its pid, which is also its session and process
+// group id. On timeout that session is killed from inside the sandbox by a
+// script made of shell builtins only (so it still runs when the sandbox is at
+// its process ceiling) and ExecutionTimeout is returned, never partial output.
+// When the session cannot be killed that way (no shell in the image, no room
+// to start the killer, processes that will not die) the whole sandbox is
+// killed instead.
+//
+// A command that ends is checked for caps it hit: an OOM kill anywhere in the
+// sandbox (the daemon's "oom" event, and under runc the memory cgroup's
+// oom_kill count), a fork refused at the process ceiling (the pids cgroup's
+// "max" event count under runc, the pids cgroup being full, the runtime
+// refusing to start a process, or, under gVisor, which counts refused forks
+// nowhere, the command reporting EAGAIN from fork), and a write that found no
+// space. Each is ResourceLimitExceeded naming the limit, and what the command
+// left running is stopped. A clean exit with no OOM event costs no extra API
+// call.
+//
+// Secrets are passed to each exec's environment only, never to the
+// container's configuration, where `docker inspect` would show them.
+//
+// # Lifetime
+//
+// The lifetime is enforced by the daemon, not the client: the container's
+// command is `sleep <lifetime>` under Docker's init, with AutoRemove, so the
+// container exits and is removed at expiry even when the client is gone; a
+// command running at that moment ends in SandboxGone, as does any later use.
+// The image must therefore provide sleep (and /bin/sh for the exec wrapper
+// and Upload); Create checks that once per image.
+//
+// # Reaper
+//
+// Each sandbox carries labels naming its owner (a per-process id, pid, boot
+// id, hostname and process start time) and its expiry. Two mechanisms remove
+// leftovers, neither needing an image from a registry:
+//
+//   - A watcher process, in the spirit of testcontainers' Ryuk. On the first
+//     Create a process re-executes its own binary in reaper mode (see
+//     reaperEnv; the package's init hands control to the reaper before main
+//     runs). The watcher holds the read end of a pipe whose write end only the
+//     owner holds; when the owner exits for any reason, SIGKILL included, the
+//     kernel closes the write end, the watcher reads EOF, waits a short grace
+//     and removes every container carrying the owner's id. It runs in its own
+//     session with its standard streams on /dev/null, so it survives the
+//     owner's process group being killed and never holds a caller's pipes.
+//   - Reap (the `sandboxio reap` command) sweeps containers whose expiry has
+//     passed or whose owner process on this host is gone.
+package docker

@@ -1,0 +1,371 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// maxOutput bounds what one command may print on each stream. Untrusted code
+// could otherwise exhaust the caller's memory; past it the command is
+// stopped and an error returned, never truncated output.
+const maxOutput = 64 << 20
+
+// wrapperScript runs every command: it reports its own pid on stderr, then
+// replaces itself with the command. Every exec is started as a session and
+// process group leader, so the pid is also the id of the session and group
+// the command's processes belong to, which is what a timeout kills.
+const wrapperScript = `printf '\036sandboxio-pid:%s\036' "$$" >&2; exec "$@"`
+
+const markerPrefix = "\x1esandboxio-pid:"
+
+// probeScript inspects the sandbox from inside, and with "kill" first kills
+// a command's session. It forks nothing: only shell builtins run, so it still
+// works when the sandbox is at its process ceiling, as long as the exec
+// itself starts. It prints one line:
+//
+//	sandboxio-probe left=N procs=N pids_max=N oom_kill=N
+//
+// left counts live processes of the session (after the kill rounds, with
+// "kill"), procs every live process, pids_max the pids cgroup's "max" event
+// count (forks refused at pids.max) and oom_kill the memory cgroup's OOM
+// kill count; the last two are empty where the cgroup files are not visible
+// (gVisor).
+const probeScript = `sid=$1; mode=$2
+left=0
+if [ -n "$sid" ]; then
+  n=0
+  while :; do
+    [ "$mode" = kill ] && kill -9 -"$sid" 2>/dev/null
+    left=0
+    for d in /proc/[0-9]*; do
+      read -r st 2>/dev/null <"$d/stat" || continue
+      st=${st##*) }
+      set -- $st
+      [ "$1" = Z ] && continue
+      if [ "$3" = "$sid" ] || [ "$4" = "$sid" ]; then
+        [ "$mode" = kill ] && kill -9 "${d#/proc/}" 2>/dev/null
+        left=$((left+1))
+      fi
+    done
+    [ "$mode" = kill ] || break
+    [ $left -eq 0 ] && break
+    n=$((n+1))
+    [ $n -ge 40 ] && break
+  done
+fi
+procs=0
+for d in /proc/[0-9]*; do
+  read -r st 2>/dev/null <"$d/stat" || continue
+  st=${st##*) }
+  set -- $st
+  [ "$1" = Z ] || procs=$((procs+1))
+done
+pm=
+for f in /sys/fs/cgroup/pids/pids.events /sys/fs/cgroup/pids.events; do
+  [ -r "$f" ] || continue
+  while read -r k v; do [ "$k" = max ] && pm=$v; done <"$f"
+  break
+done
+oom=
+for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; do
+  [ -r "$f" ] || continue
+  while read -r k v; do [ "$k" = oom_kill ] && oom=$v; done <"$f"
+  break
+done
+echo "sandboxio-probe left=$left procs=$procs pids_max=$pm oom_kill=$oom"`
+
+// execResult is one exec as it happened.
+type execResult struct {
+	exitCode int
+	stdout   []byte
+	stderr   []byte
+	pid      int   // in-sandbox pid (= session id) the wrapper reported; 0 if unknown
+	ran      bool  // the wrapper's marker was seen: the command itself started
+	stopped  error // why the exec was cut short: ctx error or errOverflow; nil if it ended
+}
+
+var errOverflow = errors.New("output limit exceeded")
+
+// capBuffer is a bytes.Buffer that refuses to grow past max.
+type capBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (c *capBuffer) Write(p []byte) (int, error) {
+	if c.buf.Len()+len(p) > c.max {
+		return 0, errOverflow
+	}
+	return c.buf.Write(p)
+}
+
+// markerWriter strips the wrapper's pid marker from the front of stderr.
+type markerWriter struct {
+	next    *capBuffer
+	pending []byte
+	done    bool
+	pid     int
+}
+
+func (m *markerWriter) Write(p []byte) (int, error) {
+	if m.done {
+		return m.next.Write(p)
+	}
+	m.pending = append(m.pending, p...)
+	if len(m.pending) < len(markerPrefix) {
+		if !strings.HasPrefix(markerPrefix, string(m.pending)) {
+			return len(p), m.flush(m.pending)
+		}
+		return len(p), nil
+	}
+	if !bytes.HasPrefix(m.pending, []byte(markerPrefix)) {
+		return len(p), m.flush(m.pending)
+	}
+	rest := m.pending[len(markerPrefix):]
+	end := bytes.IndexByte(rest, '\x1e')
+	if end < 0 {
+		if len(rest) > 20 {
+			return len(p), m.flush(m.pending)
+		}
+		return len(p), nil
+	}
+	if pid, err := strconv.Atoi(string(rest[:end])); err == nil {
+		m.pid = pid
+	}
+	return len(p), m.flush(rest[end+1:])
+}
+
+func (m *markerWriter) flush(b []byte) error {
+	m.done = true
+	m.pending = nil
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := m.next.Write(b)
+	return err
+}
+
+// exec runs one command and collects its output. API failures are returned as
+// errors; a ctx that ends first or an output overflow is reported in
+// execResult.stopped, with the exec's processes left for the caller to kill.
+func (s *sandbox) exec(ctx context.Context, cmd []string, stdin []byte, env []string, workdir string, wrap bool) (execResult, error) {
+	// The container's death cancels every call of the exec: the daemon does
+	// not always end an exec's stream, or answer about it, when the
+	// container dies under it (gVisor).
+	dctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if died := s.b.events.died(s.id); died != nil {
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-died:
+				cancel(errContainerDied)
+			case <-stop:
+			}
+		}()
+	}
+	res, err := s.execIn(dctx, cmd, stdin, env, workdir, wrap)
+	if (err != nil || res.stopped != nil) && errors.Is(context.Cause(dctx), errContainerDied) && ctx.Err() == nil {
+		return res, fmt.Errorf("exec: container %s: %w", short(s.id), errContainerDied)
+	}
+	return res, err
+}
+
+var errContainerDied = errors.New("the container is not running")
+
+func (s *sandbox) execIn(ctx context.Context, cmd []string, stdin []byte, env []string, workdir string, wrap bool) (execResult, error) {
+	var res execResult
+	if wrap {
+		cmd = append([]string{"/bin/sh", "-c", wrapperScript, "sandboxio"}, cmd...)
+	}
+	cli := s.b.cli
+	cr, err := cli.ContainerExecCreate(ctx, s.id, container.ExecOptions{
+		AttachStdin: stdin != nil, AttachStdout: true, AttachStderr: true,
+		Env: env, WorkingDir: workdir, Cmd: cmd,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			res.stopped = ctx.Err()
+			return res, nil
+		}
+		return res, fmt.Errorf("exec create: %w", err)
+	}
+	hj, err := cli.ContainerExecAttach(ctx, cr.ID, container.ExecAttachOptions{})
+	if err != nil {
+		if ctx.Err() != nil {
+			res.stopped = ctx.Err()
+			return res, nil
+		}
+		return res, fmt.Errorf("exec start: %w", err)
+	}
+	defer hj.Close()
+
+	stdout := &capBuffer{max: maxOutput}
+	errBuf := &capBuffer{max: maxOutput}
+	stderr := &markerWriter{next: errBuf, done: !wrap}
+	copied := make(chan error, 1)
+	go func() {
+		if stdin != nil {
+			go func() {
+				_, _ = hj.Conn.Write(stdin)
+				_ = hj.CloseWrite()
+			}()
+		}
+		_, err := stdcopy.StdCopy(stdout, stderr, hj.Reader)
+		copied <- err
+	}()
+	collect := func() {
+		res.stdout, res.stderr = stdout.buf.Bytes(), errBuf.buf.Bytes()
+		res.pid, res.ran = stderr.pid, stderr.pid != 0
+	}
+
+	select {
+	case err := <-copied:
+		if errors.Is(err, errOverflow) {
+			hj.Close()
+			collect()
+			res.stopped = errOverflow
+			return res, nil
+		}
+	case <-ctx.Done():
+		// Closing the connection ends the copy; the exec's processes keep
+		// running until the caller kills them.
+		hj.Close()
+		if err := <-copied; err != nil { // ends with the closed connection
+			tracef("exec stream after %v: %v", ctx.Err(), err)
+		}
+		collect()
+		res.stopped = ctx.Err()
+		return res, nil
+	}
+	collect()
+
+	// The stream ends when the last holder of the exec's stdout and stderr
+	// closes them; the daemon may take a moment more to record the exit.
+	// When the whole sandbox died under the exec (gVisor's sentry killed
+	// for memory), the daemon keeps reporting the exec as running, so after
+	// a while the container itself is asked.
+	streamEnd := time.Now()
+	for {
+		ins, err := cli.ContainerExecInspect(ctx, cr.ID)
+		if err != nil {
+			if ctx.Err() != nil {
+				res.stopped = ctx.Err()
+				return res, nil
+			}
+			return res, fmt.Errorf("exec inspect: %w", err)
+		}
+		if !ins.Running {
+			res.exitCode = ins.ExitCode
+			return res, nil
+		}
+		wait := 2 * time.Millisecond
+		if time.Since(streamEnd) > 100*time.Millisecond {
+			c, err := cli.ContainerInspect(ctx, s.id)
+			switch {
+			case cerrdefs.IsNotFound(err):
+				return res, fmt.Errorf("exec inspect: %w", err)
+			case err == nil && c.State != nil && !c.State.Running:
+				return res, fmt.Errorf("exec inspect: container %s is not running", short(s.id))
+			}
+			wait = 50 * time.Millisecond
+		}
+		select {
+		case <-ctx.Done():
+			res.stopped = ctx.Err()
+			return res, nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// probeResult is the parsed output of probeScript.
+type probeResult struct {
+	left, procs     int
+	pidsMax, oomKil int64 // -1 where not visible
+}
+
+// probe runs probeScript. With sid > 0 it counts that session's processes,
+// and with kill first kills them. Its errors say why it could not run: the
+// container is gone, or no process could be started (isExhausted).
+func (s *sandbox) probe(ctx context.Context, sid int, kill bool) (probeResult, error) {
+	arg, mode := "", ""
+	if sid > 0 {
+		arg = strconv.Itoa(sid)
+	}
+	if kill {
+		mode = "kill"
+	}
+	res, err := s.exec(ctx, []string{"/bin/sh", "-c", probeScript, "sandboxio-probe", arg, mode}, nil, nil, "/", false)
+	if err != nil {
+		return probeResult{}, err
+	}
+	if res.stopped != nil {
+		return probeResult{}, fmt.Errorf("probe: %w", res.stopped)
+	}
+	out := string(res.stdout)
+	i := strings.LastIndex(out, "sandboxio-probe ")
+	if i < 0 {
+		// The daemon writes an exec it could not start into the stream.
+		return probeResult{}, fmt.Errorf("probe: exit %d: %s", res.exitCode, strings.TrimSpace(out+" "+string(res.stderr)))
+	}
+	pr := probeResult{pidsMax: -1, oomKil: -1}
+	for _, f := range strings.Fields(out[i:]) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil:
+		case k == "left":
+			pr.left = int(n)
+		case k == "procs":
+			pr.procs = int(n)
+		case k == "pids_max":
+			pr.pidsMax = n
+		case k == "oom_kill":
+			pr.oomKil = n
+		}
+	}
+	return pr, nil
+}
+
+// isExhausted recognizes the runtime failing to start a process because the
+// sandbox is at its process ceiling: runc reports the cgroup's EAGAIN,
+// gVisor's RLIMIT_NPROC "try again". These come from the daemon, not from the
+// sandboxed code.
+func isExhausted(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := strings.ToLower(err.Error())
+	return strings.Contains(s, "resource temporarily unavailable") || strings.Contains(s, "try again") ||
+		strings.Contains(s, "cannot allocate memory") && strings.Contains(s, "fork")
+}
+
+// isContainerGone recognizes an API error meaning the container no longer
+// runs: removed (lifetime over, killed, reaped) or stopped.
+func isContainerGone(err error) bool {
+	if err == nil {
+		return false
+	}
+	if cerrdefs.IsNotFound(err) || errors.Is(err, errContainerDied) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "is not running") || strings.Contains(s, "No such container") ||
+		strings.Contains(s, "No such exec") || strings.Contains(s, "is paused") ||
+		strings.Contains(s, "marked for removal") || strings.Contains(s, "is restarting") ||
+		strings.Contains(s, "stopped state") || strings.Contains(s, "state stopped") || strings.Contains(s, "deleted state")
+}

@@ -1,0 +1,286 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// These tests measure time or fill the sandbox on purpose, so they do not
+// run in parallel with each other.
+
+// countScript counts live processes other than itself whose command line contains s, with shell
+// builtins only (no fork needed).
+const countScript = `n=0; for d in /proc/[0-9]*; do [ "$d" = /proc/$$ ] && continue; c=; read -r c 2>/dev/null <"$d/cmdline" || true; case "$c" in *"$1"*) n=$((n+1));; esac; done; echo $n`
+
+func countProcs(t *testing.T, sb *sandbox, marker string) int {
+	t.Helper()
+	res, err := sb.Run(context.Background(), []string{"sh", "-c", countScript, "count", marker}, backends.RunOptions{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("count processes: %v", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout)))
+	if err != nil {
+		t.Fatalf("count processes: %q", res.Stdout)
+	}
+	return n
+}
+
+func TestExecTimeout(t *testing.T) {
+	for _, rt := range runtimes {
+		t.Run(rt, func(t *testing.T) {
+			needRuntime(t, rt)
+			sb := open(t, newTestBackend(t), testSpec(t, withRuntime(rt)))
+			// The counter sees a live process (so that zero below means gone).
+			sh(t, sb, "sleep 4242 >/dev/null 2>&1 &")
+			if n := countProcs(t, sb, "4242"); n != 1 {
+				t.Fatalf("counted %d background sleeps, want 1", n)
+			}
+			const limit = 1500 * time.Millisecond
+			start := time.Now()
+			// A process tree: a background child and a foreground one, both
+			// marked so that the test can look for them afterwards. Output is
+			// printed first: it must not come back as a result.
+			res, err := sb.Run(context.Background(), []string{"sh", "-c", "echo partial; sleep 3131 & sleep 3132"}, backends.RunOptions{Timeout: limit})
+			took := time.Since(start)
+			wantClass(t, err, model.ExecutionTimeout, "")
+			if took < limit || took > limit+time.Second {
+				t.Fatalf("ExecutionTimeout after %s, want within 1s of %s", took, limit)
+			}
+			if res.Stdout != nil || res.Stderr != nil || res.ExitCode != 0 {
+				t.Fatalf("partial output returned: %+v", res)
+			}
+			t.Logf("ExecutionTimeout %s after a %s limit", took-limit, limit)
+			if n := countProcs(t, sb, "313"); n != 0 {
+				t.Fatalf("%d of the command's processes survived the timeout", n)
+			}
+			// The sandbox's own timeout applies when the call sets none.
+			sb.callTimeout = time.Second
+			start = time.Now()
+			_, err = sb.Run(context.Background(), []string{"sleep", "3133"}, backends.RunOptions{})
+			wantClass(t, err, model.ExecutionTimeout, "")
+			if took := time.Since(start); took > 2*time.Second {
+				t.Fatalf("inherited timeout took %s", took)
+			}
+			sb.callTimeout = 60 * time.Second
+			if n := countProcs(t, sb, "313"); n != 0 {
+				t.Fatalf("%d processes survived the inherited timeout", n)
+			}
+		})
+	}
+}
+
+func TestLifetimeEndsSandbox(t *testing.T) {
+	needDocker(t)
+	t.Parallel()
+	b := newTestBackend(t)
+	sb := open(t, b, testSpec(t, func(s *model.Spec) { s.LifetimeSeconds = 3 }))
+	sh(t, sb, "true")
+	// A command running when the lifetime ends: SandboxGone, not a result.
+	start := time.Now()
+	_, err := sb.Run(context.Background(), []string{"sleep", "30"}, backends.RunOptions{})
+	wantClass(t, err, model.SandboxGone, "")
+	if took := time.Since(start); took > 4*time.Second {
+		t.Fatalf("SandboxGone after %s for a 3s lifetime", took)
+	}
+	// Daemon side: the container is gone, with no client action.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := b.cli.ContainerInspect(context.Background(), sb.id)
+		if cerrdefs.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("container still there after its lifetime: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, err = sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
+	wantClass(t, err, model.SandboxGone, "")
+}
+
+func TestLifetimeIsDaemonSide(t *testing.T) {
+	needDocker(t)
+	t.Parallel()
+	b := newTestBackend(t)
+	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, func(s *model.Spec) { s.LifetimeSeconds = 2 })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client forgets the sandbox entirely; the daemon still ends it.
+	id := sbi.ID()
+	time.Sleep(2 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := b.cli.ContainerInspect(context.Background(), id); cerrdefs.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			_ = b.removeContainer(context.Background(), id)
+			t.Fatal("container outlived its lifetime")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestCancellationMidRunLeavesNothing(t *testing.T) {
+	needDocker(t)
+	b := newTestBackend(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	sbi, err := b.Create(ctx, backends.CreateRequest{Spec: testSpec(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The scoped-helper pattern: close on every exit path, with the very
+	// context that was cancelled.
+	done := make(chan error, 1)
+	go func() {
+		defer func() { done <- sbi.Close(ctx) }()
+		_, err := sbi.Run(ctx, []string{"sleep", "30"}, backends.RunOptions{})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("run: want context.Canceled, got %v", err)
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("close after cancellation: %v", err)
+	}
+	if took := time.Since(start); took > model.TeardownGrace {
+		t.Fatalf("teardown took %s", took)
+	}
+	waitGone(t, b, map[string]string{"test": labelSafe(t.Name())}, 0)
+}
+
+func TestCancellationMidCreateLeavesNothing(t *testing.T) {
+	needRuntime(t, "runsc") // slow enough to cancel half-way
+	b := newTestBackend(t)
+	open(t, b, testSpec(t, withRuntime("runsc"), func(s *model.Spec) { s.Labels["case"] = "warm" })) // learn the image first
+	for _, after := range []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), after)
+		sb, err := b.Create(ctx, backends.CreateRequest{Spec: testSpec(t, withRuntime("runsc"), func(s *model.Spec) { s.Labels["case"] = "cancel" })})
+		cancel()
+		if err == nil {
+			_ = sb.Close(context.Background())
+			continue
+		}
+		if errors.Is(err, model.CreateTimeout) {
+			t.Fatalf("the caller's own deadline is not a CreateTimeout: %v", err)
+		}
+	}
+	waitGone(t, b, map[string]string{"test": labelSafe(t.Name()), "case": "cancel"}, 6*time.Second)
+}
+
+func TestCreateTimeout(t *testing.T) {
+	needRuntime(t, "runsc")
+	b := newTestBackend(t)
+	open(t, b, testSpec(t, withRuntime("runsc"), func(s *model.Spec) { s.Labels["case"] = "warm" }))
+	const limit = 100 * time.Millisecond
+	start := time.Now()
+	_, err := b.Create(context.Background(), backends.CreateRequest{Timeout: limit, Spec: testSpec(t, withRuntime("runsc"), func(s *model.Spec) {
+		s.Labels["case"] = "timeout"
+	})})
+	took := time.Since(start)
+	wantClass(t, err, model.CreateTimeout, "")
+	if took > limit+time.Second {
+		t.Fatalf("CreateTimeout after %s, want within 1s of %s", took, limit)
+	}
+	t.Logf("CreateTimeout %s after a %s limit", took-limit, limit)
+	waitGone(t, b, map[string]string{"test": labelSafe(t.Name()), "case": "timeout"}, 6*time.Second)
+}
+
+func TestMemoryHogInExec(t *testing.T) {
+	tracef = t.Logf
+	t.Cleanup(func() { tracef = func(string, ...any) {} })
+	for _, rt := range runtimes {
+		t.Run(rt, func(t *testing.T) {
+			needRuntime(t, rt)
+			sb := open(t, newTestBackend(t), testSpec(t, withRuntime(rt), func(s *model.Spec) { s.Resources.MemoryMB = 64 }))
+			sh(t, sb, "dd if=/dev/zero of=/dev/null bs=16M count=1") // well within the cap
+			// dd holds its whole block in memory: 200 MiB against a 64 MiB cap.
+			_, err := sb.Run(context.Background(), []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1"}, backends.RunOptions{})
+			wantClass(t, err, model.ResourceLimitExceeded, model.LimitMemory)
+			if rt == "runc" {
+				// Only the hog died; the sandbox goes on.
+				sh(t, sb, "true")
+			} else {
+				// gVisor's sentry is the cgroup's only process: the whole
+				// sandbox ends, and says so from then on.
+				_, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
+				wantClass(t, err, model.SandboxGone, "")
+			}
+		})
+	}
+}
+
+// forkBomb keeps forking until it is killed: every process loops, and one
+// whose fork fails exits, freeing a slot for another.
+const forkBomb = `b() { while :; do b & done; }; b`
+
+// spawnCount starts a monitor, then as many children as it can, each of
+// which holds a slot. The shell dies at its first refused fork; the monitor,
+// which needs no fork once it runs (shell builtins only), waits for that,
+// counts the live processes, notes the count and kills the whole process
+// group, itself included, so that the command ends.
+const spawnCount = `: >/tmp/spawned
+(while read -r st 2>/dev/null </proc/$$/stat; do st=${st##*) }; case $st in Z*) break;; esac; done
+ n=0; for d in /proc/[0-9]*; do n=$((n+1)); done; echo $n >/tmp/peak
+ kill -9 0) &
+i=0; while [ $i -lt 400 ]; do (echo >>/tmp/spawned; exec sleep 30) & i=$((i+1)); done; wait`
+
+func TestForkBomb(t *testing.T) {
+	tracef = t.Logf
+	t.Cleanup(func() { tracef = func(string, ...any) {} })
+	for _, rt := range runtimes {
+		t.Run(rt, func(t *testing.T) {
+			needRuntime(t, rt)
+			b := newTestBackend(t)
+			const pids = 64
+			sb := open(t, b, testSpec(t, withRuntime(rt), func(s *model.Spec) { s.Resources.Pids = pids }))
+
+			// Forks past the ceiling are refused, and that is reported.
+			_, err := sb.Run(context.Background(), []string{"sh", "-c", spawnCount}, backends.RunOptions{Timeout: 20 * time.Second})
+			wantClass(t, err, model.ResourceLimitExceeded, model.LimitPids)
+			n, _ := strconv.Atoi(sh(t, sb, "wc -l </tmp/spawned"))
+			peak, _ := strconv.Atoi(sh(t, sb, "cat /tmp/peak"))
+			if peak > pids || peak < pids-8 || n > pids {
+				t.Fatalf("%d children started, %d processes at the peak, under a ceiling of %d", n, peak, pids)
+			}
+			t.Logf("%d children started, %d processes at the peak, under pids=%d", n, peak, pids)
+
+			// A real fork bomb: reported as the pids limit, its processes
+			// stopped; the sandbox may be killed to stop them (and under
+			// gVisor, the host backstop may take the sandbox down first).
+			start := time.Now()
+			_, err = sb.Run(context.Background(), []string{"sh", "-c", forkBomb}, backends.RunOptions{Timeout: 3 * time.Second})
+			took := time.Since(start)
+			wantClass(t, err, model.ResourceLimitExceeded, model.LimitPids)
+			if took > 4*time.Second {
+				t.Fatalf("fork bomb stopped after %s", took)
+			}
+			t.Logf("fork bomb: %v (after %s)", err, took.Round(time.Millisecond))
+			if sb.usable() == nil {
+				// Nothing of the bomb is left running.
+				if n := countProcs(t, sb, "while :"); n != 0 {
+					t.Fatalf("%d fork bomb processes survived", n)
+				}
+			}
+			_ = sb.Close(context.Background())
+
+			// The host is fine: the next sandbox starts and runs.
+			next := open(t, b, testSpec(t, withRuntime(rt)))
+			if got := sh(t, next, "echo ok"); got != "ok" {
+				t.Fatalf("next sandbox: %q", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,173 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Reap removes sandboxio containers whose lifetime has passed or whose owner
+// process is gone (judged only for owners on this host; see ownerGone). A
+// container of this very process is never reaped for its owner.
+func (b *dockerBackend) Reap(ctx context.Context, opts backends.ReapOptions) ([]backends.Reaped, error) {
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	cs, err := b.list(ctx, opts.Labels)
+	if err != nil {
+		return nil, err
+	}
+	var out []backends.Reaped
+	var firstErr error
+	for _, c := range cs {
+		reason := ""
+		if t, err := time.Parse(time.RFC3339, c.Labels[labelExpires]); err == nil && now.After(t) {
+			reason = "expired"
+		} else if ownerGone(c.Labels, b.owner) {
+			reason = "owner gone"
+		}
+		if reason == "" {
+			continue
+		}
+		if !opts.DryRun {
+			if err := b.removeContainer(ctx, c.ID); err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+		}
+		out = append(out, backends.Reaped{Info: infoFromSummary(c), Reason: reason})
+	}
+	return out, firstErr
+}
+
+// The watcher is this package's Ryuk: a process that outlives its owner just
+// long enough to remove the owner's containers.
+const (
+	// reaperEnv, when set to an owner id, turns any binary that links this
+	// package into the watcher for that owner (see init).
+	reaperEnv = "SANDBOXIO_DOCKER_REAPER"
+	// reaperGraceEnv overrides the watcher's grace (a Go duration).
+	reaperGraceEnv = "SANDBOXIO_DOCKER_REAPER_GRACE"
+	// reaperLogEnv names a file the watcher logs to; by default it is silent.
+	reaperLogEnv = "SANDBOXIO_DOCKER_REAPER_LOG"
+	// defaultReaperGrace is how long the watcher waits after its owner is
+	// gone before sweeping: long enough for a create the owner had in flight
+	// to land on the daemon, so that the sweep sees it.
+	defaultReaperGrace = 2 * time.Second
+)
+
+// The package's init hands the process to the watcher before main runs, so
+// that the watcher can be the very binary that created the sandboxes (a
+// test binary, the CLI, the provider) with no separate executable or image.
+func init() {
+	if id := os.Getenv(reaperEnv); id != "" {
+		os.Exit(watcherMain(id))
+	}
+}
+
+var (
+	watcherOnce sync.Once
+	watcherErr  error
+	// watcherPipe is the write end the owner holds for its whole life and
+	// never writes to. It is close-on-exec, so children the owner starts do
+	// not keep the watcher waiting after the owner is gone. It is never read
+	// either: it only has to stay reachable, or its finalizer would close it
+	// and the watcher would reap the sandboxes of a live owner.
+	watcherPipe *os.File //nolint:unused // kept reachable on purpose, see above
+)
+
+// ensureWatcher starts the watcher for this process once. Failing to start it
+// does not stop a create: leftovers are then bounded by their lifetime and
+// Reap; the error is kept for tests and diagnostics.
+func ensureWatcher() {
+	watcherOnce.Do(func() { watcherErr = startWatcher(processOwner().ID) })
+}
+
+func startWatcher(ownerID string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("reaper: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("reaper pipe: %w", err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), reaperEnv+"="+ownerID)
+	cmd.ExtraFiles = []*os.File{r} // fd 3 in the watcher
+	// A session of its own: a signal to the owner's process group (Ctrl-C,
+	// a CI step's timeout) does not take the watcher with it. Its standard
+	// streams stay on /dev/null, so it never holds a pipe the owner's caller
+	// waits on (go test waits for every holder of the test's stdout).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		_ = r.Close()
+		_ = w.Close()
+		return fmt.Errorf("reaper start: %w", err)
+	}
+	_ = r.Close()
+	watcherPipe = w
+	go func() { _ = cmd.Wait() }()
+	return nil
+}
+
+// watcherMain waits for the owner to go, then removes the owner's containers.
+func watcherMain(ownerID string) int {
+	logf := func(string, ...any) {}
+	if p := os.Getenv(reaperLogEnv); p != "" {
+		if f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600); err == nil {
+			logf = func(format string, args ...any) {
+				fmt.Fprintf(f, time.Now().Format(time.RFC3339Nano)+" reaper "+ownerID+": "+format+"\n", args...)
+			}
+		}
+	}
+	grace := defaultReaperGrace
+	if d, err := time.ParseDuration(os.Getenv(reaperGraceEnv)); err == nil && d >= 0 {
+		grace = d
+	}
+	owner := os.NewFile(3, "owner")
+	if owner == nil {
+		logf("no owner pipe")
+		return 2
+	}
+	// Blocks until every write end is closed: the owner has exited, however.
+	_, _ = io.Copy(io.Discard, owner)
+	logf("owner gone; sweeping in %s", grace)
+	time.Sleep(grace)
+
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		logf("client: %v", err)
+		return 1
+	}
+	defer cli.Close()
+	b := &dockerBackend{cli: cli, cfg: config{teardownGrace: model.TeardownGrace}}
+	// A second sweep catches a create that landed after the first.
+	for i, wait := range []time.Duration{0, 3 * time.Second} {
+		time.Sleep(wait)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cs, err := b.list(ctx, map[string]string{labelOwner: ownerID})
+		if err != nil {
+			logf("sweep %d: %v", i, err)
+		}
+		for _, c := range cs {
+			err := b.removeContainer(ctx, c.ID)
+			logf("sweep %d: removed %s: %v", i, c.ID[:12], err)
+		}
+		cancel()
+	}
+	return 0
+}

@@ -1,0 +1,584 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Budgets of the clean-up after a timeout. Together they stay well inside the
+// one second within which a timeout must be reported.
+const (
+	killBudget      = 500 * time.Millisecond // the in-sandbox killer
+	ceilingBudget   = 150 * time.Millisecond // asking whether the pids cgroup is full
+	hardKillBudget  = 300 * time.Millisecond // killing the whole container instead
+	inspectBudget   = 2 * time.Second        // looking closer at a command that failed
+	oomEventLatency = 300 * time.Millisecond // how long an OOM event may trail the exit
+)
+
+// tracef traces the classification of commands; tests set it.
+var tracef = func(string, ...any) {}
+
+type sandbox struct {
+	b           *dockerBackend
+	id, name    string
+	runtime     string
+	tier        model.Tier
+	caps        model.Caps
+	callTimeout time.Duration
+	created     time.Time
+	expires     time.Time
+	labels      map[string]string
+	secrets     []string // NAME=value, passed to each exec only
+	shell       bool
+	onWarning   func(model.Warning)
+	diskCap     string
+	pidsCap     string
+
+	mu      sync.Mutex
+	gone    error // set once the sandbox is known gone
+	lastOOM int64 // memory cgroup oom_kill count already attributed
+	lastMax int64 // pids cgroup "max" event count already attributed
+	oomSeen int   // daemon OOM events already attributed to a command
+}
+
+// String and GoString keep secrets out of any formatted output.
+func (s *sandbox) String() string   { return "docker sandbox " + s.id }
+func (s *sandbox) GoString() string { return s.String() }
+
+func (s *sandbox) ID() string { return s.id }
+
+// Info describes the sandbox as of its last operation; it makes no API call.
+func (s *sandbox) Info() backends.Info {
+	s.mu.Lock()
+	gone := s.gone != nil
+	s.mu.Unlock()
+	return backends.Info{
+		ID:              s.id,
+		Backend:         Name,
+		Tier:            s.tier,
+		Labels:          maps.Clone(s.labels),
+		Created:         s.created,
+		Expires:         s.expires,
+		DiskCapStrategy: s.diskCap,
+		PidsCapStrategy: s.pidsCap,
+		Running:         !gone && time.Now().Before(s.expires),
+	}
+}
+
+func (s *sandbox) goneError(why string) *model.Error {
+	return &model.Error{Class: model.SandboxGone, Message: fmt.Sprintf("sandbox %s is gone: %s", short(s.id), why),
+		Fix: "open a new sandbox; raise lifetime_seconds if it expired while in use"}
+}
+
+func (s *sandbox) markGone(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone == nil {
+		s.gone = err
+	}
+}
+
+func (s *sandbox) expired() bool { return !time.Now().Before(s.expires) }
+
+func (s *sandbox) expiredError() *model.Error {
+	return s.goneError(fmt.Sprintf("its lifetime ended at %s", s.expires.UTC().Format(time.RFC3339)))
+}
+
+// usable refuses a sandbox known to be gone without asking the daemon.
+func (s *sandbox) usable() error {
+	s.mu.Lock()
+	g := s.gone
+	s.mu.Unlock()
+	if g != nil {
+		return g
+	}
+	if s.expired() {
+		err := s.expiredError()
+		s.markGone(err)
+		return err
+	}
+	return nil
+}
+
+func (s *sandbox) execEnv(extra map[string]string) []string {
+	env := make([]string, 0, len(extra)+len(s.secrets))
+	for _, k := range sortedKeys(extra) {
+		env = append(env, k+"="+extra[k])
+	}
+	return append(env, s.secrets...)
+}
+
+// Run runs a command to completion within its timeout.
+func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOptions) (backends.Result, error) {
+	if len(cmd) == 0 {
+		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Message: "empty command", Fix: "pass the command and its arguments"}
+	}
+	for k := range opts.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "env",
+				Message: fmt.Sprintf("%q is not an environment variable name", k), Fix: "use names without '=' or NUL"}
+		}
+	}
+	return s.run(ctx, cmd, opts.Stdin, s.execEnv(opts.Env), opts.Workdir, opts.Timeout)
+}
+
+func (s *sandbox) run(ctx context.Context, cmd []string, stdin []byte, env []string, workdir string, timeout time.Duration) (backends.Result, error) {
+	if err := s.usable(); err != nil {
+		return backends.Result{}, err
+	}
+	if ctx.Err() != nil {
+		return backends.Result{}, fmt.Errorf("exec: %w", ctx.Err())
+	}
+	timeout = model.EffectiveTimeout(timeout, s.callTimeout)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	started := time.Now()
+	res, err := s.exec(rctx, cmd, stdin, env, workdir, s.shell)
+	elapsed := time.Since(started)
+	if err != nil {
+		return backends.Result{}, s.execFailed(ctx, err, started, res.stderr)
+	}
+	if res.stopped != nil {
+		return backends.Result{}, s.interrupted(ctx, res, timeout, started)
+	}
+	return s.completed(ctx, res, started, elapsed)
+}
+
+// execFailed explains an exec the daemon could not create or start.
+func (s *sandbox) execFailed(ctx context.Context, err error, started time.Time, stderr []byte) error {
+	tracef("exec failed after %s: %v", time.Since(started), err)
+	switch {
+	case isContainerGone(err):
+		return s.died(ctx, started, err, stderr, false)
+	case isExhausted(err):
+		return s.pidsError("no process could be started: the sandbox is at its process ceiling", err)
+	}
+	return err
+}
+
+// died explains a container found gone in the middle of a command: an OOM
+// kill of the whole sandbox (gVisor), its lifetime, or a kill. stderr is what
+// the command printed, if anything; oom says an OOM kill was already seen.
+func (s *sandbox) died(ctx context.Context, started time.Time, cause error, stderr []byte, oom bool) error {
+	tracef("died after %s: %v", time.Since(started), cause)
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectBudget)
+	defer cancel()
+	// Events arrive in order: once the die event is in, so is any OOM
+	// event before it, and there is nothing to wait for.
+	wait := oomEventLatency
+	select {
+	case <-s.b.events.died(s.id):
+		wait = 0
+	default:
+	}
+	if !oom {
+		oom = s.takeOOM(ictx, wait)
+	}
+	if !oom {
+		if ins, err := s.b.cli.ContainerInspect(ictx, s.id); err == nil && ins.State != nil && ins.State.OOMKilled {
+			oom = true
+		}
+	}
+	var gone *model.Error
+	switch {
+	case s.expired():
+		gone = s.expiredError()
+	default:
+		gone = s.goneError("it ended during the command")
+	}
+	gone.Err = cause
+	s.markGone(gone)
+	s.b.events.forget(s.id)
+	switch {
+	case oom:
+		return s.memoryError("the sandbox was killed for running out of memory", gone)
+	case s.tier == model.TierGVisor && forkRefused(stderr):
+		// A fork bomb that reaches the host backstop takes gVisor down
+		// with it; what it printed on the way is the evidence.
+		return s.pidsError("the sandbox died filling its process ceiling", gone)
+	}
+	return gone
+}
+
+// running asks the daemon whether the container still runs.
+func (s *sandbox) running(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, inspectBudget)
+	defer cancel()
+	ins, err := s.b.cli.ContainerInspect(ctx, s.id)
+	return err == nil && ins.State != nil && ins.State.Running
+}
+
+// atCeiling asks the daemon whether the container's pids cgroup is full
+// right now. That is the evidence that still works when no process can be
+// started inside (runc then blocks new execs until a slot frees up). Under
+// gVisor the host cgroup holds gVisor's own threads, so this says nothing
+// there: the guest ceiling shows as "try again" from the runtime instead.
+func (s *sandbox) atCeiling(ctx context.Context) bool {
+	if s.tier == model.TierGVisor {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, inspectBudget)
+	defer cancel()
+	st, err := s.b.cli.ContainerStatsOneShot(ctx, s.id)
+	if err != nil {
+		return false
+	}
+	defer st.Body.Close()
+	var v container.StatsResponse
+	if err := json.NewDecoder(st.Body).Decode(&v); err != nil {
+		return false
+	}
+	// The exec being set up may hold a slot of its own.
+	return v.PidsStats.Limit > 0 && v.PidsStats.Current+2 >= v.PidsStats.Limit
+}
+
+func (s *sandbox) memoryError(msg string, cause error) error {
+	return &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitMemory,
+		Message: fmt.Sprintf("%s (memory_mb = %d, swap included)", msg, s.caps.MemoryMB),
+		Fix:     "raise memory_mb, or make the code use less memory", Err: cause}
+}
+
+func (s *sandbox) pidsError(msg string, cause error) error {
+	return &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitPids,
+		Message: fmt.Sprintf("%s (pids = %d)", msg, s.caps.Pids),
+		Fix:     "raise pids, or make the code start fewer processes", Err: cause}
+}
+
+// interrupted ends an exec cut short by its timeout, the caller's context or
+// an output overflow: its processes are killed first, then the error says
+// which. No output is returned.
+func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.Duration, started time.Time) error {
+	tracef("interrupted after %s: %v (pid %d)", time.Since(started), res.stopped, res.pid)
+	st := s.stopSession(ctx, res.pid, killBudget)
+	tracef("session stopped after %s: %+v", time.Since(started), st)
+
+	var cause error
+	switch {
+	case errors.Is(res.stopped, errOverflow):
+		cause = fmt.Errorf("exec: the command printed more than %d bytes on one stream and was stopped", maxOutput)
+	case ctx.Err() != nil:
+		cause = fmt.Errorf("exec: %w", ctx.Err())
+	case s.expired():
+		cause = s.expiredError()
+	default:
+		cause = &model.Error{Class: model.ExecutionTimeout,
+			Message: fmt.Sprintf("the command did not finish within %s; its processes were killed", timeout),
+			Fix:     "raise timeout_seconds, or pass a longer timeout to this call"}
+	}
+	switch {
+	case st.gone:
+		return s.died(ctx, started, cause, res.stderr, false)
+	case st.full:
+		return s.pidsError("the command filled the process ceiling and was stopped by killing the sandbox", cause)
+	case !st.hard && s.pidsHit(st.probe):
+		return s.pidsError("the command hit the process ceiling", cause)
+	}
+	return cause
+}
+
+// stopped is what stopSession did.
+type stopped struct {
+	probe probeResult
+	err   error // why the processes could not be killed from inside
+	gone  bool  // the container was already gone
+	full  bool  // the sandbox was at its process ceiling
+	hard  bool  // the whole sandbox was killed instead
+}
+
+// stopSession kills the processes of a command's session from inside the
+// sandbox. When that cannot be done (no shell, session unknown, no room to
+// start the killer, or processes that will not die), it kills the whole
+// sandbox rather than leave them running. It is bounded by budget plus
+// ceilingBudget and hardKillBudget, and survives the caller's cancellation.
+func (s *sandbox) stopSession(ctx context.Context, pid int, budget time.Duration) stopped {
+	var st stopped
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
+	if pid > 0 {
+		st.probe, st.err = s.probe(kctx, pid, true)
+	} else {
+		st.err = errors.New("the command's session is unknown")
+	}
+	cancel()
+	if st.err == nil && st.probe.left == 0 {
+		return st
+	}
+	if isContainerGone(st.err) {
+		st.gone = true
+		return st
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ceilingBudget)
+	st.full = isExhausted(st.err) || s.atCeiling(cctx)
+	cancel()
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardKillBudget)
+	_ = s.b.cli.ContainerKill(hctx, s.id, "KILL")
+	cancel()
+	s.markGone(s.goneError("it was killed because a command's processes could not be stopped one by one"))
+	st.hard = true
+	return st
+}
+
+// pidsHit reports whether the probe shows the process ceiling reached since
+// the last look: a new "max" event in the pids cgroup (runc), or, where that
+// counter is not visible (gVisor counts RLIMIT_NPROC failures nowhere), the
+// sandbox being full right now.
+func (s *sandbox) pidsHit(pr probeResult) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pr.pidsMax >= 0 {
+		hit := pr.pidsMax > s.lastMax
+		s.lastMax = pr.pidsMax
+		return hit
+	}
+	return int64(pr.procs)+1 >= s.caps.Pids
+}
+
+// takeOOM reports whether the daemon has reported an OOM kill in the sandbox
+// that no earlier command was blamed for, waiting up to d for one, and marks
+// it as accounted for.
+func (s *sandbox) takeOOM(ctx context.Context, d time.Duration) bool {
+	s.mu.Lock()
+	want := s.oomSeen + 1
+	s.mu.Unlock()
+	if s.b.events.count(s.id) < want && (d <= 0 || !s.b.events.wait(ctx, s.id, s.created, want, d)) {
+		return false
+	}
+	n := s.b.events.count(s.id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= s.oomSeen {
+		return false
+	}
+	s.oomSeen = n
+	return true
+}
+
+func (s *sandbox) oomHit(pr probeResult) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pr.oomKil < 0 {
+		return false
+	}
+	hit := pr.oomKil > s.lastOOM
+	s.lastOOM = pr.oomKil
+	return hit
+}
+
+// completed classifies a command that ended. A clean exit with no OOM event
+// is the fast path, with no further API call. Anything else is looked at
+// from inside the sandbox so that a cap that was hit is reported as such; a
+// command that hit a cap has whatever it left running stopped.
+func (s *sandbox) completed(ctx context.Context, res execResult, started time.Time, elapsed time.Duration) (backends.Result, error) {
+	result := backends.Result{ExitCode: res.exitCode, Stdout: res.stdout, Stderr: res.stderr, Duration: elapsed}
+	tracef("completed after %s: exit %d (pid %d)", elapsed, res.exitCode, res.pid)
+	oom := s.takeOOM(ctx, 0)
+	if res.exitCode == 0 && !oom {
+		return result, nil
+	}
+	if !res.ran && s.shell && isExhausted(errors.New(string(res.stdout))) {
+		// The wrapper never ran: the daemon wrote why into the stream.
+		return backends.Result{}, s.pidsError("no process could be started: the sandbox is at its process ceiling", nil)
+	}
+	if s.expired() {
+		// Killed as the lifetime ran out: the container ends a moment after
+		// the expiry this client computed, never before.
+		return backends.Result{}, s.died(ctx, started, nil, res.stderr, oom)
+	}
+	// A command that hit a cap is over: what it left running is stopped. No
+	// timeout is running here, so the killer gets a generous budget.
+	sessionLeft := -1 // unknown
+	capErr := func(err error) (backends.Result, error) {
+		if sessionLeft == 0 {
+			return backends.Result{}, err
+		}
+		if st := s.stopSession(ctx, res.pid, inspectBudget); st.gone {
+			s.markGone(s.goneError("it ended during the command"))
+			s.b.events.forget(s.id)
+		}
+		return backends.Result{}, err
+	}
+
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectBudget)
+	defer cancel()
+	if s.atCeiling(ictx) {
+		// Checked first: runc blocks new processes, the probe included, in
+		// a full sandbox.
+		return capErr(s.pidsError("the command left the sandbox at its process ceiling", nil))
+	}
+	pr, perr := s.probe(ictx, res.pid, false)
+	tracef("probe after %s: %+v %v", time.Since(started), pr, perr)
+	if perr == nil && res.pid > 0 {
+		sessionLeft = pr.left
+	}
+	switch {
+	case isContainerGone(perr):
+		return backends.Result{}, s.died(ctx, started, nil, res.stderr, oom)
+	case isExhausted(perr):
+		return capErr(s.pidsError("the command left the sandbox at its process ceiling", nil))
+	case perr != nil && !s.running(context.WithoutCancel(ctx)):
+		return backends.Result{}, s.died(ctx, started, perr, res.stderr, oom)
+	}
+	if perr == nil && s.oomHit(pr) {
+		oom = true
+		// Consume the daemon's event for this kill too, so that it is not
+		// blamed on the next command when it arrives.
+		s.takeOOM(ictx, oomEventLatency)
+	}
+	if !oom && res.exitCode == 137 {
+		// SIGKILL: where the cgroup counter is not visible, the daemon's OOM
+		// event is the evidence; it may trail the exit a little.
+		oom = s.takeOOM(ictx, oomEventLatency)
+	}
+	switch {
+	case oom:
+		return capErr(s.memoryError("a process in the sandbox was killed for running out of memory", nil))
+	case perr == nil && s.pidsHit(pr):
+		return capErr(s.pidsError("a process in the sandbox could not fork: the process ceiling was reached", nil))
+	case s.tier == model.TierGVisor && res.exitCode != 0 && forkRefused(res.stderr):
+		// gVisor counts refused forks nowhere; the command's own report of
+		// EAGAIN from fork is the only evidence there is.
+		return capErr(s.pidsError("a process in the sandbox could not fork (RLIMIT_NPROC)", nil))
+	case res.exitCode != 0 && bytes.Contains(res.stderr, []byte("No space left on device")):
+		return capErr(&model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitDisk,
+			Message: fmt.Sprintf("a write failed with no space left (disk_mb = %d; %s)", s.caps.DiskMB, s.diskCap),
+			Fix:     "raise disk_mb, or write less"})
+	}
+	return result, nil
+}
+
+// forkRefused recognizes the messages shells and runtimes print when fork or
+// thread creation fails with EAGAIN.
+func forkRefused(stderr []byte) bool {
+	s := strings.ToLower(string(stderr))
+	if strings.Contains(s, "can't fork") || strings.Contains(s, "cannot fork") || strings.Contains(s, "fork: retry") {
+		return true
+	}
+	forkish := strings.Contains(s, "fork") || strings.Contains(s, "clone") || strings.Contains(s, "thread")
+	again := strings.Contains(s, "resource temporarily unavailable") || strings.Contains(s, "errno=11") || strings.Contains(s, "eagain")
+	return forkish && again
+}
+
+// interpreters maps RunCode languages to a command that reads the program
+// from standard input.
+var interpreters = map[string][]string{
+	"python":     {"python3", "-"},
+	"python3":    {"python3", "-"},
+	"sh":         {"sh", "-s"},
+	"shell":      {"sh", "-s"},
+	"bash":       {"bash", "-s"},
+	"node":       {"node", "-"},
+	"javascript": {"node", "-"},
+	"js":         {"node", "-"},
+	"ruby":       {"ruby", "-"},
+}
+
+var codeExt = map[string]string{"python3": ".py", "sh": ".sh", "bash": ".sh", "node": ".js", "ruby": ".rb"}
+
+// RunCode runs a program in an interpreter of the image. The program goes on
+// standard input, so it is never limited by argument size or visible in the
+// process list; when the caller needs standard input for the program's own
+// use, the program is uploaded to a file under /tmp instead.
+func (s *sandbox) RunCode(ctx context.Context, lang string, code string, opts backends.RunOptions) (backends.Result, error) {
+	argv, ok := interpreters[strings.ToLower(lang)]
+	if !ok {
+		langs := slices.Sorted(maps.Keys(interpreters))
+		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "lang",
+			Message: fmt.Sprintf("language %q is not supported", lang), Fix: "use one of " + strings.Join(langs, ", ")}
+	}
+	if opts.Stdin == nil {
+		opts.Stdin = []byte(code)
+		return s.Run(ctx, argv, opts)
+	}
+	file := "/tmp/sandboxio-code-" + randomHex(6) + codeExt[argv[0]]
+	if err := s.Upload(ctx, file, []byte(code), 0o600); err != nil {
+		return backends.Result{}, err
+	}
+	return s.Run(ctx, []string{argv[0], file}, opts)
+}
+
+// uploadScript writes standard input to $1 with mode $2, creating the
+// directory. It runs inside the sandbox so that the write lands where the
+// sandbox sees it (tmpfs mounts are invisible to the daemon's copy API) and
+// counts against the disk cap.
+const uploadScript = `d=${1%/*}; if [ -n "$d" ]; then mkdir -p "$d" || exit 1; fi; cat >"$1" && chmod "$2" "$1"`
+
+// Upload writes a file into the sandbox, within the sandbox's timeout.
+func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int64) error {
+	if !path.IsAbs(p) || strings.HasSuffix(p, "/") {
+		return &model.Error{Class: model.ConfigurationError, Attribute: "path",
+			Message: fmt.Sprintf("%q is not an absolute file path", p), Fix: "upload to an absolute path such as /work/data.csv"}
+	}
+	if !s.shell {
+		return &model.Error{Class: model.CapabilityNotSupported, Attribute: "image",
+			Message: "upload needs /bin/sh and cat in the image", Fix: "use an image with a shell, or bake the files into the image"}
+	}
+	if mode <= 0 {
+		mode = 0o644
+	}
+	if content == nil {
+		content = []byte{}
+	}
+	res, err := s.run(ctx, []string{"/bin/sh", "-c", uploadScript, "sandboxio-upload", path.Clean(p), fmt.Sprintf("%o", mode&0o7777)},
+		content, nil, "/", 0)
+	if err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("upload: %s", strings.TrimSpace(string(res.Stderr)))
+	}
+	return nil
+}
+
+// Kill removes the sandbox. It is idempotent: a sandbox already gone, by
+// Kill, lifetime or reaper, is success.
+func (s *sandbox) Kill(ctx context.Context) error {
+	s.markGone(s.goneError("it was killed"))
+	if err := s.b.removeContainer(ctx, s.id); err != nil {
+		return err
+	}
+	s.b.events.forget(s.id)
+	return nil
+}
+
+// Close kills the sandbox in a scope shielded from ctx's cancellation and
+// bounded by the teardown grace; past the grace it warns with the sandbox's
+// id and labels so that it can be found and reaped.
+func (s *sandbox) Close(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.cfg.teardownGrace)
+	defer cancel()
+	err := s.Kill(sctx)
+	if err == nil {
+		return nil
+	}
+	w := model.Warning{
+		Class:     model.OrphanedSandboxWarning,
+		Message:   fmt.Sprintf("the sandbox could not be confirmed removed within the teardown grace of %s", s.b.cfg.teardownGrace),
+		Fix:       "run `sandboxio reap`, or remove the container carrying these labels; its lifetime ends it at " + s.expires.UTC().Format(time.RFC3339),
+		SandboxID: s.id,
+		Labels:    maps.Clone(s.labels),
+	}
+	if s.onWarning != nil {
+		s.onWarning(w)
+	}
+	return &backends.OrphanedError{Warning: w, Err: err}
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

@@ -1,0 +1,174 @@
+package docker
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/client"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// unreachableBackend talks to a socket that does not exist: any API call
+// fails with a connection error, so a refusal of the right class proves the
+// request was refused before the first API call.
+func unreachableBackend(t *testing.T) *dockerBackend {
+	cli, err := client.NewClientWithOpts(client.WithHost("unix:///nonexistent/sandboxio-test.sock"), client.WithVersion("1.41"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &dockerBackend{cli: cli, cfg: config{diskStrategy: DiskAuto, teardownGrace: model.TeardownGrace}, owner: processOwner(), images: map[string]imageFacts{}}
+	b.events = newEventWatch(cli)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func TestRefusedBeforeAnyAPICall(t *testing.T) {
+	b := unreachableBackend(t)
+	cases := []struct {
+		name  string
+		mod   func(*model.Spec)
+		req   func(*backends.CreateRequest)
+		class model.ErrorClass
+		attr  string
+	}{
+		{"allow list on docker", func(s *model.Spec) { s.Network.Allow = []string{"151.101.0.0/16"} }, nil, model.CapabilityNotSupported, "network.allow"},
+		{"allow list with open egress", func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: "allow", Allow: []string{"10.0.0.0/8"}} }, nil, model.CapabilityNotSupported, "network.allow"},
+		{"learn mode", func(s *model.Spec) { s.Network.Egress = model.EgressLearn }, nil, model.CapabilityNotSupported, "network.egress"},
+		{"unknown egress", func(s *model.Spec) { s.Network.Egress = "block" }, nil, model.ConfigurationError, "network.egress"},
+		{"zero memory", func(s *model.Spec) { s.Resources.MemoryMB = 0 }, nil, model.ConfigurationError, "resources.memory_mb"},
+		{"negative pids", func(s *model.Spec) { s.Resources.Pids = -1 }, nil, model.ConfigurationError, "resources.pids"},
+		{"zero disk", func(s *model.Spec) { s.Resources.DiskMB = 0 }, nil, model.ConfigurationError, "resources.disk_mb"},
+		{"zero cpu", func(s *model.Spec) { s.Resources.CPU = 0 }, nil, model.ConfigurationError, "resources.cpu"},
+		{"pids above ceiling", func(s *model.Spec) { s.Resources.Pids = 1 << 20 }, nil, model.CapabilityNotSupported, "resources.pids"},
+		{"negative timeout", func(s *model.Spec) { s.TimeoutSeconds = -1 }, nil, model.ConfigurationError, "timeout_seconds"},
+		{"negative lifetime", func(s *model.Spec) { s.LifetimeSeconds = -5 }, nil, model.ConfigurationError, "lifetime_seconds"},
+		{"require UNKNOWN", func(s *model.Spec) { s.RequireIsolation = model.TierUnknown }, nil, model.ConfigurationError, "require_isolation"},
+		{"require GVISOR on runc", func(s *model.Spec) { s.RequireIsolation = model.TierGVisor }, nil, model.ConfigurationError, "require_isolation"},
+		{"require MICROVM on runsc", func(s *model.Spec) { s.Runtime = "runsc"; s.RequireIsolation = model.TierMicroVM }, nil, model.ConfigurationError, "require_isolation"},
+		{"not a tier", func(s *model.Spec) { s.RequireIsolation = "VM" }, nil, model.ConfigurationError, "require_isolation"},
+		{"unknown runtime", func(s *model.Spec) { s.Runtime = "youki" }, nil, model.ConfigurationError, "runtime"},
+		{"reserved label", func(s *model.Spec) { s.Labels["sandboxio.owner"] = "me" }, nil, model.ConfigurationError, "labels"},
+		{"contradicting tenant label", func(s *model.Spec) { s.Labels[model.LabelTenantID] = "other" }, nil, model.ConfigurationError, "labels"},
+		{"missing secret", func(s *model.Spec) { s.SecretNames = []string{"OPENAI_API_KEY"} }, nil, model.ConfigurationError, "secret_names"},
+		{"other backend", func(s *model.Spec) { s.Backend = "e2b://" }, nil, model.ConfigurationError, "backend"},
+		{"no image", func(s *model.Spec) { s.Image = "" }, nil, model.ConfigurationError, "image"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := backends.CreateRequest{Spec: testSpec(t, tc.mod)}
+			if tc.req != nil {
+				tc.req(&req)
+			}
+			_, err := b.Create(context.Background(), req)
+			me := classError(t, err, tc.class, "")
+			if me.Attribute != tc.attr {
+				t.Errorf("attribute %q, want %q (%v)", me.Attribute, tc.attr, err)
+			}
+			if strings.Contains(err.Error(), "nonexistent") {
+				t.Errorf("an API call was made: %v", err)
+			}
+		})
+	}
+}
+
+func TestSecretValueNeverInError(t *testing.T) {
+	b := unreachableBackend(t)
+	const secret = "sk-live-abcdef0123456789"
+	spec := testSpec(t, func(s *model.Spec) {
+		s.SecretNames = []string{"API_KEY", "MISSING"}
+	})
+	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec, Secrets: map[string]string{"API_KEY": secret}})
+	wantClass(t, err, model.ConfigurationError, "")
+	if strings.Contains(err.Error(), secret) {
+		t.Fatalf("secret value in error: %v", err)
+	}
+}
+
+func TestTmpfsSizesAddUpToTheCap(t *testing.T) {
+	for _, mb := range []int64{1, 2, 7, 16, 100, 1024, 10240} {
+		sizes := tmpfsSizes(mb)
+		var sum int64
+		for _, w := range writablePaths {
+			n, ok := sizes[w.path]
+			if !ok || n < minTmpfsKiB {
+				t.Fatalf("disk %dM: %s has size %dk", mb, w.path, n)
+			}
+			sum += n
+		}
+		if mb >= 1 && sum > mb*1024 && sum > int64(len(writablePaths))*minTmpfsKiB+minTmpfsKiB {
+			t.Fatalf("disk %dM: sizes add up to %dk", mb, sum)
+		}
+		if mb >= 2 && sum != mb*1024 {
+			t.Fatalf("disk %dM: sizes add up to %dk, want %dk", mb, sum, mb*1024)
+		}
+	}
+}
+
+func TestMarkerWriterStripsThePid(t *testing.T) {
+	for _, chunks := range [][]string{
+		{"\x1esandboxio-pid:42\x1ehello"},
+		{"\x1esand", "boxio-pid:4", "2\x1e", "hello"},
+		{"\x1esandboxio-pid:42\x1e", "hello"},
+	} {
+		buf := &capBuffer{max: 1 << 10}
+		m := &markerWriter{next: buf}
+		for _, c := range chunks {
+			if _, err := m.Write([]byte(c)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if m.pid != 42 || buf.buf.String() != "hello" {
+			t.Fatalf("%q: pid %d, rest %q", chunks, m.pid, buf.buf.String())
+		}
+	}
+	buf := &capBuffer{max: 1 << 10}
+	m := &markerWriter{next: buf}
+	_, _ = m.Write([]byte("OCI runtime exec failed"))
+	if m.pid != 0 || buf.buf.String() != "OCI runtime exec failed" {
+		t.Fatalf("no marker: pid %d, rest %q", m.pid, buf.buf.String())
+	}
+}
+
+func TestTierOfBinary(t *testing.T) {
+	for p, want := range map[string]model.Tier{
+		"runc": model.TierContainer, "/usr/bin/runsc": model.TierGVisor, "/opt/kata/bin/kata-runtime": model.TierMicroVM,
+	} {
+		if got, ok := tierOfBinary(p); !ok || got != want {
+			t.Errorf("%s: %s, want %s", p, got, want)
+		}
+	}
+	if _, ok := tierOfBinary("/usr/bin/youki"); ok {
+		t.Error("youki has no tier")
+	}
+}
+
+func TestOwnerGone(t *testing.T) {
+	self := processOwner()
+	alive := self.labels()
+	alive[labelOwner] = "someone-else"
+	if ownerGone(alive, self) {
+		t.Fatal("a live process is not gone")
+	}
+	dead := self.labels()
+	dead[labelOwner] = "dead"
+	dead[labelOwnerPID] = "999999999"
+	if !ownerGone(dead, self) {
+		t.Fatal("a pid that does not exist is gone")
+	}
+	reused := self.labels()
+	reused[labelOwner] = "reused"
+	reused[labelOwnerStart] = "1"
+	if !ownerGone(reused, self) {
+		t.Fatal("a pid with another start time is gone")
+	}
+	other := self.labels()
+	other[labelOwner] = "remote"
+	other[labelOwnerHost] = "another-host"
+	other[labelOwnerPID] = "999999999"
+	if ownerGone(other, self) {
+		t.Fatal("an owner on another host cannot be judged")
+	}
+}
