@@ -1,15 +1,18 @@
 package resources_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/provider"
 )
 
@@ -25,6 +28,29 @@ func testAccPreCheck(t *testing.T) {
 		// resource.Test itself skips; say why once, visibly.
 		t.Log("TF_ACC is not set: acceptance tests skipped (make test sets it)")
 	}
+}
+
+// localImage is built on the daemon from a static busybox, no registry needed.
+const localImage = "sandboxio/busybox:local"
+
+// requireDocker makes sure a daemon answers and holds localImage: applying a
+// Docker template checks the live daemon. Without a daemon the test skips,
+// and says why, unless SANDBOXIO_REQUIRE_DOCKER=1 (CI), where it fails.
+func requireDocker(t *testing.T) {
+	t.Helper()
+	if os.Getenv("TF_ACC") == "" {
+		return // resource.Test skips the test itself
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := docker.EnsureLocalImage(ctx, localImage, "/bin/busybox")
+	if err == nil {
+		return
+	}
+	if os.Getenv("SANDBOXIO_REQUIRE_DOCKER") == "1" {
+		t.Fatalf("SANDBOXIO_REQUIRE_DOCKER=1 but the Docker daemon cannot serve %s: %v", localImage, err)
+	}
+	t.Skipf("no Docker daemon with %s (%v): run scripts/docker-up.sh to include this test", localImage, err)
 }
 
 // providerBlock renders a provider block; an empty backend omits default_backend.

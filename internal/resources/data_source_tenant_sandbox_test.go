@@ -12,10 +12,10 @@ import (
 )
 
 func tenantSandboxConfig(tenant, session, extra string) string {
-	return providerBlock("docker://") + fmt.Sprintf(`
+	return providerBlock("e2b://") + fmt.Sprintf(`
 resource "sandboxio_template" "python" {
   name   = "python"
-  image  = "python:3.12-slim"
+  image  = "code-interpreter-v1"
   labels = { team = "agents" }
 }
 

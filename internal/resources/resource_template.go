@@ -2,7 +2,9 @@ package resources
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -131,6 +133,21 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Computed:            true,
 				MarkdownDescription: "sha256 of `spec`, hex.",
 			},
+			"image_id": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "Docker: the content-addressed ID of the image on the daemon, checked at apply (the image " +
+					"must already be there: prepare it on the host; that pull is not governed by the sandbox's egress policy). " +
+					"Null on backends without live checks in this build.",
+			},
+			"disk_cap_strategy": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "Docker: how this daemon enforces `disk_mb` (a per-container size where the storage driver " +
+					"supports it, otherwise a read-only root filesystem with size-bounded tmpfs mounts). Never dropped.",
+			},
+			"pids_cap_strategy": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Docker: how the process ceiling is enforced under the template's runtime.",
+			},
 		},
 	}
 }
@@ -233,33 +250,33 @@ func (r *templateResource) render(c templateConfig) (model.Spec, policy.Input, d
 // decide reads the configuration, evaluates it and returns the planned
 // value: base (the plan Terraform proposed) with every computed attribute
 // filled in. It returns known=false when the check must wait for apply.
-func (r *templateResource) decide(ctx context.Context, config, base tftypes.Value) (tftypes.Value, bool, diag.Diagnostics) {
+func (r *templateResource) decide(ctx context.Context, config, base, prior tftypes.Value) (tftypes.Value, model.Spec, bool, diag.Diagnostics) {
 	var d diag.Diagnostics
 	c, known, err := readTemplateConfig(config)
 	if err != nil {
 		d.AddError("Reading the template configuration failed", err.Error())
-		return base, true, d
+		return base, model.Spec{}, true, d
 	}
 	if !known || r.pd.waitsForDefault(c.Backend) {
-		return base, false, nil
+		return base, model.Spec{}, false, nil
 	}
 	spec, in, d := r.render(c)
 	if d.HasError() {
-		return base, true, d
+		return base, model.Spec{}, true, d
 	}
 	d.Append(evaluate(ctx, r.pd, in, templatePaths)...)
 	if d.HasError() {
-		return base, true, d
+		return base, model.Spec{}, true, d
 	}
 	canon, sum, err := spec.Canonical()
 	if err != nil {
 		d.AddError("Spec rendering failed", err.Error())
-		return base, true, d
+		return base, model.Spec{}, true, d
 	}
 	attrs, err := rawObject(base)
 	if err != nil {
 		d.AddError("Reading the planned template failed", err.Error())
-		return base, true, d
+		return base, model.Spec{}, true, d
 	}
 	objType, _ := base.Type().(tftypes.Object)
 	attrs["id"] = stringValue(c.Name)
@@ -283,14 +300,15 @@ func (r *templateResource) decide(ctx context.Context, config, base tftypes.Valu
 	attrs["isolation_tier"] = stringValue(string(spec.IsolationTier))
 	attrs["spec"] = stringValue(string(canon))
 	attrs["spec_sha256"] = stringValue(sum)
-	return tftypes.NewValue(objType, attrs), true, d
+	setLiveFacts(attrs, spec, sum, prior)
+	return tftypes.NewValue(objType, attrs), spec, true, d
 }
 
 func (r *templateResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return // destroy
 	}
-	planned, known, d := r.decide(ctx, req.Config.Raw, req.Plan.Raw)
+	planned, _, known, d := r.decide(ctx, req.Config.Raw, req.Plan.Raw, req.State.Raw)
 	resp.Diagnostics.Append(d...)
 	if !known || resp.Diagnostics.HasError() {
 		return
@@ -309,16 +327,82 @@ func (r *templateResource) Update(ctx context.Context, req resource.UpdateReques
 // apply checks the configuration again, now fully known, before anything
 // is stored or provisioned.
 func (r *templateResource) apply(ctx context.Context, config, plan tftypes.Value, state *tfsdk.State, d *diag.Diagnostics) {
-	planned, _, dd := r.decide(ctx, config, plan)
+	planned, spec, _, dd := r.decide(ctx, config, plan, tftypes.Value{})
 	d.Append(errorsOnly(dd)...)
 	if d.HasError() {
 		return
 	}
-	state.Raw = planned
+	// The checks that need the live backend run now, before anything is
+	// stored: runtime registered, image present, disk-cap strategy.
+	facts, err := preflight(ctx, spec)
+	if err != nil {
+		d.Append(diags.FromError(err, "the backend cannot run this template", templatePaths))
+		return
+	}
+	attrs, err := rawObject(planned)
+	if err != nil {
+		d.AddError("Reading the planned template failed", err.Error())
+		return
+	}
+	if facts != nil {
+		attrs["image_id"] = stringValue(facts.ImageID)
+		attrs["disk_cap_strategy"] = stringValue(facts.DiskCapStrategy)
+		attrs["pids_cap_strategy"] = stringValue(facts.PidsCapStrategy)
+	}
+	state.Raw = tftypes.NewValue(planned.Type(), attrs)
 }
 
-// Read keeps the state as it is: a template exists only in state.
-func (r *templateResource) Read(context.Context, resource.ReadRequest, *resource.ReadResponse) {}
+var liveAttrs = []string{"image_id", "disk_cap_strategy", "pids_cap_strategy"}
+
+// setLiveFacts plans the attributes only a live check can know: unknown
+// until apply on a backend with live checks (kept from state while the spec
+// is unchanged and the image was found), null elsewhere.
+func setLiveFacts(attrs map[string]tftypes.Value, spec model.Spec, sum string, prior tftypes.Value) {
+	if !hasLiveChecks(spec) {
+		for _, a := range liveAttrs {
+			attrs[a] = tftypes.NewValue(tftypes.String, nil)
+		}
+		return
+	}
+	if old, err := rawObject(prior); err == nil && old != nil {
+		oldSum, _ := rawString(old["spec_sha256"])
+		oldImage, _ := rawString(old["image_id"])
+		if oldSum == sum && oldImage != "" {
+			for _, a := range liveAttrs {
+				attrs[a] = old[a]
+			}
+			return
+		}
+	}
+	for _, a := range liveAttrs {
+		attrs[a] = tftypes.NewValue(tftypes.String, tftypes.UnknownValue)
+	}
+}
+
+// Read checks, when the backend is reachable, that the image is still
+// there: a missing image clears image_id so that the next plan shows the
+// drift and apply says how to prepare the image. An unreachable backend
+// leaves the state as it is, so plans keep working with no daemon.
+func (r *templateResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	attrs, err := rawObject(req.State.Raw)
+	if err != nil || attrs == nil {
+		return
+	}
+	raw, _ := rawString(attrs["spec"])
+	spec, err := model.ParseSpec([]byte(raw))
+	if err != nil || !hasLiveChecks(spec) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := preflight(ctx, spec); err != nil {
+		var me *model.Error
+		if errors.As(err, &me) && me.Attribute == "image" {
+			attrs["image_id"] = stringValue("")
+			resp.State.Raw = tftypes.NewValue(req.State.Raw.Type(), attrs)
+		}
+	}
+}
 
 func (r *templateResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
 }

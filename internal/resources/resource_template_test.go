@@ -23,6 +23,7 @@ func templateConfig(defaultBackend, body string) string {
 }
 
 func TestAccTemplate_DockerGVisorFromPolicyResources(t *testing.T) {
+	requireDocker(t)
 	addr := "sandboxio_template.python"
 	config := providerBlock("docker://") + `
 resource "sandboxio_network_policy" "deny" {}
@@ -33,7 +34,7 @@ resource "sandboxio_resource_caps" "small" {
 
 resource "sandboxio_template" "python" {
   name              = "python"
-  image             = "python:3.12-slim"
+  image             = "sandboxio/busybox:local"
   runtime           = "runsc"
   require_isolation = "GVISOR"
   network           = sandboxio_network_policy.deny.policy
@@ -45,7 +46,7 @@ resource "sandboxio_template" "python" {
   labels            = { team = "agents" }
 }
 `
-	specRe := regexp.MustCompile(`^\{"spec_version":1,"name":"python","backend":"docker://","image":"python:3.12-slim","runtime":"runsc","require_isolation":"GVISOR","isolation_tier":"GVISOR","network":\{"egress":"deny","allow":\[\]\},"resources":\{"cpu":1,"memory_mb":1024,"disk_mb":1024,"pids":256\},"timeout_seconds":120,"lifetime_seconds":600,"env":\{"LANG":"C.UTF-8"\},"secret_names":\["OPENAI_API_KEY"\],"labels":\{"team":"agents"\}\}$`)
+	specRe := regexp.MustCompile(`^\{"spec_version":1,"name":"python","backend":"docker://","image":"sandboxio/busybox:local","runtime":"runsc","require_isolation":"GVISOR","isolation_tier":"GVISOR","network":\{"egress":"deny","allow":\[\]\},"resources":\{"cpu":1,"memory_mb":1024,"disk_mb":1024,"pids":256\},"timeout_seconds":120,"lifetime_seconds":600,"env":\{"LANG":"C.UTF-8"\},"secret_names":\["OPENAI_API_KEY"\],"labels":\{"team":"agents"\}\}$`)
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
@@ -62,6 +63,10 @@ resource "sandboxio_template" "python" {
 				statecheck.ExpectKnownValue(addr, tfjsonpath.New("isolation_tier"), knownvalue.StringExact("GVISOR")),
 				statecheck.ExpectKnownValue(addr, tfjsonpath.New("backend"), knownvalue.StringExact("docker://")),
 				statecheck.ExpectKnownValue(addr, tfjsonpath.New("spec"), knownvalue.StringRegexp(specRe)),
+				// Checked on the live daemon at apply.
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("image_id"), knownvalue.StringRegexp(regexp.MustCompile(`^sha256:[0-9a-f]{64}$`))),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("disk_cap_strategy"), knownvalue.StringRegexp(regexp.MustCompile(`\S`))),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("pids_cap_strategy"), knownvalue.StringRegexp(regexp.MustCompile(`RLIMIT_NPROC`))),
 			},
 		}, {
 			// The same configuration plans no change.
@@ -74,14 +79,17 @@ resource "sandboxio_template" "python" {
 }
 
 func TestAccTemplate_DefaultsFilledIn(t *testing.T) {
+	requireDocker(t)
 	addr := "sandboxio_template.test"
 	resource.ParallelTest(t, resource.TestCase{
 		PreCheck:                 func() { testAccPreCheck(t) },
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config: templateConfig("docker://", ""),
+			Config: localTemplateConfig(""),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				plancheck.ExpectKnownValue(addr, tfjsonpath.New("isolation_tier"), knownvalue.StringExact("CONTAINER")),
+				// Only the live check at apply can know these.
+				plancheck.ExpectUnknownValue(addr, tfjsonpath.New("image_id")),
 				plancheck.ExpectKnownValue(addr, tfjsonpath.New("network"), knownvalue.ObjectExact(map[string]knownvalue.Check{
 					"egress": knownvalue.StringExact("deny"), "allow": knownvalue.ListExact([]knownvalue.Check{}),
 				})),
@@ -89,6 +97,47 @@ func TestAccTemplate_DefaultsFilledIn(t *testing.T) {
 				plancheck.ExpectKnownValue(addr, tfjsonpath.New("timeout_seconds"), knownvalue.Int64Exact(300)),
 				plancheck.ExpectKnownValue(addr, tfjsonpath.New("lifetime_seconds"), knownvalue.Int64Exact(300)),
 			}},
+		}},
+	})
+}
+
+// localTemplateConfig is a Docker template on the local image.
+func localTemplateConfig(body string) string {
+	return providerBlock("docker://") + fmt.Sprintf(`resource "sandboxio_template" "test" {
+  name  = "python"
+  image = %q
+%s
+}
+`, localImage, body)
+}
+
+// A missing image is refused at apply with how to prepare it, and nothing is stored.
+func TestAccTemplate_DockerMissingImageRefusedAtApply(t *testing.T) {
+	requireDocker(t)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      templateConfig("docker://", ""), // python:3.12-slim is never on this daemon
+			ExpectError: regexp.MustCompile(`(?s)ConfigurationError.*not on the Docker daemon.*egress\s+policy\s+does\s+not\s+govern\s+it`),
+		}},
+	})
+}
+
+// Plan needs no daemon: a Docker template plans with DOCKER_HOST pointing nowhere.
+func TestAccTemplate_DockerPlanNeedsNoDaemon(t *testing.T) {
+	// Not parallel: the in-process provider reads DOCKER_HOST from this process.
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	resource.Test(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:             templateConfig("docker://", ""),
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
+		}, {
+			Config:      templateConfig("docker://", ""),
+			ExpectError: regexp.MustCompile(`(?s)ConfigurationError.*Docker\s+daemon\s+could\s+not\s+check\s+the\s+template.*plan\s+needs\s+no\s+daemon,\s+apply\s+does`),
 		}},
 	})
 }
@@ -175,6 +224,7 @@ provider "sandboxio" {
 }
 `
 	t.Run("template takes the default at apply", func(t *testing.T) {
+		requireDocker(t)
 		resource.ParallelTest(t, resource.TestCase{
 			PreCheck:                 func() { testAccPreCheck(t) },
 			ProtoV6ProviderFactories: protoV6ProviderFactories,
@@ -182,7 +232,7 @@ provider "sandboxio" {
 				Config: provider + `
 resource "sandboxio_template" "test" {
   name  = "python"
-  image = "python:3.12-slim"
+  image = "sandboxio/busybox:local"
 }
 `,
 				ConfigStateChecks: []statecheck.StateCheck{
