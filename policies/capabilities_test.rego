@@ -11,6 +11,8 @@ test_tiers_ranked_from_unknown if {
 	data.capabilities.tiers == {"UNKNOWN": 0, "CONTAINER": 1, "GVISOR": 2, "MICROVM": 3}
 }
 
+# SBX-RES-001 lets caps equal to the defaults through without testing each
+# cap, which is only right while the defaults are positive.
 test_default_caps_positive if {
 	every cap in ["cpu", "memory_mb", "disk_mb", "pids"] {
 		data.capabilities.default_caps[cap] > 0
@@ -26,6 +28,7 @@ test_descriptors_complete if {
 		is_string(d.runtime)
 		data.capabilities.tiers[d.tier]
 		is_boolean(d.network.deny)
+		is_boolean(d.network.open_egress)
 		is_boolean(d.network.allowlist)
 		is_array(d.network.allow_kinds)
 		is_string(d.network.allowlist_note)
@@ -52,6 +55,12 @@ test_allow_kinds_consistent if {
 		takes_kinds := count(d.network.allow_kinds) > 0
 		d.network.allowlist == takes_kinds
 	}
+}
+
+# Every backend gives open egress but Docker with runsc, which daemons
+# register with --network=none (SBX-NET-010).
+test_open_egress_everywhere_but_runsc if {
+	{key | some key, d in backends; d.network.open_egress == false} == {"docker/runsc"}
 }
 
 test_settable_caps_known if {

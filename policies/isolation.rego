@@ -45,13 +45,16 @@ deny contains f if {
 #     Use one of CONTAINER, GVISOR or MICROVM, in upper case, or leave
 #     require_isolation unset.
 deny contains f if {
-	not input.template.require_isolation in {"", null}
+	want := input.template.require_isolation
 
-	# the backend's own tier is a tier: no need to read the ranks
-	input.template.require_isolation != object.get(input, ["capabilities", "tier"], "")
-	tiers := data.capabilities.tiers
-	not tiers[input.template.require_isolation]
-	f := lib.finding(rego.metadata.rule(), msg_not_a_tier(input.template.require_isolation))
+	# a tier is a key of the ranks: one lookup lets every tier through
+	not data.capabilities.tiers[want]
+	not want in {"", null}
+
+	# a backend's own tier is never reported here, even one that is not
+	# ranked (SBX-ISO-003 reports that)
+	want != object.get(input, ["capabilities", "tier"], "")
+	f := lib.finding(rego.metadata.rule(), msg_not_a_tier(want))
 }
 
 msg_not_a_tier(r) := sprintf("require_isolation %s is not an isolation tier%s", [lib.quote(r), case_hint(r)])
@@ -77,24 +80,22 @@ default case_hint(_) := ""
 #     Use a backend, or a Docker runtime, that gives the required tier:
 #     runsc for GVISOR; E2B, Vercel or the kata runtime for MICROVM.
 deny contains f if {
-	not input.template.require_isolation in {"", null, "UNKNOWN"}
+	want := input.template.require_isolation
+	have := object.get(input, ["capabilities", "tier"], "")
 
 	# a backend meets a requirement for its own tier without reading ranks
-	input.template.require_isolation != object.get(input, ["capabilities", "tier"], "")
+	want != have
+	not want in {"", null, "UNKNOWN"}
 
-	# one read of the ranks, shared by the rules of this package
+	# one read of the ranks
 	tiers := data.capabilities.tiers
-	want := tiers[input.template.require_isolation]
+	rank := tiers[want]
 
 	# UNKNOWN ranks 0 and every valid requirement ranks above it, so an
 	# UNKNOWN backend fails here; a backend with no description, or with a
 	# tier that is not ranked, reads as -1 and fails too.
-	not object.get(tiers, object.get(input, ["capabilities", "tier"], ""), -1) >= want
-	f := lib.finding_fix(
-		rego.metadata.rule(),
-		msg_tier_not_met(input.template.require_isolation),
-		fix_tier_not_met(input.template.require_isolation),
-	)
+	not object.get(tiers, have, -1) >= rank
+	f := lib.finding_fix(rego.metadata.rule(), msg_tier_not_met(want), fix_tier_not_met(want))
 }
 
 msg_tier_not_met(want) := sprintf("require_isolation = %q is not met: %s", [want, tier_shortfall(backend_tier)])

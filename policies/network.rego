@@ -247,3 +247,37 @@ deny contains f if {
 	lib.open_cidr(entry)
 	f := lib.finding(rego.metadata.rule(), sprintf("allow[%d] %q admits every address, which makes the deny policy open egress", [i, entry]))
 }
+
+# METADATA
+# title: open egress on a backend that cannot give it
+# description: >-
+#   Some backends cannot give a sandbox an open network. Docker daemons
+#   register the runsc runtime with --network=none, so a runsc container has
+#   no network to open: a bridge network cannot be given to it. egress =
+#   "allow" there would be accepted and not honoured, so it is refused.
+# custom:
+#   id: SBX-NET-010
+#   class: CapabilityNotSupported
+#   attribute: network.egress
+#   fix: >-
+#     Use the runc runtime for a sandbox that needs open egress, or keep
+#     egress = "deny" (the default) on this backend.
+deny contains f if {
+	input.network.egress == "allow"
+	input.capabilities.network.open_egress == false
+	f := lib.finding(rego.metadata.rule(), msg_no_open_egress)
+}
+
+msg_no_open_egress := sprintf(
+	`backend %s cannot give a sandbox open egress (its network control is %s), so egress = "allow" would not be honoured; open egress is given by %s`,
+	[
+		lib.backend_key,
+		object.get(input.capabilities, ["network", "deny_control"], "no network control"),
+		lib.join_and(open_egress_backends),
+	],
+)
+
+open_egress_backends := [lib.describe_backend(key) |
+	some key, d in data.capabilities.backends
+	d.network.open_egress
+]

@@ -297,3 +297,45 @@ test_narrow_blocks_accepted if {
 	fs := network.deny with input as fx.network_input("e2b", {"allow": ["0.0.0.0/8", "10.0.0.0/8", "2001:db8::/32"]})
 	fx.lacks(fs, "SBX-NET-009")
 }
+
+# --- SBX-NET-010: open egress on a backend that cannot give it -------------
+
+test_open_egress_on_runsc_refused if {
+	fs := network.deny with input as fx.template_with("docker/runsc", {"network": {"egress": "allow"}})
+	fx.has(fs, "SBX-NET-010", "CapabilityNotSupported", "network.egress")
+	fx.mentions(fs, "SBX-NET-010", "docker/runsc")
+	fx.mentions(fs, "SBX-NET-010", "docker with runtime runc")
+	fx.fix_mentions(fs, "SBX-NET-010", "runc")
+	fx.count_of(fs, "SBX-NET-010") == 1
+}
+
+test_open_egress_policy_on_runsc_refused if {
+	fs := network.deny with input as fx.network_input("docker/runsc", {"egress": "allow"})
+	fx.has(fs, "SBX-NET-010", "CapabilityNotSupported", "network.egress")
+}
+
+test_denied_egress_on_runsc_accepted if {
+	fs := network.deny with input as fx.template_input("docker/runsc")
+	fx.lacks(fs, "SBX-NET-010")
+}
+
+test_open_egress_where_given_accepted if {
+	giving := {key | some key in fx.backend_keys; data.capabilities.backends[key].network.open_egress}
+	count(giving) > 1
+	every key in giving {
+		fs := network.deny with input as fx.template_with(key, {"network": {"egress": "allow"}})
+		fx.lacks(fs, "SBX-NET-010")
+	}
+}
+
+test_open_egress_without_description_not_refused_here if {
+	fs := network.deny with input as fx.network_only({"egress": "allow"})
+	fx.lacks(fs, "SBX-NET-010")
+}
+
+test_backend_without_open_egress_refused if {
+	caps := object.union(data.capabilities.backends.e2b, {"network": {"open_egress": false}})
+	fs := network.deny with input as fx.with_caps(fx.template_with("e2b", {"network": {"egress": "allow"}}), caps)
+	fx.has(fs, "SBX-NET-010", "CapabilityNotSupported", "network.egress")
+	fx.mentions(fs, "SBX-NET-010", "allow_internet_access=false")
+}

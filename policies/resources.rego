@@ -28,6 +28,10 @@ import data.sandboxio.lib
 #     modest default.
 deny contains f if {
 	input.resources
+
+	# the defaults are positive (capabilities_test.rego checks it), so caps
+	# left at them, the common case, need no test per cap
+	input.resources != data.capabilities.default_caps
 	some cap in ["cpu", "memory_mb", "disk_mb", "pids"]
 
 	# missing reads as null; null and false order below every number
@@ -165,9 +169,11 @@ backends_setting(cap) := [lib.describe_backend(key) |
 #   fix: Lower resources.pids to at most the backend's ceiling.
 deny contains f if {
 	input.capabilities.caps.pids_ceiling == true
-	input.resources.pids > input.capabilities.caps.max_pids
-	input.capabilities.caps.max_pids > 0
-	is_number(input.resources.pids)
+	ceiling := input.capabilities.caps.max_pids
+	pids := input.resources.pids
+	pids > ceiling
+	ceiling > 0
+	is_number(pids)
 	f := lib.finding_fix(rego.metadata.rule(), msg_pids_above_ceiling, fix_pids_above_ceiling)
 }
 

@@ -11,7 +11,8 @@ package sandboxio.timeouts
 import data.sandboxio.lib
 
 # Rules begin with cheap comparisons that fail for an accepted template (see
-# "Writing rules" in README.md).
+# "Writing rules" in README.md). A value read more than once is bound to a
+# local first: every reference in a call is an expression of its own.
 
 # METADATA
 # title: call timeout that is zero, negative or unset
@@ -75,9 +76,12 @@ msg_lifetime_not_positive := sprintf(
 #     Lower lifetime_seconds to the backend's maximum, or split the work over
 #     several sandboxes.
 deny contains f if {
-	input.template.lifetime_seconds > input.capabilities.max_lifetime_seconds
-	input.capabilities.max_lifetime_seconds > 0
-	is_number(input.template.lifetime_seconds)
+	# 0 (no maximum) on most backends ends the rule at once
+	most := input.capabilities.max_lifetime_seconds
+	most > 0
+	lifetime := input.template.lifetime_seconds
+	lifetime > most
+	is_number(lifetime)
 	f := lib.finding_fix(rego.metadata.rule(), msg_above_max_lifetime, fix_above_max_lifetime)
 }
 
@@ -106,12 +110,14 @@ fix_above_max_lifetime := sprintf(
 #     Raise lifetime_seconds to at least timeout_seconds, or lower
 #     timeout_seconds.
 deny contains f if {
-	input.template.timeout_seconds > input.template.lifetime_seconds
+	timeout := input.template.timeout_seconds
+	lifetime := input.template.lifetime_seconds
+	timeout > lifetime
 
 	# only two valid values are compared; SBX-TMO-001/002 report the others
-	input.template.lifetime_seconds > 0
-	is_number(input.template.timeout_seconds)
-	is_number(input.template.lifetime_seconds)
+	lifetime > 0
+	is_number(timeout)
+	is_number(lifetime)
 	f := lib.finding(rego.metadata.rule(), msg_timeout_above_lifetime)
 }
 

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# demo.sh: the main job, end to end, on this machine (run by `make demo`).
+# demo.sh: the main job, end to end, on this machine (run by `make demo`,
+# which builds bin/terraform-provider-sandboxio and bin/sandboxio first).
 #
-# 1. terraform apply on examples/quickstart: a network policy, resource caps and
-#    a template, every computed value known at plan.
-# 2. terraform plan refusing configurations the backend cannot enforce, each
-#    with its error class, rule and fix.
-# 3. terraform destroy.
-# The provider is the one just built (bin/), installed through a dev override;
-# nothing is downloaded.
+# 1. The local image, built without any registry (sandboxio image prepare).
+# 2. terraform apply on examples/quickstart: a network policy, resource caps,
+#    a template and the tenant data source; the tenant's spec is written to a
+#    file with `terraform output -raw`.
+# 3. sandboxio run and run-code open a sandbox for tenant acme, session s-42,
+#    from that spec and its sha256, with a secret from the environment; a
+#    timeout and a cap show their own exit codes; an edited spec is refused.
+# 4. The audit records of all that.
+# 5. terraform plan refusing configurations the backend cannot enforce
+#    (a Docker egress allow list among them), each with class, rule and fix.
+# 6. terraform destroy, and a check that no sandbox container is left.
+# The provider is the one just built (bin/), installed through a dev
+# override; nothing is downloaded. Needs a Docker daemon (scripts/docker-up.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 TERRAFORM=${TERRAFORM:-$(command -v terraform || echo /usr/local/bin/terraform)}
+SANDBOXIO=${SANDBOXIO:-$root/bin/sandboxio}
+[ -x "$SANDBOXIO" ] || { echo "demo: $SANDBOXIO not built; run make demo" >&2; exit 1; }
+started=$SECONDS
 
 work=$(mktemp -d)
 cleanup() {
@@ -35,15 +45,91 @@ export CHECKPOINT_DISABLE=1
 export TF_IN_AUTOMATION=1
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+say() { printf '$ %s\n' "$*"; }
 # dev_overrides makes terraform print a warning block on every command; it
-# says nothing about sandboxio, so the demo drops it.
-tf() { "$TERRAFORM" "$@" -no-color 2>&1 | awk '/Warning: Provider development overrides are in effect/{skip=1} skip&&/published releases\./{skip=0;next} !skip'; }
+# says nothing about sandboxio, so the demo drops it (the block ends with the
+# word "releases." on a line of its own or after "published").
+tf() { "$TERRAFORM" "$@" -no-color 2>&1 | awk '/Warning: Provider development overrides are in effect/{skip=1} skip&&/releases\.$/{skip=0;next} !skip'; }
+# expect CODE CMD...: runs CMD, which must exit with CODE.
+expect() {
+	local want=$1 code=0
+	shift
+	"$@" || code=$?
+	if [ "$code" != "$want" ]; then
+		echo "demo: '$*' exited $code, want $want" >&2
+		exit 1
+	fi
+	echo "(exit code $code)"
+}
+
+step "prepare the sandbox image locally (no registry)"
+say "sandboxio image prepare"
+"$SANDBOXIO" image prepare
 
 cp -r examples/quickstart "$work/quickstart"
 step "terraform apply examples/quickstart"
 (cd "$work/quickstart" && tf apply -auto-approve)
-spec=$(cd "$work/quickstart" && "$TERRAFORM" output -raw spec_sha256 2>/dev/null)
-[ -n "$spec" ] || { echo "demo: no spec_sha256 output" >&2; exit 1; }
+spec_sha=$(cd "$work/quickstart" && "$TERRAFORM" output -raw tenant_spec_sha256 2>/dev/null)
+(cd "$work/quickstart" && "$TERRAFORM" output -raw tenant_spec 2>/dev/null) >"$work/spec.json"
+[ -n "$spec_sha" ] && [ -s "$work/spec.json" ] || { echo "demo: no tenant spec output" >&2; exit 1; }
+echo "tenant spec written to spec.json (sha256 $spec_sha):"
+cat "$work/spec.json"
+echo
+
+# The secret the template names; the CLI reads it from its environment and
+# never prints, logs or stores it.
+DEMO_API_KEY="demo-key-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+export DEMO_API_KEY
+run=("$SANDBOXIO" run --spec "$work/spec.json" --spec-sha256 "$spec_sha" --tenant acme --session s-42 --audit "$work/audit.jsonl")
+
+step "open a sandbox for tenant acme, session s-42, and run a command in it"
+say "sandboxio run --spec spec.json --spec-sha256 $spec_sha --tenant acme --session s-42 --timeout 30s --audit audit.jsonl -- sh -c '...'"
+# shellcheck disable=SC2016 # expanded inside the sandbox
+expect 0 "${run[@]}" --timeout 30s -- sh -c '
+echo "hello from sandbox $(hostname) as $(id -un)"
+echo "network interfaces: $(awk -F: "NR>2{print \$1}" /proc/net/dev | tr -d " " | tr "\n" " ")(egress denied)"
+echo "root filesystem: $(touch /x 2>/dev/null && echo writable || echo read-only); /work holds $(df -m /work | awk "NR==2{print \$2}") MB"
+echo "DEMO_API_KEY is set: $([ -n "$DEMO_API_KEY" ] && echo yes); echoed back it reads: $DEMO_API_KEY"'
+
+step "run code in a sandbox (run-code)"
+cat >"$work/hello.sh" <<'CODE'
+n=0
+for f in /proc/[0-9]*; do n=$((n+1)); done
+echo "code ran with LANG=$LANG; $n processes visible; cap: $(cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || echo '?') pids"
+exit 3
+CODE
+say "sandboxio run-code --spec spec.json --tenant acme --session s-42 --lang sh hello.sh"
+expect 3 "$SANDBOXIO" run-code --spec "$work/spec.json" --spec-sha256 "$spec_sha" --tenant acme --session s-42 --audit "$work/audit.jsonl" --lang sh "$work/hello.sh"
+
+step "a command past its timeout is killed: ExecutionTimeout, exit 67"
+say "sandboxio run ... --timeout 2s -- sleep 60"
+expect 67 "${run[@]}" --quiet --timeout 2s -- sleep 60
+
+step "a write past the disk cap: ResourceLimitExceeded(disk), exit 68"
+say "sandboxio run ... -- dd if=/dev/zero of=/tmp/fill bs=1M count=1024"
+expect 68 "${run[@]}" --quiet -- dd if=/dev/zero of=/tmp/fill bs=1M count=1024
+
+step "an edited spec is refused before anything is provisioned: exit 64"
+sed 's/"memory_mb":256/"memory_mb":8192/' "$work/spec.json" >"$work/edited.json"
+say "sandboxio run --spec edited.json --spec-sha256 $spec_sha ..."
+expect 64 "$SANDBOXIO" run --spec "$work/edited.json" --spec-sha256 "$spec_sha" --tenant acme --session s-42 --audit "$work/audit.jsonl" -- true
+say "sandboxio run --spec spec.json --tenant globex --session s-42 ...   (another tenant)"
+expect 64 "$SANDBOXIO" run --spec "$work/spec.json" --spec-sha256 "$spec_sha" --tenant globex --session s-42 --audit "$work/audit.jsonl" -- true
+
+step "the audit records (one JSON line per event; no secret value)"
+if grep -qF "$DEMO_API_KEY" "$work/audit.jsonl"; then
+	echo "demo: the secret is in the audit log" >&2
+	exit 1
+fi
+if command -v jq >/dev/null 2>&1; then
+	jq -c '{event, op, sandbox: (.sandbox_id // "" | .[0:12]), tenant_id, session_id, tier, network: .network.egress,
+		exit_code, ms: (.duration_ms | floor), error_class, limit, rule}
+		| with_entries(select(.value != null and .value != ""))' "$work/audit.jsonl"
+	echo "one full record:"
+	jq . <(head -n 1 "$work/audit.jsonl")
+else
+	cat "$work/audit.jsonl"
+fi
 
 refused=0
 for dir in examples/refused/*/; do
@@ -61,4 +147,16 @@ step "terraform destroy examples/quickstart"
 (cd "$work/quickstart" && tf destroy -auto-approve)
 rm -f "$work/quickstart/terraform.tfstate"
 
-step "done: quickstart applied and destroyed (spec sha256 $spec); $refused configurations refused at plan"
+step "nothing left behind"
+say "sandboxio reap --label sandboxio.template=quickstart"
+"$SANDBOXIO" reap --label sandboxio.template=quickstart
+say "docker ps -a --filter label=sandboxio.managed --filter label=sandboxio.template=quickstart"
+left=$(docker ps -a --filter label=sandboxio.managed --filter label=sandboxio.template=quickstart --format '{{.ID}} {{.Names}} {{.Status}}')
+if [ -n "$left" ]; then
+	echo "demo: sandbox containers left behind:" >&2
+	echo "$left" >&2
+	exit 1
+fi
+echo "no sandboxio container of the demo is left"
+
+step "done in $((SECONDS - started))s: quickstart applied and destroyed, sandboxes opened for tenant acme and removed, $refused configurations refused at plan"

@@ -1,6 +1,6 @@
 // Command sandboxio is the sandboxio CLI: `policy check` and `policy test`
 // for CI and security reviewers, `version`, and the run-time helper's
-// commands.
+// commands (`run`, `run-code`, `reap`, `image prepare`).
 //
 // Every command lives in its own file and adds itself to the command table
 // from an init function (see register), so a new command (run, run-code,
@@ -29,11 +29,17 @@ const (
 	exitUsage  = 2 // usage or input error: bad flags, unreadable or malformed input
 )
 
-// exitCodesHelp ends every command's help text.
+// exitCodesHelp ends every command's help text, unless the command has its
+// own (command.exitCodes).
 const exitCodesHelp = `Exit codes:
   0  clean: nothing refused
   1  denied: a policy refused (policy check), a test failed (policy test)
   2  usage or input error: bad flags or arguments, unreadable or malformed input, policies that do not load`
+
+// overviewExitCodesHelp ends the command list.
+const overviewExitCodesHelp = exitCodesHelp + `
+run and run-code pass the sandboxed command's exit code through; their own refusals,
+timeouts and exceeded caps exit 64-70, one code per error class (see sandboxio run --help).`
 
 // env is what a command may touch, so tests can run commands in-process.
 type env struct {
@@ -56,6 +62,8 @@ type command struct {
 	setup func(fs *flag.FlagSet) runFunc
 	// hidden commands are left out of the command list (tools for the build).
 	hidden bool
+	// exitCodes replaces exitCodesHelp at the end of the command's help.
+	exitCodes string
 }
 
 var commands = map[string]*command{}
@@ -183,7 +191,11 @@ func (c *command) writeHelp(w io.Writer, fs *flag.FlagSet) {
 	if flags.Len() > 0 {
 		fmt.Fprintf(w, "\nFlags (-flag and --flag are the same):\n%s", flags.String())
 	}
-	fmt.Fprintf(w, "\n%s\n", exitCodesHelp)
+	codes := exitCodesHelp
+	if c.exitCodes != "" {
+		codes = c.exitCodes
+	}
+	fmt.Fprintf(w, "\n%s\n", codes)
 }
 
 func leadingWords(args []string) []string {
@@ -229,7 +241,7 @@ func writeOverview(w io.Writer, group string) {
 	for _, name := range names {
 		fmt.Fprintf(w, "  %-14s %s\n", name, commands[name].summary)
 	}
-	fmt.Fprintf(w, "\nRun `sandboxio COMMAND --help` for a command's flags.\n\n%s\n", exitCodesHelp)
+	fmt.Fprintf(w, "\nRun `sandboxio COMMAND --help` for a command's flags.\n\n%s\n", overviewExitCodesHelp)
 }
 
 // stringsFlag is a repeatable string flag (--policy a --policy b).

@@ -7,19 +7,22 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
+	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
 
 func init() {
 	register(&command{
 		name:    "version",
-		summary: "print the version, the policy input version and the embedded OPA",
+		summary: "print the version, the policy input version, the embedded OPA and the backends",
 		usage:   "version [--json]",
 		help: `Prints the CLI's version and what decides with it: the version of the policy input
-document, the spec format, the OPA release embedded, and the Go toolchain. A policy
-check's result depends on these, so CI logs should carry them.`,
+document, the spec format, the OPA release embedded, the Go toolchain, and the backends
+this build can provision sandboxes on (run, run-code). A policy check's result depends on
+these, so CI logs should carry them.`,
 		setup: func(fs *flag.FlagSet) runFunc {
 			asJSON := fs.Bool("json", false, "print the versions as a JSON object")
 			return func(_ context.Context, e *env, args []string) int {
@@ -41,8 +44,8 @@ check's result depends on these, so CI logs should carry them.`,
 				if info.Commit != "" {
 					fmt.Fprintf(e.stdout, "  commit          %s\n", info.Commit)
 				}
-				fmt.Fprintf(e.stdout, "  policy input    v%d\n  spec format     v%d\n  opa             %s\n  go              %s\n",
-					info.InputVersion, info.SpecVersion, info.OPA, info.Go)
+				fmt.Fprintf(e.stdout, "  policy input    v%d\n  spec format     v%d\n  opa             %s\n  go              %s\n  backends        %s\n",
+					info.InputVersion, info.SpecVersion, info.OPA, info.Go, strings.Join(info.Backends, ", "))
 				return exitOK
 			}
 		},
@@ -56,10 +59,12 @@ type versions struct {
 	SpecVersion  int    `json:"spec_version"`
 	OPA          string `json:"opa"`
 	Go           string `json:"go"`
+	// Backends are the DSN schemes run and run-code provision on.
+	Backends []string `json:"backends"`
 }
 
 func versionInfo() versions {
-	v := versions{Version: version, InputVersion: policy.InputVersion, SpecVersion: model.SpecVersion, OPA: "unknown", Go: runtime.Version()}
+	v := versions{Version: version, InputVersion: policy.InputVersion, SpecVersion: model.SpecVersion, OPA: "unknown", Go: runtime.Version(), Backends: sandbox.Backends()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if v.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			v.Version = bi.Main.Version

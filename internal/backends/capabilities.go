@@ -20,6 +20,7 @@ type Capabilities struct {
 	Tier    model.Tier `json:"tier"`
 	Network struct {
 		Deny          bool     `json:"deny"`
+		OpenEgress    bool     `json:"open_egress"` // egress = "allow" can be given (not runsc on Docker)
 		DenyControl   string   `json:"deny_control"`
 		Allowlist     bool     `json:"allowlist"`
 		AllowKinds    []string `json:"allow_kinds"`

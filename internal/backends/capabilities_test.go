@@ -93,6 +93,18 @@ func TestCapabilitiesAllowKinds(t *testing.T) {
 	}
 }
 
+// Docker daemons register runsc with --network=none, so a runsc container
+// cannot be given a bridge network: open egress is refused there
+// (SBX-NET-010) and given everywhere else.
+func TestCapabilitiesOpenEgress(t *testing.T) {
+	for _, key := range Keys() {
+		c, _ := Lookup(key)
+		if want := key != "docker/runsc"; c.Network.OpenEgress != want {
+			t.Errorf("descriptor %q: open_egress %v, want %v", key, c.Network.OpenEgress, want)
+		}
+	}
+}
+
 func TestCapabilitiesCaps(t *testing.T) {
 	caps := []string{"cpu", "memory_mb", "disk_mb", "pids"}
 	for _, key := range Keys() {
@@ -138,6 +150,7 @@ func TestCapabilitiesRawFieldsPresent(t *testing.T) {
 		{[]string{"runtime"}, "string"},
 		{[]string{"tier"}, "string"},
 		{[]string{"network", "deny"}, "bool"},
+		{[]string{"network", "open_egress"}, "bool"},
 		{[]string{"network", "allowlist"}, "bool"},
 		{[]string{"network", "allow_kinds"}, "array"},
 		{[]string{"network", "allowlist_note"}, "string"},

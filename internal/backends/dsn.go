@@ -409,7 +409,7 @@ func secretToken(s string) bool {
 		}
 		for _, run := range strings.FieldsFunc(tok, func(r rune) bool { return !isAlnum(r) }) {
 			if len(run) >= 32 && strings.ContainsAny(run, "0123456789") &&
-				strings.ContainsFunc(run, func(r rune) bool { return !('0' <= r && r <= '9') }) {
+				strings.ContainsFunc(run, func(r rune) bool { return r < '0' || r > '9' }) {
 				return true
 			}
 		}
@@ -426,7 +426,7 @@ func safeEcho(s string, max int) bool {
 		return false
 	}
 	for _, r := range s {
-		if !('a' <= r && r <= 'z') && !strings.ContainsRune("_-.+", r) {
+		if (r < 'a' || r > 'z') && !strings.ContainsRune("_-.+", r) {
 			return false
 		}
 	}

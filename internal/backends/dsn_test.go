@@ -236,7 +236,7 @@ func TestParseDSNErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			_, err := ParseDSN(tt.in)
-			checkDSNError(t, tt.in, err, tt.rule)
+			_ = checkDSNError(t, tt.in, err, tt.rule)
 			if err == nil {
 				return
 			}

@@ -22,6 +22,12 @@ type evalCache struct {
 	arena   []*ast.Term   // the keys' elements, copied: callers reuse their refs
 	byHash  map[int]int32 // hash of a key -> its newest entry, once indexed
 	indexed bool
+
+	// missed is the last key Get did not find, and missedAt the entry count
+	// then: topdown puts a value right after failing to get it, and while
+	// no entry was added in between, Put need not search again.
+	missed   []*ast.Term
+	missedAt int
 }
 
 type cacheEntry struct {
@@ -41,12 +47,20 @@ var evalCachePool = sync.Pool{New: func() any { return &evalCache{} }}
 
 func getEvalCache() *evalCache { return evalCachePool.Get().(*evalCache) }
 
+// maxPooledEntries bounds what a pooled cache keeps allocated after an
+// unusually large evaluation.
+const maxPooledEntries = 1 << 12
+
 // putEvalCache empties c, dropping its references to the evaluation's
 // values, and returns it to the pool.
 func putEvalCache(c *evalCache) {
+	if cap(c.entries) > maxPooledEntries || cap(c.arena) > 4*maxPooledEntries {
+		return
+	}
 	clear(c.entries)
 	clear(c.arena)
-	c.entries, c.arena, c.frames = c.entries[:0], c.arena[:0], c.frames[:0]
+	clear(c.missed)
+	c.entries, c.arena, c.frames, c.missed = c.entries[:0], c.arena[:0], c.frames[:0], c.missed[:0]
 	if c.indexed {
 		clear(c.byHash)
 		c.indexed = false
@@ -63,7 +77,10 @@ func (c *evalCache) frameStart() int {
 }
 
 // Push opens a new, empty frame.
-func (c *evalCache) Push() { c.frames = append(c.frames, len(c.entries)) }
+func (c *evalCache) Push() {
+	c.frames = append(c.frames, len(c.entries))
+	c.missedAt = -1
+}
 
 // Pop drops the top frame and its entries.
 func (c *evalCache) Pop() {
@@ -73,6 +90,7 @@ func (c *evalCache) Pop() {
 	}
 	start := c.frames[n-1]
 	c.frames = c.frames[:n-1]
+	c.missedAt = -1
 	if c.indexed {
 		for i := len(c.entries) - 1; i >= start; i-- {
 			e := &c.entries[i]
@@ -121,11 +139,24 @@ func refEqual(a, b ast.Ref) bool {
 	return true
 }
 
+// sameTerms reports whether a and b hold the same terms, by pointer: a
+// cheaper test than refEqual, enough to recognise the key Get just missed.
+func sameTerms(a []*ast.Term, b ast.Ref) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // Get returns the cached value of ref; nil, true when ref is cached as
 // undefined; nil, false when it is not cached.
 func (c *evalCache) Get(ref ast.Ref) (*ast.Term, bool) {
 	i := c.find(ref)
 	if i < 0 {
+		c.missed = append(c.missed[:0], ref...)
+		c.missedAt = len(c.entries)
 		return nil, false
 	}
 	e := &c.entries[i]
@@ -137,7 +168,9 @@ func (c *evalCache) Get(ref ast.Ref) (*ast.Term, bool) {
 
 // Put caches value for ref; a nil value records ref as undefined.
 func (c *evalCache) Put(ref ast.Ref, value *ast.Term) {
-	if i := c.find(ref); i >= 0 {
+	if c.missedAt == len(c.entries) && len(c.missed) == len(ref) && sameTerms(c.missed, ref) {
+		// not found by the Get just before, and nothing added since
+	} else if i := c.find(ref); i >= 0 {
 		e := &c.entries[i]
 		if value != nil {
 			e.value = value

@@ -368,7 +368,9 @@ const resultVar = "x"
 // Evaluate runs every deny and warn rule on the input document. It calls
 // OPA's evaluator directly with the compiled query and reads the findings
 // as AST values: the rego package's per-call setup and its conversion of
-// results to JSON cost more than the rules themselves.
+// results to JSON cost more than the rules themselves. For the same reason
+// it gives the evaluator its own caches: a pooled virtual-document cache
+// (evalCache) and the read-only data.capabilities (capsBaseCache).
 func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
 	txn, err := e.store.NewTransaction(ctx)
 	if err != nil {

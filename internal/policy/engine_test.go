@@ -3,9 +3,12 @@ package policy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
@@ -86,11 +89,33 @@ func TestEvaluate_DockerAllowListRefused(t *testing.T) {
 }
 
 func TestEvaluate_WarningsAreNotDenies(t *testing.T) {
+	// runc: Docker daemons register runsc with --network=none, which cannot
+	// give open egress (SBX-NET-010, below).
 	in := templateInput()
+	in.Backend = dockerRef("runc")
+	in.Template.Runtime = "runc"
+	in.Template.RequireIsolation = string(model.TierContainer)
 	in.Network.Egress = model.EgressAllow
 	d := eval(t, engine(t), in)
 	if !d.Allowed() {
 		t.Fatalf("open egress refused: %+v", d.Denies)
+	}
+	if len(d.Warnings) != 1 || d.Warnings[0].Class != string(model.OpenEgressWarning) {
+		t.Fatalf("warnings: %+v", d.Warnings)
+	}
+}
+
+func TestEvaluate_OpenEgressOnRunscRefused(t *testing.T) {
+	in := templateInput()
+	in.Network.Egress = model.EgressAllow
+	d := eval(t, engine(t), in)
+	if len(d.Denies) != 1 {
+		t.Fatalf("denies: %+v", d.Denies)
+	}
+	f := d.Denies[0]
+	if f.ID != "SBX-NET-010" || f.Class != string(model.CapabilityNotSupported) || f.Attribute != "network.egress" || f.Title == "" ||
+		!strings.Contains(f.Message, "docker/runsc") || !strings.Contains(f.Fix, "runc") {
+		t.Fatalf("finding: %+v", f)
 	}
 	if len(d.Warnings) != 1 || d.Warnings[0].Class != string(model.OpenEgressWarning) {
 		t.Fatalf("warnings: %+v", d.Warnings)
@@ -270,5 +295,46 @@ func TestInput_MapIsVersioned(t *testing.T) {
 	caps, _ := m["capabilities"].(map[string]any)
 	if caps["key"] != "docker/runsc" || caps["tier"] != "GVISOR" {
 		t.Fatalf("capabilities in input: %#v", caps)
+	}
+}
+
+// Evaluations share the engine, its pooled caches and the parts of the input
+// built once; run with -race.
+func TestEvaluate_Concurrent(t *testing.T) {
+	e := engine(t)
+	inputs := []policy.Input{templateInput()}
+	refused := templateInput()
+	refused.Network.Allow = []string{"151.101.0.0/16", "not a host!"}
+	refused.Resources.Pids = 0
+	refused.Template.Labels = map[string]string{"sandboxio.x": "y", "bad key!": "z"}
+	inputs = append(inputs, refused)
+	daytona := templateInput()
+	daytona.Backend = &policy.BackendRef{DSN: "daytona://", Scheme: "daytona", Key: "daytona"}
+	daytona.Template.Runtime, daytona.Template.RequireIsolation = "", ""
+	inputs = append(inputs, daytona)
+	want := make([]policy.Decision, len(inputs))
+	for i, in := range inputs {
+		want[i] = eval(t, e, in)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(inputs))
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range 50 {
+				i := (g + n) % len(inputs)
+				d, err := e.Evaluate(context.Background(), inputs[i])
+				if err != nil || !reflect.DeepEqual(d, want[i]) {
+					errs <- fmt.Sprintf("input %d: %v %+v", i, err, d)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for msg := range errs {
+		t.Error(msg)
 	}
 }

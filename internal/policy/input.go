@@ -155,7 +155,7 @@ var (
 	networkValues = func() map[string]*ast.Term {
 		m := map[string]*ast.Term{}
 		for _, egress := range []string{model.EgressDeny, model.EgressAllow, model.EgressLearn} {
-			m[egress] = networkTerm(model.NetworkPolicy{Egress: egress})
+			m[egress] = shared(networkTerm(model.NetworkPolicy{Egress: egress}).Value)
 		}
 		return m
 	}()
@@ -196,27 +196,27 @@ func backendTerm(b *BackendRef) *ast.Term {
 
 func newBackendTerm(b *BackendRef) *ast.Term {
 	return ast.ObjectTerm(
-		item("dsn", ast.InternedTerm(b.DSN)),
-		item("scheme", ast.InternedTerm(b.Scheme)),
-		item("runtime", ast.InternedTerm(b.Runtime)),
-		item("key", ast.InternedTerm(b.Key)),
-		item("options", stringMap(b.Options)),
+		ast.Item(kDSN, ast.InternedTerm(b.DSN)),
+		ast.Item(kScheme, ast.InternedTerm(b.Scheme)),
+		ast.Item(kRuntime, ast.InternedTerm(b.Runtime)),
+		ast.Item(kKey, ast.InternedTerm(b.Key)),
+		ast.Item(kOptions, stringMap(b.Options)),
 	)
 }
 
 func networkTerm(n model.NetworkPolicy) *ast.Term {
 	return ast.ObjectTerm(
-		item("egress", ast.InternedTerm(n.Egress)),
-		item("allow", stringList(n.Allow)),
+		ast.Item(kEgress, ast.InternedTerm(n.Egress)),
+		ast.Item(kAllow, stringList(n.Allow)),
 	)
 }
 
 func resourcesTerm(c model.Caps) *ast.Term {
 	return ast.ObjectTerm(
-		item("cpu", numberTerm(c.CPU)),
-		item("memory_mb", intTerm(c.MemoryMB)),
-		item("disk_mb", intTerm(c.DiskMB)),
-		item("pids", intTerm(c.Pids)),
+		ast.Item(kCPU, numberTerm(c.CPU)),
+		ast.Item(kMemoryMB, intTerm(c.MemoryMB)),
+		ast.Item(kDiskMB, intTerm(c.DiskMB)),
+		ast.Item(kPids, intTerm(c.Pids)),
 	)
 }
 
@@ -225,27 +225,27 @@ func resourcesTerm(c model.Caps) *ast.Term {
 func (in Input) Value() ast.Value {
 	items := make([][2]*ast.Term, 0, 9)
 	items = append(items,
-		item("input_version", ast.InternedTerm(InputVersion)),
-		item("kind", ast.InternedTerm(in.Kind)),
-		item("address", ast.InternedTerm(in.Address)),
+		ast.Item(kInputVersion, ast.InternedTerm(InputVersion)),
+		ast.Item(kKind, ast.InternedTerm(in.Kind)),
+		ast.Item(kAddress, ast.InternedTerm(in.Address)),
 	)
 	if b := in.Backend; b != nil {
-		items = append(items, item("backend", backendTerm(b)))
+		items = append(items, ast.Item(kBackend, backendTerm(b)))
 		if caps, ok := capabilityValues[b.Key]; ok {
-			items = append(items, item("capabilities", caps))
+			items = append(items, ast.Item(kCapabilities, caps))
 		}
 	}
 	if t := in.Template; t != nil {
-		items = append(items, item("template", ast.ObjectTerm(
-			item("name", ast.StringTerm(t.Name)),
-			item("image", ast.StringTerm(t.Image)),
-			item("runtime", ast.InternedTerm(t.Runtime)),
-			item("require_isolation", ast.InternedTerm(t.RequireIsolation)),
-			item("timeout_seconds", intTerm(t.TimeoutSeconds)),
-			item("lifetime_seconds", intTerm(t.LifetimeSeconds)),
-			item("env", stringMap(t.Env)),
-			item("secret_names", stringList(t.SecretNames)),
-			item("labels", stringMap(t.Labels)),
+		items = append(items, ast.Item(kTemplate, ast.ObjectTerm(
+			ast.Item(kName, ast.StringTerm(t.Name)),
+			ast.Item(kImage, ast.StringTerm(t.Image)),
+			ast.Item(kRuntime, ast.InternedTerm(t.Runtime)),
+			ast.Item(kRequireIsolation, ast.InternedTerm(t.RequireIsolation)),
+			ast.Item(kTimeoutSeconds, intTerm(t.TimeoutSeconds)),
+			ast.Item(kLifetimeSeconds, intTerm(t.LifetimeSeconds)),
+			ast.Item(kEnv, stringMap(t.Env)),
+			ast.Item(kSecretNames, stringList(t.SecretNames)),
+			ast.Item(kLabels, stringMap(t.Labels)),
 		)))
 	}
 	if n := in.Network; n != nil {
@@ -253,20 +253,20 @@ func (in Input) Value() ast.Value {
 		if !ok || len(n.Allow) > 0 {
 			t = networkTerm(*n)
 		}
-		items = append(items, item("network", t))
+		items = append(items, ast.Item(kNetwork, t))
 	}
 	if c := in.Resources; c != nil {
 		t := defaultCapsValue
 		if *c != defaultCaps {
 			t = resourcesTerm(*c)
 		}
-		items = append(items, item("resources", t))
+		items = append(items, ast.Item(kResources, t))
 	}
 	if t := in.Tenant; t != nil {
-		items = append(items, item("tenant", ast.ObjectTerm(
-			item("tenant_id", ast.StringTerm(t.TenantID)),
-			item("session_id", ast.StringTerm(t.SessionID)),
-			item("labels", stringMap(t.Labels)),
+		items = append(items, ast.Item(kTenant, ast.ObjectTerm(
+			ast.Item(kTenantID, ast.StringTerm(t.TenantID)),
+			ast.Item(kSessionID, ast.StringTerm(t.SessionID)),
+			ast.Item(kLabels, stringMap(t.Labels)),
 		)))
 	}
 	return ast.NewObject(items...)
@@ -283,19 +283,42 @@ func (in Input) Map() (map[string]any, error) {
 	return m, nil
 }
 
-// keyTerms holds the document's keys, built once: most are not among the
-// strings OPA interns, and the input is rebuilt for every evaluation.
-var keyTerms = map[string]*ast.Term{}
+// The document's keys, built once: most are not among the strings OPA
+// interns, and the input is rebuilt for every evaluation.
+var (
+	kInputVersion     = ast.StringTerm("input_version")
+	kKind             = ast.StringTerm("kind")
+	kAddress          = ast.StringTerm("address")
+	kBackend          = ast.StringTerm("backend")
+	kDSN              = ast.StringTerm("dsn")
+	kScheme           = ast.StringTerm("scheme")
+	kRuntime          = ast.StringTerm("runtime")
+	kKey              = ast.StringTerm("key")
+	kOptions          = ast.StringTerm("options")
+	kCapabilities     = ast.StringTerm("capabilities")
+	kTemplate         = ast.StringTerm("template")
+	kName             = ast.StringTerm("name")
+	kImage            = ast.StringTerm("image")
+	kRequireIsolation = ast.StringTerm("require_isolation")
+	kTimeoutSeconds   = ast.StringTerm("timeout_seconds")
+	kLifetimeSeconds  = ast.StringTerm("lifetime_seconds")
+	kEnv              = ast.StringTerm("env")
+	kSecretNames      = ast.StringTerm("secret_names")
+	kLabels           = ast.StringTerm("labels")
+	kNetwork          = ast.StringTerm("network")
+	kEgress           = ast.StringTerm("egress")
+	kAllow            = ast.StringTerm("allow")
+	kResources        = ast.StringTerm("resources")
+	kCPU              = ast.StringTerm("cpu")
+	kMemoryMB         = ast.StringTerm("memory_mb")
+	kDiskMB           = ast.StringTerm("disk_mb")
+	kPids             = ast.StringTerm("pids")
+	kTenant           = ast.StringTerm("tenant")
+	kTenantID         = ast.StringTerm("tenant_id")
+	kSessionID        = ast.StringTerm("session_id")
+)
 
 func init() {
-	for _, k := range []string{
-		"input_version", "kind", "address", "backend", "dsn", "scheme", "runtime", "key", "options", "capabilities",
-		"template", "name", "image", "require_isolation", "timeout_seconds", "lifetime_seconds", "env", "secret_names",
-		"labels", "network", "egress", "allow", "resources", "cpu", "memory_mb", "disk_mb", "pids", "tenant",
-		"tenant_id", "session_id",
-	} {
-		keyTerms[k] = ast.StringTerm(k)
-	}
 	// Interning the enumerated values spares an allocation per value per
 	// evaluation. OPA's intern table is written only here, during init.
 	ast.InternStringTerm(KindTemplate, KindNetworkPolicy, KindResourceCaps, KindTenantSandbox, KindSpec,
@@ -303,14 +326,6 @@ func init() {
 		"docker/runc", "docker/runsc", "docker/kata", "docker://", "e2b://", "daytona://",
 		model.EgressDeny, model.EgressAllow, model.EgressLearn,
 		string(model.TierUnknown), string(model.TierContainer), string(model.TierGVisor), string(model.TierMicroVM))
-}
-
-func item(k string, v *ast.Term) [2]*ast.Term {
-	t, ok := keyTerms[k]
-	if !ok {
-		t = ast.StringTerm(k)
-	}
-	return ast.Item(t, v)
 }
 
 func intTerm(i int64) *ast.Term { return ast.InternedTerm(i) }
@@ -341,7 +356,8 @@ func stringMap(m map[string]string) *ast.Term {
 	if len(m) == 0 {
 		return emptyObject
 	}
-	items := make([][2]*ast.Term, 0, len(m))
+	var buf [8][2]*ast.Term // small maps, the usual ones, need no slice on the heap
+	items := buf[:0]
 	for k, v := range m {
 		items = append(items, ast.Item(ast.StringTerm(k), ast.StringTerm(v)))
 	}

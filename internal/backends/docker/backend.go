@@ -468,6 +468,18 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
+			// Only a container that ended by itself for want of its command
+			// (126 not executable, 127 not found, or gone already under
+			// AutoRemove) says something about the image. One stopped from
+			// outside (a daemon shutting down) or a daemon that does not
+			// answer is a failure of the backend, not of the configuration.
+			if err != nil && !cerrdefs.IsNotFound(err) {
+				return nil, fmt.Errorf("container inspect: %w", err)
+			}
+			if err == nil && ins.State != nil && ins.State.ExitCode != 126 && ins.State.ExitCode != 127 {
+				return nil, fmt.Errorf("the container stopped right after it started (status %s, exit code %d%s); the daemon may be shutting down",
+					ins.State.Status, ins.State.ExitCode, prefixed(": ", ins.State.Error))
+			}
 			return nil, &model.Error{Class: model.ConfigurationError, Attribute: "image",
 				Message: fmt.Sprintf("image %s cannot hold a sandbox open: its container ended at once (it needs a sleep command for the daemon-side lifetime)", p.spec.Image),
 				Fix:     "use an image that provides sleep and /bin/sh (coreutils or busybox)"}
@@ -500,6 +512,13 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 			Fix: `use egress = "deny" unless the code must reach the network`})
 	}
 	return s, nil
+}
+
+func prefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
 }
 
 // createError turns a daemon refusal of the container into an error class

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
+)
+
+func init() {
+	register(&command{
+		name:    "image prepare",
+		summary: "make sure an image is on the Docker daemon; builds " + sandbox.LocalImage + " locally",
+		usage:   "image prepare [--busybox PATH] [--quiet] [IMAGE]",
+		help: `Makes sure IMAGE (default ` + sandbox.LocalImage + `) is on the Docker daemon that DOCKER_HOST
+points at. ` + sandbox.LocalImage + ` is built when missing, by importing a root filesystem made
+of a static busybox binary (Debian's busybox-static: /bin/busybox), so no registry is
+needed; it holds sh, sleep and the usual applets, which is what a sandbox needs. Any other
+image must be pulled or loaded on the daemon host; this command only reports whether it
+is there. A progress line goes to standard error while an image is built.
+
+Image pulls run on the daemon host, outside every sandbox, so a sandbox's egress policy
+does not govern them: a deny-egress sandbox still starts from a pulled image.`,
+		exitCodes: `Exit codes:
+  0   the image is on the daemon (built now, or already there)
+  2   usage or input error: bad flags or arguments
+  64  ConfigurationError: the image is missing and is not the local image
+  66  CreateTimeout: the daemon did not answer in time
+  70  the daemon cannot be reached, or the build failed`,
+		setup: func(fs *flag.FlagSet) runFunc {
+			busybox := fs.String("busybox", "", "static busybox `PATH` to build "+sandbox.LocalImage+" from (default /bin/busybox)")
+			quiet := fs.Bool("quiet", false, "no progress line")
+			return func(ctx context.Context, e *env, args []string) int {
+				if len(args) > 1 {
+					fmt.Fprintf(e.stderr, "sandboxio image prepare: want at most one IMAGE, got %d\n", len(args))
+					return exitUsage
+				}
+				img := sandbox.LocalImage
+				if len(args) == 1 {
+					img = args[0]
+				}
+				progress := func(msg string) { fmt.Fprintf(e.stderr, "sandboxio: %s\n", msg) }
+				if *quiet {
+					progress = nil
+				}
+				built, err := sandbox.PrepareDockerImage(ctx, img, *busybox, progress)
+				if err != nil {
+					fmt.Fprintf(e.stderr, "sandboxio image prepare: %s\n", classLine(err))
+					return exitFor(err)
+				}
+				if built {
+					fmt.Fprintf(e.stdout, "%s built\n", img)
+				} else {
+					fmt.Fprintf(e.stdout, "%s present\n", img)
+				}
+				return exitOK
+			}
+		},
+	})
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
+)
+
+const reapExitCodesHelp = `Exit codes:
+  0   done (also when there was nothing to reap)
+  2   usage or input error: bad flags or arguments
+  64  ConfigurationError: a malformed --backend DSN
+  65  CapabilityNotSupported: the backend is not in this build, or has no reaper
+  70  the backend failed or cannot be reached (the Docker daemon is down, say)`
+
+func init() {
+	register(&command{
+		name:    "reap",
+		summary: "remove sandboxes left behind: lifetime passed, or owner process gone",
+		usage:   "reap [--dry-run] [--label KEY=VALUE]... [--backend DSN] [--audit FILE] [--json]",
+		help: `Removes the sandboxio sandboxes that nothing will close any more: those whose lifetime has
+passed, and those whose owner process (the CLI or service that opened them) is gone, for
+owners on this host. A sandbox of a live owner within its lifetime is never touched.
+
+Closing is normally enough: every sandbox is removed when it is closed, at the end of
+its lifetime by the backend itself, and, on Docker, by a watcher process when its owner
+dies. Reap is for what escapes all of that, such as a create that the daemon completed
+after it stopped answering; CI runs it after Docker jobs.
+
+  sandboxio reap --dry-run                    # list what would be removed
+  sandboxio reap --label sandboxio.tenant_id=acme
+
+Each sandbox is printed with its id, tenant, session, template and the reason (expired,
+owner gone); --json prints a JSON array instead. --audit appends one record per
+sandbox (event expired, or orphaned for a dead owner).`,
+		exitCodes: reapExitCodesHelp,
+		setup: func(fs *flag.FlagSet) runFunc {
+			dryRun := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
+			var labels kvFlag
+			fs.Var(&labels, "label", "reap only sandboxes carrying the label `KEY=VALUE`; repeatable")
+			backend := fs.String("backend", "docker://", "the backend `DSN` to sweep")
+			audit := fs.String("audit", "", "append one JSON audit record per sandbox to `FILE`; - writes them to standard output")
+			asJSON := fs.Bool("json", false, "print the sandboxes as a JSON array")
+			return func(ctx context.Context, e *env, args []string) int {
+				if len(args) > 0 {
+					fmt.Fprintf(e.stderr, "sandboxio reap: unexpected argument %q\n", args[0])
+					return exitUsage
+				}
+				var auditOut io.Writer
+				switch *audit {
+				case "":
+				case "-":
+					auditOut = e.stdout
+				default:
+					f, err := os.OpenFile(*audit, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+					if err != nil {
+						fmt.Fprintf(e.stderr, "sandboxio reap: audit: %v\n", err)
+						return exitUsage
+					}
+					defer f.Close()
+					auditOut = f
+				}
+				client, err := sandbox.New(ctx, sandbox.Config{Audit: sandbox.NewAuditLog(auditOut, nil)})
+				if err != nil {
+					fmt.Fprintf(e.stderr, "sandboxio reap: %s\n", classLine(err))
+					return exitFor(err)
+				}
+				reaped, err := client.Reap(ctx, sandbox.ReapOptions{Backend: *backend, DryRun: *dryRun, Labels: labels})
+				sort.Slice(reaped, func(i, j int) bool { return reaped[i].ID < reaped[j].ID })
+				if *asJSON {
+					type row struct {
+						ID        string            `json:"id"`
+						Backend   string            `json:"backend"`
+						TenantID  string            `json:"tenant_id"`
+						SessionID string            `json:"session_id"`
+						Template  string            `json:"template"`
+						Reason    string            `json:"reason"`
+						Removed   bool              `json:"removed"`
+						Labels    map[string]string `json:"labels"`
+					}
+					rows := make([]row, 0, len(reaped))
+					for _, r := range reaped {
+						rows = append(rows, row{ID: r.ID, Backend: r.Backend, TenantID: r.TenantID, SessionID: r.SessionID,
+							Template: r.Template, Reason: r.Reason, Removed: !*dryRun, Labels: r.Labels})
+					}
+					enc := json.NewEncoder(e.stdout)
+					enc.SetIndent("", "  ")
+					_ = enc.Encode(rows)
+				} else {
+					verb := "removed"
+					if *dryRun {
+						verb = "would remove"
+					}
+					for _, r := range reaped {
+						fmt.Fprintf(e.stdout, "%s %s backend=%s tenant=%s session=%s template=%s (%s)\n",
+							verb, shortID(r.ID), r.Backend, orDash(r.TenantID), orDash(r.SessionID), orDash(r.Template), r.Reason)
+					}
+				}
+				if err != nil {
+					fmt.Fprintf(e.stderr, "sandboxio reap: %s\n", classLine(err))
+					return exitFor(err)
+				}
+				counts := map[string]int{}
+				for _, r := range reaped {
+					counts[r.Reason]++
+				}
+				switch {
+				case len(reaped) == 0:
+					fmt.Fprintf(e.stderr, "sandboxio reap: nothing to reap\n")
+				case *dryRun:
+					fmt.Fprintf(e.stderr, "sandboxio reap: would remove %d sandbox(es) (%s); run without --dry-run to remove them\n", len(reaped), reasons(counts))
+				default:
+					fmt.Fprintf(e.stderr, "sandboxio reap: removed %d sandbox(es) (%s)\n", len(reaped), reasons(counts))
+				}
+				return exitOK
+			}
+		},
+	})
+}
+
+func reasons(counts map[string]int) string {
+	parts := make([]string, 0, len(counts))
+	for r, n := range counts {
+		parts = append(parts, fmt.Sprintf("%d %s", n, r))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

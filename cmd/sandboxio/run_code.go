@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
+)
+
+// langByExt picks the interpreter from a code file's extension when --lang
+// is not given.
+var langByExt = map[string]string{".py": "python", ".sh": "sh", ".bash": "bash", ".js": "node", ".mjs": "node", ".rb": "ruby"}
+
+func init() {
+	register(&command{
+		name:    "run-code",
+		summary: "open a sandbox for a tenant and session, run a program in an interpreter, remove it",
+		usage:   "run-code --spec FILE|- --tenant ID --session ID [--lang LANG] [--spec-sha256 HEX] [--timeout 30s] [--audit FILE] [flags] CODE_FILE|-",
+		help: `Opens a sandbox from a spec as ` + "`sandboxio run`" + ` does, runs the program in CODE_FILE (- reads it
+from standard input) in an interpreter of the image, prints its output and removes the
+sandbox on every path. The program's exit code is passed through.
+
+  sandboxio run-code --spec spec.json --tenant acme --session s-42 --lang python script.py
+
+--lang is python, sh, bash, node or ruby; without it the file's extension decides (.py,
+.sh, .bash, .js, .rb). The interpreter must be in the image (the local image
+` + sandbox.LocalImage + ` has sh only). The program reaches the interpreter on its standard
+input, never on a command line.
+
+The checks before provisioning, the progress line, --audit and the timeout are those of
+` + "`sandboxio run`" + `; see ` + "`sandboxio run --help`" + `.
+
+` + secretsHelp,
+		exitCodes: runExitCodesHelp,
+		setup: func(fs *flag.FlagSet) runFunc {
+			f := &runFlags{commandName: "run-code"}
+			f.declare(fs)
+			lang := fs.String("lang", "", "the `LANG`uage: python, sh, bash, node or ruby (default: from the file's extension)")
+			return func(ctx context.Context, e *env, args []string) int {
+				if len(args) != 1 {
+					fmt.Fprintf(e.stderr, "sandboxio run-code: want exactly one CODE_FILE argument (- for standard input), got %d\n", len(args))
+					return exitUsage
+				}
+				l := *lang
+				if l == "" {
+					l = langByExt[strings.ToLower(filepath.Ext(args[0]))]
+				}
+				if l == "" {
+					fmt.Fprintf(e.stderr, "sandboxio run-code: cannot tell the language of %s: pass --lang (python, sh, bash, node or ruby)\n", args[0])
+					return exitUsage
+				}
+				var code []byte
+				var err error
+				if args[0] == "-" {
+					if f.spec == "-" {
+						fmt.Fprintf(e.stderr, "sandboxio run-code: --spec - and CODE_FILE - cannot both read standard input\n")
+						return exitUsage
+					}
+					f.usesStdin = true
+					code, err = io.ReadAll(io.LimitReader(e.stdin, 16<<20))
+				} else {
+					code, err = os.ReadFile(args[0])
+				}
+				if err != nil {
+					fmt.Fprintf(e.stderr, "sandboxio run-code: read code: %v\n", err)
+					return exitUsage
+				}
+				return f.runIn(ctx, e, func(ctx context.Context, sb *sandbox.Sandbox) (sandbox.Result, error) {
+					return sb.RunCode(ctx, l, string(code), f.runOptions(nil))
+				})
+			}
+		},
+	})
+}

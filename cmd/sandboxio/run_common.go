@@ -1,0 +1,290 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
+)
+
+// Exit codes of the run-time commands (run, run-code, reap), beside the
+// sandboxed command's own exit code, which run and run-code pass through.
+// One per error class, so that a script can tell a refusal from a timeout
+// from a cap.
+const (
+	exitConfiguration = 64  // ConfigurationError: refused before provisioning
+	exitCapability    = 65  // CapabilityNotSupported: the backend cannot enforce the spec
+	exitCreateTimeout = 66  // CreateTimeout
+	exitExecTimeout   = 67  // ExecutionTimeout
+	exitLimit         = 68  // ResourceLimitExceeded
+	exitGone          = 69  // SandboxGone
+	exitBackend       = 70  // the backend failed or cannot be reached
+	exitInterrupted   = 130 // SIGINT or SIGTERM; the sandbox was removed
+)
+
+// runExitCodesHelp ends the help of run and run-code (and, in part, reap).
+const runExitCodesHelp = `Exit codes:
+  0-255  the sandboxed command's own exit code, passed through
+  2      usage or input error: bad flags or arguments, unreadable spec or code file
+  64     ConfigurationError: refused, nothing provisioned (spec malformed or edited,
+         sha256 mismatch, spec of another tenant or session, a policy refusal,
+         require_isolation not met by the live backend, a secret named in the spec
+         missing from the environment)
+  65     CapabilityNotSupported: the backend cannot enforce the spec (an egress allow
+         list on Docker), or the spec's backend is not in this build
+  66     CreateTimeout: the sandbox was not ready within the timeout
+  67     ExecutionTimeout: the command was killed at its timeout (no output is printed)
+  68     ResourceLimitExceeded: the command hit a cap; stderr names it (memory, pids, disk, cpu)
+  69     SandboxGone: the sandbox's lifetime ended, or it was removed, during the command
+  70     the backend failed or cannot be reached (the Docker daemon is down, say), or
+         another failure ("Error: ..." on stderr)
+  130    interrupted (SIGINT, SIGTERM); the sandbox was removed
+For its own failures sandboxio prints "sandboxio COMMAND: <ErrorClass>: ..." on stderr,
+so a command that itself exits 64-70 can be told apart; --audit records both.`
+
+// exitFor maps an error of the run-time helper to its exit code.
+func exitFor(err error) int {
+	switch sandbox.ClassOf(err) {
+	case model.ConfigurationError:
+		return exitConfiguration
+	case model.CapabilityNotSupported:
+		return exitCapability
+	case model.CreateTimeout:
+		return exitCreateTimeout
+	case model.ExecutionTimeout:
+		return exitExecTimeout
+	case model.ResourceLimitExceeded:
+		return exitLimit
+	case model.SandboxGone:
+		return exitGone
+	}
+	return exitBackend
+}
+
+// classLine is how a failure reads on stderr: the class first.
+func classLine(err error) string {
+	switch {
+	case sandbox.ClassOf(err) != "":
+		return err.Error() // *model.Error starts with its class
+	case errors.Is(err, sandbox.ErrBackend):
+		return "BackendError: " + err.Error()
+	}
+	return "Error: " + err.Error()
+}
+
+// kvFlag is a repeatable KEY=VALUE flag.
+type kvFlag map[string]string
+
+func (k *kvFlag) String() string {
+	parts := make([]string, 0, len(*k))
+	for key, v := range *k {
+		parts = append(parts, key+"="+v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (k *kvFlag) Set(v string) error {
+	key, val, ok := strings.Cut(v, "=")
+	if !ok || key == "" {
+		return fmt.Errorf("%q is not KEY=VALUE", v)
+	}
+	if *k == nil {
+		*k = kvFlag{}
+	}
+	(*k)[key] = val
+	return nil
+}
+
+// runFlags are the flags run and run-code share.
+type runFlags struct {
+	spec, specSHA   string
+	tenant, session string
+	timeout         time.Duration
+	audit           string
+	policies        stringsFlag
+	waivers         string
+	labels, env     kvFlag
+	workdir         string
+	quiet           bool
+	busybox         string
+	commandName     string
+	// usesStdin is set by the command when its own input (the command's
+	// stdin, the code) reads standard input, which --spec - then cannot.
+	usesStdin bool
+}
+
+func (f *runFlags) declare(fs *flag.FlagSet) {
+	fs.StringVar(&f.spec, "spec", "", "the spec `FILE` (data.sandboxio_tenant_sandbox spec, or a template spec); - reads standard input")
+	fs.StringVar(&f.specSHA, "spec-sha256", "", "the spec's expected sha256 (`HEX`, its spec_sha256 attribute); an edited spec is refused")
+	fs.StringVar(&f.tenant, "tenant", "", "the tenant `ID` the sandbox is for (required)")
+	fs.StringVar(&f.session, "session", "", "the session `ID` (required): one sandbox per tenant and session")
+	fs.DurationVar(&f.timeout, "timeout", 0, "bound of the create and of the command, e.g. 30s; 0 inherits the spec's timeout_seconds")
+	fs.StringVar(&f.audit, "audit", "", "append one JSON audit record per event to `FILE`; - writes them to standard output")
+	fs.Var(&f.policies, "policy", "a team policy `DIR`ectory (or .rego file), as in the provider's policy_paths; repeatable")
+	fs.StringVar(&f.waivers, "waivers", "", "waiver `FILE` for soft-mandatory team rules, as in the provider's policy_waivers")
+	fs.Var(&f.labels, "label", "extra label `KEY=VALUE` when --spec is a template spec; repeatable")
+	fs.Var(&f.env, "env", "environment variable `NAME=VALUE` for the command (never a secret); repeatable")
+	fs.StringVar(&f.workdir, "workdir", "", "working `DIR`ectory of the command inside the sandbox")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on standard error")
+	fs.StringVar(&f.busybox, "busybox", "", "static busybox `PATH` used when the spec's image "+sandbox.LocalImage+" must be built (default /bin/busybox)")
+}
+
+// secretsHelp is shared by the help texts.
+const secretsHelp = `Secrets: every name in the spec's secret_names is read from this process's
+environment (export OPENAI_API_KEY=... before running). The value is injected into the
+sandbox's commands only, is removed from this process's environment once read, and is
+replaced with [REDACTED] in the command's output, in error messages and in audit records.
+It is never written to disk.`
+
+// session is everything a run-time command opens a sandbox with.
+type session struct {
+	client *sandbox.Client
+	req    sandbox.Request
+	spec   model.Spec
+	close  func()
+}
+
+// prepare reads the spec and the secrets, and builds the client. A non-zero
+// code means the command is over.
+func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
+	name := "sandboxio " + f.commandName
+	usage := func(format string, a ...any) (*session, int) {
+		fmt.Fprintf(e.stderr, name+": "+format+"\n", a...)
+		return nil, exitUsage
+	}
+	switch {
+	case f.spec == "":
+		return usage("--spec is required (the spec file, or - for standard input)")
+	case f.tenant == "" || f.session == "":
+		return usage("--tenant and --session are required: a sandbox belongs to one tenant and session")
+	case f.timeout < 0:
+		return usage("--timeout must be positive (0 inherits the spec's timeout_seconds)")
+	case f.spec == "-" && f.usesStdin:
+		return usage("--spec - and the command's input cannot both read standard input")
+	}
+	var data []byte
+	var err error
+	if f.spec == "-" {
+		data, err = io.ReadAll(io.LimitReader(e.stdin, 4<<20))
+	} else {
+		data, err = os.ReadFile(f.spec)
+	}
+	if err != nil {
+		return usage("read spec: %v", err)
+	}
+	fail := func(err error) (*session, int) {
+		fmt.Fprintf(e.stderr, "%s: %s\n", name, classLine(err))
+		return nil, exitFor(err)
+	}
+	spec, err := model.ParseSpec(data)
+	if err != nil {
+		return fail(err)
+	}
+	secrets, err := sandbox.SecretsFromEnv(spec.SecretNames, os.LookupEnv)
+	if err != nil {
+		return fail(err)
+	}
+	// Out of this process's environment: no child process (the reaper
+	// watcher, say) inherits a value.
+	for _, n := range spec.SecretNames {
+		_ = os.Unsetenv(n)
+	}
+
+	s := &session{spec: spec, close: func() {}}
+	var auditOut io.Writer
+	switch f.audit {
+	case "":
+	case "-":
+		auditOut = e.stdout
+	default:
+		file, err := os.OpenFile(f.audit, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return usage("audit: %v", err)
+		}
+		auditOut = file
+		s.close = func() { _ = file.Close() }
+	}
+	progress := func(msg string) { fmt.Fprintf(e.stderr, "sandboxio: %s\n", msg) }
+	if f.quiet {
+		progress = nil
+	}
+	client, err := sandbox.New(ctx, sandbox.Config{
+		PolicyPaths: f.policies,
+		WaiversFile: f.waivers,
+		Audit:       sandbox.NewAuditLog(auditOut, nil),
+		OnWarning:   func(w model.Warning) { fmt.Fprintf(e.stderr, "%s: warning: %s\n", name, w) },
+		Progress:    progress,
+		// The local demo image is built on first use, after every check;
+		// any other image must already be on the daemon.
+		PrepareLocalImage: true,
+		Busybox:           f.busybox,
+	})
+	if err != nil {
+		s.close()
+		return fail(err)
+	}
+	s.client = client
+	s.req = sandbox.Request{Spec: data, SpecSHA256: f.specSHA, TenantID: f.tenant, SessionID: f.session,
+		ExtraLabels: f.labels, Secrets: secrets, Timeout: f.timeout}
+
+	return s, 0
+}
+
+// runIn opens the sandbox, runs body in it and closes it on every path. body
+// returns the command's result; its output is printed (redacted) and its
+// exit code returned.
+func (f *runFlags) runIn(ctx context.Context, e *env, body func(context.Context, *sandbox.Sandbox) (sandbox.Result, error)) int {
+	s, code := f.prepare(ctx, e)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	name := "sandboxio " + f.commandName
+	var res sandbox.Result
+	var bodyErr error
+	ran := false
+	err := s.client.With(ctx, s.req, func(ctx context.Context, sb *sandbox.Sandbox) error {
+		r, err := body(ctx, sb)
+		if err != nil {
+			bodyErr = err
+			return err
+		}
+		res, ran = r, true
+		return nil
+	})
+	if ran {
+		_, _ = e.stdout.Write(res.Stdout)
+		_, _ = e.stderr.Write(res.Stderr)
+	}
+	if ctx.Err() != nil {
+		fmt.Fprintf(e.stderr, "%s: interrupted; the sandbox was removed\n", name)
+		return exitInterrupted
+	}
+	if bodyErr != nil {
+		// The command's failure decides; a close that could not be
+		// confirmed has already warned on stderr and in the audit log.
+		err = bodyErr
+	}
+	var oe *sandbox.OrphanedError
+	if err != nil && bodyErr == nil && errors.As(err, &oe) {
+		// The command ran; the orphan warning is already on stderr and in
+		// the audit log, and the lifetime and `sandboxio reap` remove it.
+		return res.ExitCode
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "%s: %s\n", name, classLine(err))
+		return exitFor(err)
+	}
+	return res.ExitCode
+}
+
+func (f *runFlags) runOptions(stdin []byte) sandbox.RunOptions {
+	return sandbox.RunOptions{Timeout: f.timeout, Env: f.env, Workdir: f.workdir, Stdin: stdin}
+}

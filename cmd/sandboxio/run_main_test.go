@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
+)
+
+// cliChildEnv turns the test binary into the CLI itself (see TestMain), for
+// the tests that need the CLI as a separate process: one that exits, so that
+// its sandboxes' owner is gone.
+const cliChildEnv = "SANDBOXIO_TEST_CLI"
+
+// requireDockerEnv makes Docker tests fail instead of skipping when no
+// daemon answers (CI sets it after starting one).
+const requireDockerEnv = "SANDBOXIO_REQUIRE_DOCKER"
+
+// runID labels every sandbox this test process (and its CLI children)
+// creates (label test_run), so that the leak check finds exactly ours.
+var runID = func() string {
+	if id := os.Getenv("SANDBOXIO_TEST_RUN_ID"); id != "" {
+		return id
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}()
+
+func TestMain(m *testing.M) {
+	if os.Getenv(cliChildEnv) == "1" {
+		// As main does.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, now: time.Now})
+		stop()
+		os.Exit(code)
+	}
+	code := m.Run()
+	if dockerProbe.done && dockerProbe.err == nil {
+		if left := leftovers(); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "FAIL: sandboxio containers left behind by this test run:\n  %s\n", strings.Join(left, "\n  "))
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// leftovers lists, then removes, the containers this run created.
+func leftovers() []string {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return []string{"docker client: " + err.Error()}
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "test_run="+runID))})
+	if err != nil {
+		return []string{"container list: " + err.Error()}
+	}
+	var left []string
+	for _, c := range cs {
+		left = append(left, fmt.Sprintf("%s %v %s", c.ID[:12], c.Names, c.State))
+		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+	}
+	return left
+}
+
+var dockerProbe struct {
+	once sync.Once
+	done bool
+	err  error
+}
+
+// needDocker skips the test (or fails it under SANDBOXIO_REQUIRE_DOCKER=1)
+// when no daemon answers, and makes sure the local image exists.
+func needDocker(t testing.TB) {
+	t.Helper()
+	dockerProbe.once.Do(func() {
+		dockerProbe.done = true
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		_, dockerProbe.err = sandbox.PrepareDockerImage(ctx, sandbox.LocalImage, "", nil)
+	})
+	if dockerProbe.err != nil {
+		if os.Getenv(requireDockerEnv) == "1" {
+			t.Fatalf("Docker daemon required (%s=1) but not usable: %v", requireDockerEnv, dockerProbe.err)
+		}
+		t.Skipf("SKIP: no usable Docker daemon (%v); run scripts/docker-up.sh, or set %s=1 to fail instead of skipping", dockerProbe.err, requireDockerEnv)
+	}
+}
+
+func countLabelled(t testing.TB, labels ...string) int {
+	t.Helper()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	f := filters.NewArgs()
+	for _, l := range labels {
+		f.Add("label", l)
+	}
+	cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(cs)
+}
+
+// specFile renders a per-tenant spec of a small template of the local image
+// into a file, and returns the file and the spec's sha256.
+func specFile(t testing.TB, tenant, session string, mods ...func(*inputs.Template)) (string, string) {
+	t.Helper()
+	timeout, lifetime := int64(30), int64(120)
+	disk := int64(64)
+	tpl := inputs.Template{
+		Name: "cli", Backend: "docker://", Image: sandbox.LocalImage,
+		TimeoutSeconds: &timeout, LifetimeSeconds: &lifetime,
+		Caps:   model.CapsRequest{DiskMB: &disk},
+		Labels: map[string]string{"test_run": runID},
+	}
+	for _, m := range mods {
+		m(&tpl)
+	}
+	spec, _, err := tpl.Build("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _, err := inputs.Tenant{TenantID: tenant, SessionID: session}.Sandbox(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, sum, err := ts.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "spec.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, sum
+}

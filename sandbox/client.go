@@ -1,0 +1,581 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Config configures a Client.
+type Config struct {
+	// PolicyPaths are the team's own policy directories (or .rego files),
+	// evaluated beside the embedded bundle, as in the provider's
+	// policy_paths and `sandboxio policy check --policy`.
+	PolicyPaths []string
+	// WaiversFile is a waiver file for soft-mandatory team rules, as in the
+	// provider's policy_waivers.
+	WaiversFile string
+	// Audit receives one record per event; nil writes none.
+	Audit *AuditLog
+	// OnWarning receives the warnings of the policy decision and of the
+	// sandboxes: UnverifiedIsolationWarning, OpenEgressWarning,
+	// OrphanedSandboxWarning (with the sandbox id and labels). Nil drops
+	// them; an orphaned sandbox is still reported by Close's error and the
+	// audit record.
+	OnWarning func(model.Warning)
+	// Progress receives one line before a sandbox is started (and one
+	// while an image is built), for a terminal. Nil prints nothing.
+	Progress func(string)
+	// PrepareLocalImage builds LocalImage on the Docker daemon when a spec
+	// names it and it is missing, after every check passed and before the
+	// sandbox is created (from Busybox, default /bin/busybox). Any other
+	// image must already be on the daemon.
+	PrepareLocalImage bool
+	Busybox           string
+}
+
+// Request is what one Open provisions from.
+type Request struct {
+	// Spec is the JSON of a per-tenant spec (data.sandboxio_tenant_sandbox
+	// spec) or of a template spec (sandboxio_template spec), unchanged.
+	Spec []byte
+	// SpecSHA256 is the expected sha256 of the spec (its spec_sha256
+	// attribute), hex. When set, a spec whose canonical form does not hash
+	// to it is refused: it was edited after Terraform rendered it.
+	SpecSHA256 string
+	// TenantID and SessionID say whom the sandbox is for. A per-tenant spec
+	// must have been rendered for exactly these; a template spec is rendered
+	// for them here (as the data source would), with ExtraLabels.
+	TenantID, SessionID string
+	ExtraLabels         map[string]string
+	// Secrets holds a value for every name in the spec's secret_names, and
+	// no other.
+	Secrets Secrets
+	// Timeout bounds the whole open (checks against the live backend and
+	// create). 0 inherits the spec's timeout_seconds; never unbounded.
+	Timeout time.Duration
+}
+
+// Client opens sandboxes. It holds one sandbox per tenant and session at a
+// time and never hands a sandbox to another tenant: Get looks a sandbox up by
+// both ids, and a second Open for a pair that has one open (or opening) is
+// refused. It is safe for concurrent use.
+type Client struct {
+	eng     *policy.Engine
+	waivers *verdict.Waivers
+	cfg     Config
+	// backendFor returns the backend of a DSN scheme; tests replace it.
+	backendFor func(scheme string) (backends.Backend, error)
+
+	mu      sync.Mutex
+	open    map[key]*Sandbox
+	opening map[key]bool
+	closed  bool
+}
+
+type key struct{ tenant, session string }
+
+// New returns a client. The policy bundle (embedded plus PolicyPaths) is
+// compiled once per process and shared.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	eng, err := policy.Load(ctx, cfg.PolicyPaths)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{eng: eng, cfg: cfg, backendFor: sharedBackend, open: map[key]*Sandbox{}, opening: map[key]bool{}}
+	if cfg.WaiversFile != "" {
+		w, err := verdict.LoadWaivers(cfg.WaiversFile)
+		if err != nil {
+			return nil, &model.Error{Class: model.ConfigurationError, Rule: "SBX-POL-002", Attribute: "policy_waivers",
+				Message: err.Error(), Fix: "fix the waiver file named in the error"}
+		}
+		c.waivers = w
+	}
+	return c, nil
+}
+
+// factories are the backends this build can provision on, by DSN scheme.
+var factories = map[string]func() (backends.Backend, error){
+	docker.Name: func() (backends.Backend, error) { return docker.New() },
+}
+
+// Backends lists the DSN schemes this build can provision on.
+func Backends() []string {
+	out := make([]string, 0, len(factories))
+	for k := range factories {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+var sharedBackends struct {
+	mu sync.Mutex
+	m  map[string]backends.Backend
+}
+
+// sharedBackend returns the process-wide backend of a scheme: one Docker
+// client (and one reaper watcher) per process, whatever the number of
+// clients.
+func sharedBackend(scheme string) (backends.Backend, error) {
+	sharedBackends.mu.Lock()
+	defer sharedBackends.mu.Unlock()
+	if b, ok := sharedBackends.m[scheme]; ok {
+		return b, nil
+	}
+	f, ok := factories[scheme]
+	if !ok {
+		return nil, notInBuild(scheme)
+	}
+	b, err := f()
+	if err != nil {
+		return nil, err
+	}
+	if sharedBackends.m == nil {
+		sharedBackends.m = map[string]backends.Backend{}
+	}
+	sharedBackends.m[scheme] = b
+	return b, nil
+}
+
+// notInBuild refuses a backend the policy accepts but this build cannot
+// provision on. It is CapabilityNotSupported: the spec is valid, this
+// helper lacks the capability.
+func notInBuild(scheme string) error {
+	return &model.Error{Class: model.CapabilityNotSupported, Attribute: "backend",
+		Message: fmt.Sprintf("backend %s is not available in this build of the run-time helper (it provisions on %s)", scheme, strings.Join(Backends(), ", ")),
+		Fix:     "render the template for a backend this build provisions on (docker://), or use a build that includes " + scheme}
+}
+
+// plan is a request that passed every check that needs no backend.
+type plan struct {
+	spec          model.Spec
+	digest        string
+	scheme        string
+	createTimeout time.Duration
+	callTimeout   time.Duration
+	lifetime      time.Duration
+	warnings      []model.Warning
+}
+
+var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// specError is a refusal of the spec's integrity or tenancy binding.
+func specError(rule, attr, msg, fix string) *model.Error {
+	return &model.Error{Class: model.ConfigurationError, Rule: rule, Attribute: attr, Message: msg, Fix: fix}
+}
+
+// prepare runs every check that needs no backend, in order: the spec parses,
+// hashes to the expected digest, is bound to the request's tenant and
+// session, names exactly the secrets given, and passes the policy bundle.
+func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
+	var p plan
+	if req.Timeout < 0 {
+		return p, &model.Error{Class: model.ConfigurationError, Attribute: "timeout",
+			Message: "the open timeout is negative", Fix: "pass 0 to inherit the spec's timeout_seconds, or a positive duration"}
+	}
+	spec, err := model.ParseSpec(req.Spec)
+	if err != nil {
+		return p, err
+	}
+	// What is known of the spec goes into the audit record of a refusal.
+	p.spec = spec
+	if d, err := backends.ParseDSN(spec.Backend); err == nil {
+		p.scheme = d.Scheme
+	}
+	_, given, err := spec.Canonical()
+	if err != nil {
+		return p, specError("SBX-SPC-001", "spec", err.Error(), "pass the rendered spec unchanged")
+	}
+	if want := strings.ToLower(strings.TrimSpace(req.SpecSHA256)); want != "" {
+		if !hexDigest.MatchString(want) {
+			return p, specError("SBX-SPC-003", "spec_sha256", "the expected spec sha256 is not 64 hex digits",
+				"pass the spec_sha256 attribute of the template or tenant sandbox")
+		}
+		if want != given {
+			return p, specError("SBX-SPC-003", "spec_sha256",
+				fmt.Sprintf("the spec does not match its sha256: it hashes to %s, not %s; it was edited after Terraform rendered it, or belongs to another sandbox", given[:12], want[:12]),
+				"pass the spec and spec_sha256 of the same data.sandboxio_tenant_sandbox (or sandboxio_template) unchanged")
+		}
+	}
+
+	if spec.TenantID != "" || spec.SessionID != "" {
+		if len(req.ExtraLabels) > 0 {
+			return p, specError("SBX-SPC-004", "labels", "extra labels can only be added when rendering a template spec; this spec is already rendered for a tenant",
+				"set extra_labels on data.sandboxio_tenant_sandbox, or pass the template spec")
+		}
+		if spec.TenantID != req.TenantID || spec.SessionID != req.SessionID {
+			return p, specError("SBX-SPC-004", "tenant_id",
+				fmt.Sprintf("the spec was rendered for tenant %q session %q, not tenant %q session %q", clip(spec.TenantID), clip(spec.SessionID), clip(req.TenantID), clip(req.SessionID)),
+				"open each tenant's sandbox from the spec rendered for that tenant and session (data.sandboxio_tenant_sandbox), or from the template spec")
+		}
+		for k, want := range map[string]string{model.LabelTenantID: spec.TenantID, model.LabelSessionID: spec.SessionID, model.LabelTemplate: spec.Name} {
+			if got, ok := spec.Labels[k]; !ok || got != want {
+				return p, specError("SBX-SPC-004", "labels",
+					fmt.Sprintf("the spec's label %s does not match its tenant, session and template; it was edited after it was rendered", k),
+					"pass the spec rendered by data.sandboxio_tenant_sandbox unchanged")
+			}
+		}
+	} else {
+		spec = spec.ForTenant(req.TenantID, req.SessionID, req.ExtraLabels)
+		p.spec = spec
+	}
+
+	declared := map[string]bool{}
+	for _, n := range spec.SecretNames {
+		declared[n] = true
+		if !req.Secrets.has(n) {
+			return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-SEC-001", Attribute: "secret_names",
+				Message: fmt.Sprintf("no value was given for secret %q, named in the spec's secret_names", n),
+				Fix:     "pass its value in Request.Secrets (the CLI reads it from its own environment)"}
+		}
+	}
+	for _, n := range req.Secrets.Names() {
+		if !declared[n] {
+			return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-SEC-001", Attribute: "secret_names",
+				Message: fmt.Sprintf("secret %q is not named in the spec's secret_names, so it would not be injected", n),
+				Fix:     "add it to the template's secret_names, or do not pass it"}
+		}
+	}
+
+	v, err := verdict.CheckSpec(ctx, c.eng, spec, verdict.Options{Waivers: c.waivers})
+	if err != nil {
+		return p, err
+	}
+	if err := v.Err(); err != nil {
+		return p, err
+	}
+	for _, r := range v.Results {
+		w := r.Warning()
+		if r.Note != "" {
+			w.Message += " (" + r.Note + ")"
+		}
+		p.warnings = append(p.warnings, w)
+	}
+
+	d, err := backends.ParseDSN(spec.Backend)
+	if err != nil {
+		return p, err
+	}
+	if _, ok := factories[d.Scheme]; !ok {
+		return p, notInBuild(d.Scheme)
+	}
+	_, p.digest, err = spec.Canonical()
+	if err != nil {
+		return p, err
+	}
+	p.spec, p.scheme = spec, d.Scheme
+	p.callTimeout = model.EffectiveTimeout(time.Duration(spec.TimeoutSeconds)*time.Second, 0)
+	p.createTimeout = model.EffectiveTimeout(req.Timeout, p.callTimeout)
+	p.lifetime = time.Duration(spec.LifetimeSeconds) * time.Second
+	if p.lifetime <= 0 {
+		p.lifetime = model.DefaultLifetimeSeconds * time.Second
+	}
+	return p, nil
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// Open provisions a sandbox for the request's tenant and session. Every
+// check runs before anything is provisioned, and a refusal provisions
+// nothing: the spec parses and matches SpecSHA256; it was rendered for this
+// tenant and session (or is a template spec, rendered here); the policy
+// bundle accepts it (the same decision as terraform plan and `sandboxio
+// policy check`); its backend is in this build; the live backend's tier
+// satisfies require_isolation. The caller must Close the sandbox; With does
+// it on every path.
+func (c *Client) Open(ctx context.Context, req Request) (*Sandbox, error) {
+	start := time.Now()
+	p, err := c.prepare(ctx, req)
+	if err != nil {
+		err = redactError(err, req.Secrets)
+		c.audit(refusalRecord(req, p, start, err), req.Secrets)
+		return nil, err
+	}
+	k := key{p.spec.TenantID, p.spec.SessionID}
+	if err := c.reserve(k); err != nil {
+		c.audit(refusalRecord(req, p, start, err), req.Secrets)
+		return nil, err
+	}
+	sb, err := c.provision(ctx, p, req, start)
+	c.mu.Lock()
+	delete(c.opening, k)
+	if err == nil {
+		c.open[k] = sb
+	}
+	c.mu.Unlock()
+	return sb, err
+}
+
+func (c *Client) reserve(k key) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return &model.Error{Class: model.ConfigurationError, Message: "the client is closed", Fix: "open sandboxes with a new client"}
+	case c.open[k] != nil || c.opening[k]:
+		return &model.Error{Class: model.ConfigurationError, Attribute: "session_id",
+			Message: fmt.Sprintf("a sandbox is already open for tenant %q session %q: one sandbox per tenant and session", clip(k.tenant), clip(k.session)),
+			Fix:     "use the open sandbox (Client.Get), close it first, or open the new sandbox under a new session id"}
+	}
+	c.opening[k] = true
+	return nil
+}
+
+// provision checks the spec against the live backend, then creates.
+func (c *Client) provision(ctx context.Context, p plan, req Request, start time.Time) (*Sandbox, error) {
+	rec := baseRecord(p)
+	rec.Op = "open"
+	fail := func(err error) (*Sandbox, error) {
+		err = classify(err, p.scheme, "open", req.Secrets)
+		r := rec
+		r.DurationMS = ms(time.Since(start))
+		setError(&r, err)
+		r.Event = eventOf(err, time.Time{})
+		if preProvision(err) {
+			r.Event = EventRefused
+		}
+		c.audit(r, req.Secrets)
+		return nil, err
+	}
+	var warned []string
+	warn := func(w model.Warning) {
+		warned = append(warned, w.String())
+		c.warn(w)
+	}
+	for _, w := range p.warnings {
+		warn(w)
+	}
+	b, err := c.backendFor(p.scheme)
+	if err != nil {
+		return fail(err)
+	}
+	octx, cancel := context.WithTimeout(ctx, p.createTimeout)
+	defer cancel()
+	timedOut := func(err error) error {
+		if ctx.Err() == nil && errors.Is(octx.Err(), context.DeadlineExceeded) && !errors.Is(err, model.CreateTimeout) {
+			return &model.Error{Class: model.CreateTimeout,
+				Message: fmt.Sprintf("the sandbox was not ready within %s: the %s backend did not answer in time", p.createTimeout, p.scheme),
+				Fix:     "check that the backend answers (for Docker: docker info), or raise timeout_seconds (or the open timeout)", Err: err}
+		}
+		return err
+	}
+	if c.cfg.PrepareLocalImage && p.scheme == docker.Name && p.spec.Image == LocalImage {
+		if _, err := PrepareDockerImage(octx, p.spec.Image, c.cfg.Busybox, c.cfg.Progress); err != nil {
+			return fail(timedOut(err))
+		}
+	}
+	tier := p.spec.IsolationTier
+	if pf, ok := b.(backends.Preflighter); ok {
+		res, err := pf.Preflight(octx, p.spec)
+		if err != nil {
+			return fail(timedOut(err))
+		}
+		tier = res.Tier
+		rec.Tier, rec.DiskCapStrategy, rec.PidsCapStrategy = res.Tier, res.DiskCapStrategy, res.PidsCapStrategy
+		for _, w := range res.Warnings {
+			warn(w)
+		}
+	}
+	if err := checkTier(p.spec, tier); err != nil {
+		return fail(err)
+	}
+	if tier == model.TierUnknown && p.spec.RequireIsolation == "" {
+		warn(model.Warning{Class: model.UnverifiedIsolationWarning, Attribute: "require_isolation",
+			Message: fmt.Sprintf("backend %s has an unverified isolation tier (UNKNOWN) and the template requires none", p.scheme),
+			Fix:     "set require_isolation, or use a backend whose tier is known"})
+	}
+	remaining := p.createTimeout - time.Since(start)
+	if remaining <= 0 {
+		return fail(&model.Error{Class: model.CreateTimeout,
+			Message: fmt.Sprintf("the sandbox was not ready within %s: the checks against the live backend took all of it", p.createTimeout),
+			Fix:     "check the backend's load, or raise timeout_seconds (or the open timeout)"})
+	}
+
+	if c.cfg.Progress != nil {
+		c.cfg.Progress(fmt.Sprintf("starting %s sandbox (%s, image %s, runtime %s) for tenant %s session %s …",
+			p.scheme, tier, p.spec.Image, orDefault(p.spec.Runtime, "default"), p.spec.TenantID, p.spec.SessionID))
+	}
+	s := &Sandbox{c: c, key: key{p.spec.TenantID, p.spec.SessionID}, secrets: req.Secrets, plan: p}
+	created, err := b.Create(ctx, backends.CreateRequest{
+		Spec:      p.spec,
+		Secrets:   req.Secrets.values(),
+		Timeout:   remaining,
+		OnWarning: s.onBackendWarning,
+	})
+	if err != nil {
+		var me *model.Error
+		if errors.As(err, &me) && me.Class == model.CreateTimeout {
+			// Said against the whole open's bound, not what was left of it.
+			err = &model.Error{Class: model.CreateTimeout,
+				Message: fmt.Sprintf("the sandbox was not ready within %s; anything half-created is being removed", p.createTimeout),
+				Fix:     "check that the backend answers (for Docker: docker info), or raise timeout_seconds (or the open timeout)", Err: me.Err}
+		}
+		return fail(err)
+	}
+	s.b = created
+	in := created.Info()
+	// The backend's labels are what a later List or reap sees: they must
+	// name this tenant and session, or the sandbox is not this request's.
+	if in.Labels[model.LabelTenantID] != p.spec.TenantID || in.Labels[model.LabelSessionID] != p.spec.SessionID {
+		_ = created.Close(context.WithoutCancel(ctx))
+		return fail(&model.Error{Class: model.ConfigurationError, Attribute: "labels",
+			Message: "the backend did not label the sandbox with its tenant and session; it was removed", Fix: "report this as a bug"})
+	}
+	s.info = Info{
+		ID: in.ID, Backend: in.Backend, Tier: in.Tier, TenantID: p.spec.TenantID, SessionID: p.spec.SessionID,
+		Template: p.spec.Name, SpecSHA256: p.digest, Labels: in.Labels, Network: p.spec.Network.Normalized(),
+		Caps: p.spec.Resources, DiskCapStrategy: in.DiskCapStrategy, PidsCapStrategy: in.PidsCapStrategy,
+		CallTimeout: p.callTimeout, Lifetime: p.lifetime, Created: in.Created, Expires: in.Expires, BlockedEgress: in.BlockedEgress,
+	}
+	r := s.record(EventCreated, "open")
+	r.DurationMS = ms(time.Since(start))
+	r.Warnings = warned
+	c.audit(r, req.Secrets)
+	return s, nil
+}
+
+// checkTier evaluates require_isolation against the tier of the live
+// backend, and the spec's own claim of its tier.
+func checkTier(spec model.Spec, live model.Tier) error {
+	if spec.RequireIsolation != "" && !live.Satisfies(spec.RequireIsolation) {
+		return &model.Error{Class: model.ConfigurationError, Rule: "SBX-ISO-003", Attribute: "require_isolation",
+			Message: fmt.Sprintf("the live %s backend gives %s, below the required %s; nothing was provisioned", backendName(spec), live, spec.RequireIsolation),
+			Fix:     "use a runtime or backend of the required tier (runsc for GVISOR; E2B, Vercel or kata for MICROVM)"}
+	}
+	if spec.IsolationTier != "" && live != spec.IsolationTier {
+		return &model.Error{Class: model.ConfigurationError, Rule: "SBX-SPC-005", Attribute: "isolation_tier",
+			Message: fmt.Sprintf("the spec says isolation_tier %s but the live %s backend gives %s; nothing was provisioned", spec.IsolationTier, backendName(spec), live),
+			Fix:     "render the spec again (terraform apply) against this backend, and check the runtime registered on it"}
+	}
+	return nil
+}
+
+func backendName(spec model.Spec) string {
+	if d, err := backends.ParseDSN(spec.Backend); err == nil {
+		return d.Scheme
+	}
+	return "backend"
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// preProvision reports whether err refused the request before anything was
+// created: a configuration or capability refusal. Timeouts and backend
+// failures are not refusals.
+func preProvision(err error) bool {
+	return errors.Is(err, model.ConfigurationError) || errors.Is(err, model.CapabilityNotSupported)
+}
+
+func (c *Client) warn(w model.Warning) {
+	if c.cfg.OnWarning != nil {
+		c.cfg.OnWarning(w)
+	}
+}
+
+func (c *Client) audit(r Record, secrets Secrets) {
+	c.cfg.Audit.emit(r, secrets)
+}
+
+// Get returns the sandbox open for exactly this tenant and session.
+func (c *Client) Get(tenantID, sessionID string) (*Sandbox, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.open[key{tenantID, sessionID}]
+	return s, ok
+}
+
+func (c *Client) forget(s *Sandbox) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open[s.key] == s {
+		delete(c.open, s.key)
+	}
+}
+
+// With opens a sandbox, runs fn with it and closes it on every path: fn
+// returning, fn panicking (the panic continues after the close) and ctx being
+// cancelled, which closes the sandbox at once, even while fn is still inside
+// a call. The close is shielded from ctx and bounded by the teardown grace.
+// A close error is joined to fn's.
+func (c *Client) With(ctx context.Context, req Request, fn func(context.Context, *Sandbox) error) (err error) {
+	sb, err := c.Open(ctx, req)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = sb.closeWith(context.WithoutCancel(ctx), "cancelled") })
+	defer func() {
+		stop()
+		reason := "closed"
+		r := recover()
+		if r != nil {
+			reason = "panic"
+		}
+		cerr := sb.closeWith(context.WithoutCancel(ctx), reason)
+		if r != nil {
+			panic(r)
+		}
+		if cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+	return fn(ctx, sb)
+}
+
+// Close closes every sandbox the client has open and refuses further opens.
+func (c *Client) Close(ctx context.Context) error {
+	c.mu.Lock()
+	c.closed = true
+	open := make([]*Sandbox, 0, len(c.open))
+	for _, s := range c.open {
+		open = append(open, s)
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, s := range open {
+		errs = append(errs, s.closeWith(ctx, "client closed"))
+	}
+	return errors.Join(errs...)
+}
+
+var defaultClient = sync.OnceValues(func() (*Client, error) { return New(context.Background(), Config{}) })
+
+// Open opens a sandbox with a process-wide client: the embedded policy
+// bundle only, no audit log. See Client.Open.
+func Open(ctx context.Context, req Request) (*Sandbox, error) {
+	c, err := defaultClient()
+	if err != nil {
+		return nil, err
+	}
+	return c.Open(ctx, req)
+}
+
+// With is Client.With on the process-wide client of Open.
+func With(ctx context.Context, req Request, fn func(context.Context, *Sandbox) error) error {
+	c, err := defaultClient()
+	if err != nil {
+		return err
+	}
+	return c.With(ctx, req, fn)
+}

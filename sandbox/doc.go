@@ -1,0 +1,80 @@
+// Package sandbox is sandboxio's run-time helper: it opens a sandbox for one
+// tenant and session from the spec Terraform rendered, runs commands and
+// code in it, uploads files, and closes it.
+//
+//	c, err := sandbox.New(ctx, sandbox.Config{Audit: sandbox.NewAuditLog(auditFile, nil)})
+//	...
+//	err = c.With(ctx, sandbox.Request{
+//		Spec:       specJSON,   // data.sandboxio_tenant_sandbox.X.spec
+//		SpecSHA256: specSHA256, // data.sandboxio_tenant_sandbox.X.spec_sha256
+//		TenantID:   "acme",
+//		SessionID:  "s-42",
+//		Secrets:    sandbox.NewSecrets(map[string]string{"OPENAI_API_KEY": key}),
+//	}, func(ctx context.Context, sb *sandbox.Sandbox) error {
+//		res, err := sb.RunCode(ctx, "python", "print(1)", sandbox.RunOptions{})
+//		...
+//	})
+//
+// # Before anything is provisioned
+//
+// Open refuses, and provisions nothing, when any of these fails, in order:
+// the spec parses (SBX-SPC-001/002); its canonical form hashes to the
+// expected sha256 (SBX-SPC-003); it was rendered for exactly the requested
+// tenant and session, with matching reserved labels (SBX-SPC-004), or it is a
+// template spec and is rendered here as the data source would; a value is
+// given for every secret name and no other; the policy bundle (embedded plus
+// Config.PolicyPaths, with waivers) accepts it, through the same decision as
+// terraform plan and `sandboxio policy check`; its backend is in this build;
+// and, against the live backend, the tier satisfies require_isolation
+// (SBX-ISO-003) and matches the spec's isolation_tier (SBX-SPC-005). A
+// backend the policy accepts but this build cannot provision on (e2b, modal,
+// vercel, daytona) is refused with CapabilityNotSupported.
+//
+// # Errors
+//
+// Refusals and failures are *Error values with a class that errors.Is
+// matches (ConfigurationError, CapabilityNotSupported, CreateTimeout,
+// ExecutionTimeout, SandboxGone, ResourceLimitExceeded); LimitOf gives the
+// limit a ResourceLimitExceeded names. A backend failure outside the
+// classes (the Docker daemon not answering) is a *BackendError matching
+// ErrBackend. The caller's own cancellation is returned as is
+// (errors.Is(err, context.Canceled)).
+//
+// # Secrets
+//
+// Secrets are a separate parameter from env and are never persisted. Their
+// values reach the sandbox's commands only (on Docker, each exec's
+// environment, never the container's configuration that `docker inspect`
+// shows). They are redacted from every String, GoString and fmt verb, JSON
+// and slog output of Secrets, from error text, from audit records and from
+// the output of commands run through the helper.
+//
+// # Tenancy
+//
+// A Client holds at most one sandbox per tenant and session: a second Open
+// for a pair that is open or opening is refused, and Get looks a sandbox up
+// by both ids, so a sandbox is never handed to another tenant. The registry
+// is the Client's: two processes (two CLI runs, say) are not coordinated, and
+// each opens its own sandbox. The tenant and session become the backend's
+// native labels (sandboxio.tenant_id,
+// sandboxio.session_id), which is how `sandboxio reap` and an operator find
+// a sandbox left behind.
+//
+// # Teardown
+//
+// With closes the sandbox on every exit path (return, panic, cancellation of
+// ctx, which closes it at once). Close is idempotent, shielded from
+// cancellation and bounded by model.TeardownGrace; past the grace it returns
+// an *OrphanedError and emits OrphanedSandboxWarning with the sandbox id and
+// labels. The lifetime (lifetime_seconds) is enforced by the backend and is
+// the backstop for a teardown that fails; Reap removes what is left.
+//
+// # Audit
+//
+// An AuditLog writes one JSON object per line per event: created, exec,
+// timeout, limit_exceeded, killed, expired, gone, orphaned, refused, failed.
+// Each record carries the sandbox id, backend, tier, tenant, session, labels,
+// the network policy in effect, caps with the disk-cap and pids-cap
+// strategies, timeouts, blocked_egress (null where the backend does not
+// report it), exit code and durations, and secret names but never values.
+package sandbox

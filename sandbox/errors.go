@@ -1,0 +1,149 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Error is the typed error of every refusal and failure the helper can
+// classify: errors.As(err, &e) gives its Class, Rule, Attribute, Fix and,
+// for ResourceLimitExceeded, the Limit.
+type Error = model.Error
+
+// The error classes, for errors.Is(err, sandbox.ResourceLimitExceeded).
+const (
+	CapabilityNotSupported = model.CapabilityNotSupported
+	ConfigurationError     = model.ConfigurationError
+	CreateTimeout          = model.CreateTimeout
+	ExecutionTimeout       = model.ExecutionTimeout
+	SandboxGone            = model.SandboxGone
+	ResourceLimitExceeded  = model.ResourceLimitExceeded
+)
+
+// ErrBackend matches (errors.Is) a failure of the backend, or of an
+// operation on it, that is none of the error classes: the Docker daemon not
+// answering, an API error, an upload the sandbox's filesystem refused. It is
+// a *BackendError.
+var ErrBackend = errors.New("backend failure")
+
+// BackendError is a backend failure outside the error classes.
+type BackendError struct {
+	Backend string // e.g. docker
+	Op      string // open, run, run_code, upload, close, reap
+	Err     error
+}
+
+func (e *BackendError) Error() string {
+	msg := fmt.Sprintf("%s backend failed during %s: %v", e.Backend, e.Op, e.Err)
+	if e.Backend == "docker" && daemonDown(e.Err) {
+		msg += "; the Docker daemon does not answer: start it (scripts/docker-up.sh), then run `sandboxio reap` to remove anything a failed create left"
+	}
+	return msg
+}
+
+func (e *BackendError) Unwrap() error { return e.Err }
+
+// Is matches ErrBackend.
+func (e *BackendError) Is(target error) bool { return target == ErrBackend }
+
+func daemonDown(err error) bool {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNRESET) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "Cannot connect to the Docker daemon") || strings.Contains(s, "connection refused") ||
+		strings.Contains(s, "EOF") || strings.Contains(s, "connection reset")
+}
+
+// ClassOf returns the class of err, or "" when it has none.
+func ClassOf(err error) model.ErrorClass {
+	for _, c := range model.ErrorClasses {
+		if errors.Is(err, c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// LimitOf returns the limit a ResourceLimitExceeded names (memory, pids,
+// disk or cpu).
+func LimitOf(err error) (string, bool) {
+	for e := err; e != nil; {
+		var me *model.Error
+		if !errors.As(e, &me) {
+			return "", false
+		}
+		if me.Class == model.ResourceLimitExceeded && me.Limit != "" {
+			return me.Limit, true
+		}
+		e = me.Err
+	}
+	return "", false
+}
+
+// OrphanedError is returned by Close when the sandbox could not be confirmed
+// removed within the teardown grace; its Warning names the sandbox and its
+// labels (see `sandboxio reap`).
+type OrphanedError = backends.OrphanedError
+
+// classify gives an error the helper returns its final form: classed errors
+// stay as they are, anything else becomes a *BackendError; every secret
+// value in its text is redacted.
+func classify(err error, backend, op string, secrets Secrets) error {
+	if err == nil {
+		return nil
+	}
+	var oe *backends.OrphanedError
+	// The caller's own cancellation is neither a class nor a backend
+	// failure: it stays what it is, for errors.Is(err, context.Canceled).
+	cancelled := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if ClassOf(err) == "" && !errors.As(err, &oe) && !cancelled {
+		var be *BackendError
+		if !errors.As(err, &be) {
+			err = &BackendError{Backend: backend, Op: op, Err: err}
+		}
+	}
+	return redactError(err, secrets)
+}
+
+// redactError returns err unchanged when its text holds no secret value, and
+// otherwise an error with the same class and text, redacted. The original
+// chain is dropped in that case (anything reachable through Unwrap could
+// print the value); a sanitized *Error stays reachable for errors.As.
+func redactError(err error, secrets Secrets) error {
+	if err == nil || !secrets.Contains(err.Error()) {
+		return err
+	}
+	r := &redactedError{text: secrets.RedactString(err.Error()), backend: errors.Is(err, ErrBackend)}
+	var me *model.Error
+	if errors.As(err, &me) {
+		r.inner = &model.Error{Class: me.Class, Rule: me.Rule, Attribute: me.Attribute, Limit: me.Limit,
+			Message: secrets.RedactString(me.Message), Fix: secrets.RedactString(me.Fix)}
+	}
+	return r
+}
+
+type redactedError struct {
+	text    string
+	inner   *model.Error
+	backend bool
+}
+
+func (e *redactedError) Error() string { return e.text }
+
+func (e *redactedError) Is(target error) bool {
+	return e.backend && target == ErrBackend
+}
+
+func (e *redactedError) Unwrap() error {
+	if e.inner == nil {
+		return nil
+	}
+	return e.inner
+}

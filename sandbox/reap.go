@@ -1,0 +1,82 @@
+package sandbox
+
+import (
+	"context"
+	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// ReapOptions select what Reap removes.
+type ReapOptions struct {
+	// Backend is the DSN of the backend to sweep; empty means docker://.
+	Backend string
+	// DryRun lists what would be removed and removes nothing.
+	DryRun bool
+	// Labels narrows the sweep to sandboxes carrying all of these labels.
+	Labels map[string]string
+}
+
+// Reaped is one sandbox that Reap removed (or would remove).
+type Reaped struct {
+	ID        string
+	Backend   string
+	Tier      model.Tier
+	TenantID  string
+	SessionID string
+	Template  string
+	Labels    map[string]string
+	Expires   time.Time
+	// Reason is "expired" (its lifetime passed) or "owner gone" (the process
+	// that opened it is dead and its watcher did not remove it).
+	Reason string
+}
+
+// Reap removes sandboxes whose lifetime has passed or whose owner process is
+// gone: what a crash, a stopped daemon or a lost connection left behind.
+// Sandboxes of live owners within their lifetime are never touched. Each
+// one is audited (expired, or orphaned for a dead owner).
+func (c *Client) Reap(ctx context.Context, opts ReapOptions) ([]Reaped, error) {
+	dsn := opts.Backend
+	if dsn == "" {
+		dsn = "docker://"
+	}
+	d, err := backends.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := factories[d.Scheme]; !ok {
+		return nil, notInBuild(d.Scheme)
+	}
+	b, err := c.backendFor(d.Scheme)
+	if err != nil {
+		return nil, classify(err, d.Scheme, "reap", Secrets{})
+	}
+	r, ok := b.(backends.Reaper)
+	if !ok {
+		return nil, &model.Error{Class: model.CapabilityNotSupported, Attribute: "backend",
+			Message: "backend " + d.Scheme + " has no reaper", Fix: "remove its sandboxes with the backend's own tools"}
+	}
+	start := time.Now()
+	got, err := r.Reap(ctx, backends.ReapOptions{DryRun: opts.DryRun, Labels: opts.Labels})
+	out := make([]Reaped, 0, len(got))
+	for _, g := range got {
+		in := g.Info
+		out = append(out, Reaped{ID: in.ID, Backend: in.Backend, Tier: in.Tier, TenantID: in.Labels[model.LabelTenantID],
+			SessionID: in.Labels[model.LabelSessionID], Template: in.Labels[model.LabelTemplate], Labels: in.Labels,
+			Expires: in.Expires, Reason: g.Reason})
+		ev := EventOrphaned
+		if g.Reason == "expired" {
+			ev = EventExpired
+		}
+		c.audit(Record{Event: ev, Op: "reap", SandboxID: ptr(in.ID), Backend: in.Backend, Tier: in.Tier,
+			TenantID: in.Labels[model.LabelTenantID], SessionID: in.Labels[model.LabelSessionID], Template: in.Labels[model.LabelTemplate],
+			Labels: in.Labels, DiskCapStrategy: in.DiskCapStrategy, PidsCapStrategy: in.PidsCapStrategy, BlockedEgress: in.BlockedEgress,
+			Reason: g.Reason, DryRun: opts.DryRun, DurationMS: ms(time.Since(start))}, Secrets{})
+	}
+	if err != nil {
+		return out, classify(err, d.Scheme, "reap", Secrets{})
+	}
+	return out, nil
+}

@@ -1,0 +1,324 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Info describes an open sandbox.
+type Info struct {
+	ID         string
+	Backend    string
+	Tier       model.Tier
+	TenantID   string
+	SessionID  string
+	Template   string
+	SpecSHA256 string // of the per-tenant spec it was provisioned from
+	// Labels are the sandbox's labels on the backend, the reserved
+	// sandboxio.tenant_id and sandboxio.session_id included.
+	Labels          map[string]string
+	Network         model.NetworkPolicy
+	Caps            model.Caps
+	DiskCapStrategy string
+	PidsCapStrategy string
+	CallTimeout     time.Duration
+	Lifetime        time.Duration
+	Created         time.Time
+	Expires         time.Time
+	BlockedEgress   *int64 // nil where the backend does not report it
+}
+
+// RunOptions bound and shape one command.
+type RunOptions struct {
+	// Timeout bounds the call; 0 inherits the sandbox's (timeout_seconds),
+	// never "no limit".
+	Timeout time.Duration
+	Stdin   []byte
+	// Env adds environment variables for this call. Names in the spec's
+	// secret_names are refused here: secrets come only from Request.Secrets.
+	Env     map[string]string
+	Workdir string
+}
+
+// Result is a command that ran to completion. A command that timed out or
+// hit a cap returns an error instead, never partial output. Every secret
+// value in Stdout and Stderr is replaced with [REDACTED]: the sandbox uses
+// its secrets, it does not hand them back.
+type Result struct {
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+	Duration time.Duration
+}
+
+// Sandbox is one open sandbox, bound to one tenant and session. Its methods
+// are safe for concurrent use.
+type Sandbox struct {
+	c       *Client
+	b       backends.Sandbox
+	key     key
+	secrets Secrets
+	plan    plan
+	info    Info
+
+	closeOnce sync.Once
+	closeErr  error
+	orphaned  sync.Once
+}
+
+// String names the sandbox, its backend, tenant and session; never a secret.
+func (s *Sandbox) String() string {
+	return fmt.Sprintf("sandbox %s (%s, tenant %s, session %s)", shortID(s.info.ID), s.info.Backend, s.info.TenantID, s.info.SessionID)
+}
+
+// GoString is what %#v prints: the same as String.
+func (s *Sandbox) GoString() string { return s.String() }
+
+// ID returns the backend's id of the sandbox.
+func (s *Sandbox) ID() string { return s.info.ID }
+
+// Info describes the sandbox.
+func (s *Sandbox) Info() Info {
+	in := s.info
+	in.Labels = maps.Clone(in.Labels)
+	return in
+}
+
+// Run runs a command to completion within its timeout.
+func (s *Sandbox) Run(ctx context.Context, cmd []string, opts RunOptions) (Result, error) {
+	r := s.record(EventExec, "run")
+	r.Command = auditCommand(cmd, s.secrets)
+	return s.exec(ctx, r, opts, func(o backends.RunOptions) (backends.Result, error) {
+		return s.b.Run(ctx, cmd, o)
+	})
+}
+
+// RunCode runs a program in an interpreter of the image (python, sh, bash,
+// node, ruby). The program travels on standard input, or as a file when
+// opts.Stdin is set.
+func (s *Sandbox) RunCode(ctx context.Context, lang, code string, opts RunOptions) (Result, error) {
+	r := s.record(EventExec, "run_code")
+	r.Lang = lang
+	sum := sha256.Sum256([]byte(code))
+	r.CodeSHA256 = hex.EncodeToString(sum[:])
+	r.Bytes = ptr(len(code))
+	return s.exec(ctx, r, opts, func(o backends.RunOptions) (backends.Result, error) {
+		return s.b.RunCode(ctx, lang, code, o)
+	})
+}
+
+func (s *Sandbox) exec(ctx context.Context, r Record, opts RunOptions, call func(backends.RunOptions) (backends.Result, error)) (Result, error) {
+	timeout := model.EffectiveTimeout(opts.Timeout, s.info.CallTimeout)
+	r.Timeouts.CallSeconds = seconds(timeout)
+	for k := range opts.Env {
+		if s.declares(k) {
+			err := &model.Error{Class: model.ConfigurationError, Rule: "SBX-SEC-003", Attribute: "env",
+				Message: fmt.Sprintf("%q is a secret name; a per-call env cannot set it", k),
+				Fix:     "secrets reach the sandbox only through Request.Secrets"}
+			s.finish(r, time.Now(), err)
+			return Result{}, err
+		}
+	}
+	start := time.Now()
+	res, err := call(backends.RunOptions{Timeout: opts.Timeout, Stdin: opts.Stdin, Env: opts.Env, Workdir: opts.Workdir})
+	if err != nil {
+		err = classify(err, s.info.Backend, r.Op, s.secrets)
+		s.finish(r, start, err)
+		return Result{}, err
+	}
+	r.ExitCode = ptr(res.ExitCode)
+	s.finish(r, start, nil)
+	return Result{ExitCode: res.ExitCode, Stdout: s.secrets.Redact(res.Stdout), Stderr: s.secrets.Redact(res.Stderr), Duration: res.Duration}, nil
+}
+
+func (s *Sandbox) declares(name string) bool {
+	for _, n := range s.plan.spec.SecretNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Upload writes a file into the sandbox (mode 0 means 0644), within the
+// sandbox's timeout.
+func (s *Sandbox) Upload(ctx context.Context, path string, content []byte, mode fs.FileMode) error {
+	r := s.record(EventExec, "upload")
+	r.Path = path
+	r.Bytes = ptr(len(content))
+	r.Timeouts.CallSeconds = seconds(s.info.CallTimeout)
+	start := time.Now()
+	err := s.b.Upload(ctx, path, content, int64(mode.Perm()))
+	if err != nil {
+		err = classify(err, s.info.Backend, "upload", s.secrets)
+	} else {
+		r.ExitCode = ptr(0)
+	}
+	s.finish(r, start, err)
+	return err
+}
+
+// Close removes the sandbox, in a scope shielded from ctx's cancellation
+// and bounded by the teardown grace (model.TeardownGrace). Past the grace it
+// returns an *OrphanedError whose warning names the sandbox and its labels
+// (also sent to Config.OnWarning and the audit log). Idempotent: later calls
+// return the first call's result.
+func (s *Sandbox) Close(ctx context.Context) error {
+	return s.closeWith(ctx, "closed")
+}
+
+func (s *Sandbox) closeWith(ctx context.Context, reason string) error {
+	s.closeOnce.Do(func() {
+		start := time.Now()
+		err := s.b.Close(context.WithoutCancel(ctx))
+		s.c.forget(s)
+		var oe *backends.OrphanedError
+		if errors.As(err, &oe) {
+			// The backend's warning hook already audited it.
+			s.onBackendWarning(oe.Warning)
+			s.closeErr = redactError(err, s.secrets)
+			return
+		}
+		r := s.record(EventKilled, "close")
+		r.Reason = reason
+		if err != nil {
+			err = classify(err, s.info.Backend, "close", s.secrets)
+			s.finish(r, start, err)
+			s.closeErr = err
+			return
+		}
+		r.DurationMS = ms(time.Since(start))
+		s.c.audit(r, s.secrets)
+	})
+	return s.closeErr
+}
+
+// onBackendWarning receives the backend's warnings for this sandbox. An
+// orphan is audited once, however it is reported.
+func (s *Sandbox) onBackendWarning(w model.Warning) {
+	if w.Class == model.OrphanedSandboxWarning {
+		first := false
+		s.orphaned.Do(func() { first = true })
+		if !first {
+			return
+		}
+		r := s.record(EventOrphaned, "close")
+		r.Reason = w.Message
+		r.Warnings = []string{w.String()}
+		s.c.audit(r, s.secrets)
+	}
+	s.c.warn(w)
+}
+
+// finish audits a call that ended, successfully or not.
+func (s *Sandbox) finish(r Record, start time.Time, err error) {
+	r.DurationMS = ms(time.Since(start))
+	if err != nil {
+		r.Event = eventOf(err, s.info.Expires)
+		setError(&r, err)
+		if r.Event == EventKilled {
+			r.Reason = "cancelled"
+		}
+	}
+	s.c.audit(r, s.secrets)
+}
+
+// record is an audit record with the sandbox's identity and policy.
+func (s *Sandbox) record(event, op string) Record {
+	r := baseRecord(s.plan)
+	r.Event, r.Op = event, op
+	r.SandboxID = ptr(s.info.ID)
+	r.Tier = s.info.Tier
+	r.DiskCapStrategy, r.PidsCapStrategy = s.info.DiskCapStrategy, s.info.PidsCapStrategy
+	r.BlockedEgress = s.info.BlockedEgress
+	if !s.info.Created.IsZero() {
+		r.AgeMS = ptr(ms(time.Since(s.info.Created)))
+	}
+	return r
+}
+
+func baseRecord(p plan) Record {
+	spec := p.spec
+	net := spec.Network.Normalized()
+	caps := spec.Resources
+	return Record{
+		Backend:     p.scheme,
+		Tier:        spec.IsolationTier,
+		TenantID:    spec.TenantID,
+		SessionID:   spec.SessionID,
+		Template:    spec.Name,
+		SpecSHA256:  p.digest,
+		Labels:      spec.Labels,
+		Network:     &net,
+		Caps:        &caps,
+		SecretNames: spec.SecretNames,
+		Timeouts: Timeouts{CreateSeconds: seconds(p.createTimeout), CallSeconds: seconds(p.callTimeout),
+			LifetimeSeconds: seconds(p.lifetime)},
+	}
+}
+
+// refusalRecord audits a request refused before a backend was involved:
+// the tenant and session that asked, and what is known of the spec (none of
+// it when it did not parse).
+func refusalRecord(req Request, p plan, start time.Time, err error) Record {
+	r := Record{Event: EventRefused, Op: "open", TenantID: req.TenantID, SessionID: req.SessionID, SecretNames: req.Secrets.Names()}
+	if p.spec.SpecVersion != 0 {
+		r = baseRecord(p)
+		// Who asked: a spec of another tenant names its own.
+		r.Event, r.Op, r.TenantID, r.SessionID = EventRefused, "open", req.TenantID, req.SessionID
+	}
+	r.DurationMS = ms(time.Since(start))
+	setError(&r, err)
+	return r
+}
+
+func setError(r *Record, err error) {
+	r.Error = err.Error()
+	var me *model.Error
+	if errors.As(err, &me) {
+		r.ErrorClass, r.Rule, r.Attribute, r.Limit = string(me.Class), me.Rule, me.Attribute, me.Limit
+	}
+	if r.ErrorClass == "" {
+		if c := ClassOf(err); c != "" {
+			r.ErrorClass = string(c)
+		} else if errors.Is(err, ErrBackend) {
+			r.ErrorClass = "BackendError"
+		}
+	}
+}
+
+// eventOf maps an error to its audit event.
+func eventOf(err error, expires time.Time) string {
+	switch {
+	case errors.Is(err, model.ExecutionTimeout), errors.Is(err, model.CreateTimeout):
+		return EventTimeout
+	case errors.Is(err, model.ResourceLimitExceeded):
+		return EventLimitExceeded
+	case errors.Is(err, model.SandboxGone):
+		if !expires.IsZero() && !time.Now().Before(expires) || strings.Contains(err.Error(), "lifetime ended") {
+			return EventExpired
+		}
+		return EventGone
+	case errors.Is(err, context.Canceled):
+		return EventKilled // the caller cancelled; the command was killed with its sandbox
+	}
+	return EventFailed
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

@@ -1,0 +1,200 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Redacted replaces a secret value wherever the helper would otherwise show
+// it: formatted output, JSON, logs, errors, audit records and the output of
+// sandboxed commands.
+const Redacted = "[REDACTED]"
+
+// Secrets holds the values of the secrets a spec names in secret_names. It is
+// a separate parameter from env: the values are injected into the sandbox's
+// commands only, never into its configuration, and are never persisted.
+//
+// Every way of printing a Secrets shows the names and hides the values:
+// String, GoString, every fmt verb (%v, %+v, %#v, %s, %q, %x), JSON, slog.
+// The values are not reachable from the Secrets value at all (it holds a
+// handle into a process-local vault), so even a struct that embeds one in an
+// unexported field and is printed through reflection shows a number, not a
+// value. The zero value holds no secrets.
+type Secrets struct {
+	h *secretHandle
+}
+
+type secretHandle struct{ id uint64 }
+
+var (
+	vault     sync.Map // handle id -> map[string]string
+	vaultNext atomic.Uint64
+)
+
+// NewSecrets returns the secrets in m (copied), by name.
+func NewSecrets(m map[string]string) Secrets {
+	if len(m) == 0 {
+		return Secrets{}
+	}
+	h := &secretHandle{id: vaultNext.Add(1)}
+	vault.Store(h.id, maps.Clone(m))
+	runtime.AddCleanup(h, func(id uint64) { vault.Delete(id) }, h.id)
+	return Secrets{h: h}
+}
+
+// m returns the values; nil for none.
+func (s Secrets) m() map[string]string {
+	if s.h == nil {
+		return nil
+	}
+	v, _ := vault.Load(s.h.id)
+	runtime.KeepAlive(s.h)
+	m, _ := v.(map[string]string)
+	return m
+}
+
+// SecretsFromEnv reads each named secret through lookup (os.LookupEnv in the
+// CLI). A name that is not set is a ConfigurationError naming it; the error
+// never holds a value.
+func SecretsFromEnv(names []string, lookup func(string) (string, bool)) (Secrets, error) {
+	m := make(map[string]string, len(names))
+	for _, n := range names {
+		v, ok := lookup(n)
+		if !ok {
+			return Secrets{}, &model.Error{Class: model.ConfigurationError, Rule: "SBX-SEC-001", Attribute: "secret_names",
+				Message: fmt.Sprintf("secret %q, named in the spec's secret_names, is not set in the environment", n),
+				Fix:     fmt.Sprintf("export %s with the secret's value in the environment of the caller (never in the spec, a DSN or Terraform)", n)}
+		}
+		m[n] = v
+	}
+	return NewSecrets(m), nil
+}
+
+// Names returns the secret names, sorted.
+func (s Secrets) Names() []string {
+	m := s.m()
+	if m == nil {
+		return []string{}
+	}
+	return slices.Sorted(maps.Keys(m))
+}
+
+// Len returns the number of secrets.
+func (s Secrets) Len() int {
+	return len(s.m())
+}
+
+func (s Secrets) has(name string) bool {
+	_, ok := s.m()[name]
+	return ok
+}
+
+// values returns a copy of the map for the backend's CreateRequest.
+func (s Secrets) values() map[string]string {
+	return maps.Clone(s.m())
+}
+
+// String shows the names only: Secrets{OPENAI_API_KEY=[REDACTED]}.
+func (s Secrets) String() string {
+	var b strings.Builder
+	b.WriteString("Secrets{")
+	for i, n := range s.Names() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(n)
+		b.WriteString("=" + Redacted)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// GoString is what %#v prints: the names only.
+func (s Secrets) GoString() string { return "sandbox." + s.String() }
+
+// Format prints the redacted form for every verb, so that no verb (%x, %q,
+// %+v ...) reaches the values.
+func (s Secrets) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = io.WriteString(f, s.GoString())
+		return
+	}
+	_, _ = io.WriteString(f, s.String())
+}
+
+// MarshalJSON encodes the names with redacted values.
+func (s Secrets) MarshalJSON() ([]byte, error) {
+	m := make(map[string]string, s.Len())
+	for _, n := range s.Names() {
+		m[n] = Redacted
+	}
+	return json.Marshal(m)
+}
+
+// MarshalText is the redacted form, for encoders that use it (YAML, TOML).
+func (s Secrets) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// LogValue keeps the values out of log/slog records.
+func (s Secrets) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// RedactString replaces every secret value in text with [REDACTED].
+func (s Secrets) RedactString(text string) string {
+	if s.h == nil || text == "" {
+		return text
+	}
+	for _, v := range s.sortedValues() {
+		if strings.Contains(text, v) {
+			text = strings.ReplaceAll(text, v, Redacted)
+		}
+	}
+	return text
+}
+
+// Redact replaces every secret value in b with [REDACTED]. It returns b
+// itself when no value occurs in it.
+func (s Secrets) Redact(b []byte) []byte {
+	if s.h == nil || len(b) == 0 {
+		return b
+	}
+	for _, v := range s.sortedValues() {
+		if bytes.Contains(b, []byte(v)) {
+			b = bytes.ReplaceAll(b, []byte(v), []byte(Redacted))
+		}
+	}
+	return b
+}
+
+// Contains reports whether text holds any secret value.
+func (s Secrets) Contains(text string) bool {
+	for _, v := range s.m() {
+		if v != "" && strings.Contains(text, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortedValues returns the non-empty values, longest first, so that a value
+// that contains another is replaced whole.
+func (s Secrets) sortedValues() []string {
+	m := s.m()
+	vs := make([]string, 0, len(m))
+	for _, v := range m {
+		if v != "" {
+			vs = append(vs, v)
+		}
+	}
+	slices.SortFunc(vs, func(a, b string) int { return len(b) - len(a) })
+	return vs
+}
