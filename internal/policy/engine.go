@@ -162,10 +162,12 @@ func New(ctx context.Context, policyPaths []string) (*Engine, error) {
 			return nil, configErr("policy_paths", fmt.Sprintf("team policy %s does not parse: %v", file, err),
 				"fix the Rego syntax (v1: `deny contains msg if { ... }`); run `opa check --strict` on it")
 		}
-		if isBuiltinPackage(m.Package.Path) {
-			return nil, configErr("policy_paths", fmt.Sprintf("team policy %s declares package %s, inside the reserved %q namespace",
-				file, packageName(m.Package.Path), BuiltinNamespace),
-				"rename the package (for example `package team.sandboxes`): built-in rules cannot be shadowed or extended")
+		if isBuiltinPackage(m.Package.Path) || isCapabilitiesPackage(m.Package.Path) {
+			// data.capabilities is what the built-in rules trust about each
+			// backend: a team package there could rewrite a tier rank.
+			return nil, configErr("policy_paths", fmt.Sprintf("team policy %s declares package %s, inside a reserved namespace (%s or %s)",
+				file, packageName(m.Package.Path), BuiltinNamespace, capabilitiesNamespace),
+				"rename the package (for example `package team.sandboxes`): built-in rules and the capability data cannot be shadowed or extended")
 		}
 		modules["team:"+file] = m
 	}
@@ -276,6 +278,10 @@ func teamPolicyFiles(paths []string) ([]string, error) {
 
 func isBuiltinPackage(path ast.Ref) bool {
 	return len(path) > 1 && path[1].Value.Compare(ast.String(BuiltinNamespace)) == 0
+}
+
+func isCapabilitiesPackage(path ast.Ref) bool {
+	return len(path) > 1 && path[1].Value.Compare(ast.String(capabilitiesNamespace)) == 0
 }
 
 func packageName(path ast.Ref) string {

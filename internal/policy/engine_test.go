@@ -338,3 +338,18 @@ func TestEvaluate_Concurrent(t *testing.T) {
 		t.Error(msg)
 	}
 }
+
+// The capability data is what the built-in rules trust: a team package in
+// its namespace could rank runc as a microVM. New refuses it outright, not
+// only Load.
+func TestTeamPolicy_CapabilitiesNamespaceRefused(t *testing.T) {
+	dir := t.TempDir()
+	writePolicy(t, dir, "tiers.rego", `package capabilities
+
+tiers := {"UNKNOWN": 0, "CONTAINER": 3, "GVISOR": 3, "MICROVM": 3}
+`)
+	_, err := policy.New(context.Background(), []string{dir})
+	if !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), "reserved namespace") {
+		t.Fatalf("capabilities namespace: %v", err)
+	}
+}
