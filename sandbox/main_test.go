@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,96 +11,30 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
 // requireDockerEnv makes Docker tests fail instead of skipping when no
 // daemon answers (CI sets it after starting one).
-const requireDockerEnv = "SANDBOXIO_REQUIRE_DOCKER"
+const requireDockerEnv = dockertest.RequireEnv
 
 // runID labels every sandbox this test process creates (label test_run), so
 // that the leak check finds exactly ours.
-var runID = func() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}()
+var runID = dockertest.RunID
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if dockerProbe.done && dockerProbe.err == nil {
-		if left := leftovers(); len(left) > 0 {
-			fmt.Fprintf(os.Stderr, "FAIL: sandboxio containers left behind by this test run:\n  %s\n", strings.Join(left, "\n  "))
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// leftovers lists, then removes, the containers this run created.
-func leftovers() []string {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return []string{"docker client: " + err.Error()}
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "test_run="+runID))})
-	if err != nil {
-		return []string{"container list: " + err.Error()}
-	}
-	var left []string
-	for _, c := range cs {
-		left = append(left, fmt.Sprintf("%s %v %s", c.ID[:12], c.Names, c.State))
-		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
-	}
-	return left
-}
-
-var dockerProbe struct {
-	once sync.Once
-	done bool
-	err  error
-	cli  *client.Client
+	os.Exit(dockertest.CheckLeaks(m.Run()))
 }
 
 // needDocker skips the test (or fails it under SANDBOXIO_REQUIRE_DOCKER=1)
 // when no daemon answers, and makes sure the local image exists.
-func needDocker(t testing.TB) *client.Client {
-	t.Helper()
-	dockerProbe.once.Do(func() {
-		dockerProbe.done = true
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-		if err != nil {
-			dockerProbe.err = err
-			return
-		}
-		if _, err := cli.Info(ctx); err != nil {
-			dockerProbe.err = err
-			return
-		}
-		dockerProbe.cli = cli
-		dockerProbe.err = docker.EnsureLocalImage(ctx, docker.LocalImage, docker.DefaultBusybox)
-	})
-	if dockerProbe.err != nil {
-		if os.Getenv(requireDockerEnv) == "1" {
-			t.Fatalf("Docker daemon required (%s=1) but not usable: %v", requireDockerEnv, dockerProbe.err)
-		}
-		t.Skipf("SKIP: no usable Docker daemon (%v); run scripts/docker-up.sh, or set %s=1 to fail instead of skipping", dockerProbe.err, requireDockerEnv)
-	}
-	return dockerProbe.cli
-}
+func needDocker(t testing.TB) *client.Client { return dockertest.Need(t) }
 
 // template is the test template, built as the provider builds one.
 func template(t testing.TB, mods ...func(*inputs.Template)) model.Spec {

@@ -2,14 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
@@ -30,18 +26,11 @@ const cliChildEnv = "SANDBOXIO_TEST_CLI"
 
 // requireDockerEnv makes Docker tests fail instead of skipping when no
 // daemon answers (CI sets it after starting one).
-const requireDockerEnv = "SANDBOXIO_REQUIRE_DOCKER"
+const requireDockerEnv = dockertest.RequireEnv
 
 // runID labels every sandbox this test process (and its CLI children)
 // creates (label test_run), so that the leak check finds exactly ours.
-var runID = func() string {
-	if id := os.Getenv("SANDBOXIO_TEST_RUN_ID"); id != "" {
-		return id
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}()
+var runID = dockertest.RunID
 
 func TestMain(m *testing.M) {
 	if os.Getenv(cliChildEnv) == "1" {
@@ -51,60 +40,12 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	code := m.Run()
-	if dockerProbe.done && dockerProbe.err == nil {
-		if left := leftovers(); len(left) > 0 {
-			fmt.Fprintf(os.Stderr, "FAIL: sandboxio containers left behind by this test run:\n  %s\n", strings.Join(left, "\n  "))
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
-
-// leftovers lists, then removes, the containers this run created.
-func leftovers() []string {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return []string{"docker client: " + err.Error()}
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "test_run="+runID))})
-	if err != nil {
-		return []string{"container list: " + err.Error()}
-	}
-	var left []string
-	for _, c := range cs {
-		left = append(left, fmt.Sprintf("%s %v %s", c.ID[:12], c.Names, c.State))
-		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
-	}
-	return left
-}
-
-var dockerProbe struct {
-	once sync.Once
-	done bool
-	err  error
+	os.Exit(dockertest.CheckLeaks(m.Run()))
 }
 
 // needDocker skips the test (or fails it under SANDBOXIO_REQUIRE_DOCKER=1)
 // when no daemon answers, and makes sure the local image exists.
-func needDocker(t testing.TB) {
-	t.Helper()
-	dockerProbe.once.Do(func() {
-		dockerProbe.done = true
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		_, dockerProbe.err = sandbox.PrepareDockerImage(ctx, sandbox.LocalImage, "", nil)
-	})
-	if dockerProbe.err != nil {
-		if os.Getenv(requireDockerEnv) == "1" {
-			t.Fatalf("Docker daemon required (%s=1) but not usable: %v", requireDockerEnv, dockerProbe.err)
-		}
-		t.Skipf("SKIP: no usable Docker daemon (%v); run scripts/docker-up.sh, or set %s=1 to fail instead of skipping", dockerProbe.err, requireDockerEnv)
-	}
-}
+func needDocker(t testing.TB) { dockertest.Need(t) }
 
 func countLabelled(t testing.TB, labels ...string) int {
 	t.Helper()

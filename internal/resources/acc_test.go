@@ -1,18 +1,16 @@
 package resources_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"regexp"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/provider"
 )
 
@@ -41,16 +39,7 @@ func requireDocker(t *testing.T) {
 	if os.Getenv("TF_ACC") == "" {
 		return // resource.Test skips the test itself
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	err := docker.EnsureLocalImage(ctx, localImage, "/bin/busybox")
-	if err == nil {
-		return
-	}
-	if os.Getenv("SANDBOXIO_REQUIRE_DOCKER") == "1" {
-		t.Fatalf("SANDBOXIO_REQUIRE_DOCKER=1 but the Docker daemon cannot serve %s: %v", localImage, err)
-	}
-	t.Skipf("no Docker daemon with %s (%v): run scripts/docker-up.sh to include this test", localImage, err)
+	dockertest.Need(t)
 }
 
 // providerBlock renders a provider block; an empty backend omits default_backend.

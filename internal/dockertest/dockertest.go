@@ -1,0 +1,113 @@
+// Package dockertest is the Docker test harness shared by the packages whose
+// tests drive the real daemon: a probe that skips (or, under
+// SANDBOXIO_REQUIRE_DOCKER=1, fails) when no daemon answers and that builds
+// the local image, a per-process run id to label test sandboxes with, and the
+// leak check their TestMain runs.
+package dockertest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+)
+
+// RequireEnv makes Docker tests fail instead of skipping when no daemon
+// answers (CI sets it after starting one).
+const RequireEnv = "SANDBOXIO_REQUIRE_DOCKER"
+
+// RunIDEnv passes the run id to child processes a test starts, so that
+// their sandboxes are found by the same leak check.
+const RunIDEnv = "SANDBOXIO_TEST_RUN_ID"
+
+// RunID labels (label test_run) every sandbox this test process and its
+// children create, so that the leak check finds exactly those.
+var RunID = func() string {
+	if id := os.Getenv(RunIDEnv); id != "" {
+		return id
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}()
+
+var probe struct {
+	once sync.Once
+	done bool
+	err  error
+	cli  *client.Client
+}
+
+// Need returns a client of a daemon that answers and holds the local test
+// image, or skips the test saying why (fails it under RequireEnv=1).
+func Need(t testing.TB) *client.Client {
+	t.Helper()
+	probe.once.Do(func() {
+		probe.done = true
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+		if err != nil {
+			probe.err = err
+			return
+		}
+		if _, err := cli.Info(ctx); err != nil {
+			probe.err = err
+			return
+		}
+		probe.cli = cli
+		probe.err = docker.EnsureLocalImage(ctx, docker.LocalImage, docker.DefaultBusybox)
+	})
+	if probe.err != nil {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("Docker daemon required (%s=1) but not usable: %v", RequireEnv, probe.err)
+		}
+		t.Skipf("SKIP: no usable Docker daemon (%v); run scripts/docker-up.sh, or set %s=1 to fail instead of skipping", probe.err, RequireEnv)
+	}
+	return probe.cli
+}
+
+// CheckLeaks is for TestMain: after the tests ran, it removes every
+// container labelled with this run's id and turns a passing exit code into a
+// failure if there were any.
+func CheckLeaks(code int) int {
+	if !probe.done || probe.err != nil {
+		return code
+	}
+	if left := leftovers(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: sandboxio containers left behind by this test run:\n  %s\n", strings.Join(left, "\n  "))
+		return 1
+	}
+	return code
+}
+
+func leftovers() []string {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return []string{"docker client: " + err.Error()}
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "test_run="+RunID))})
+	if err != nil {
+		return []string{"container list: " + err.Error()}
+	}
+	var left []string
+	for _, c := range cs {
+		left = append(left, fmt.Sprintf("%s %v %s", c.ID[:12], c.Names, c.State))
+		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+	}
+	return left
+}
