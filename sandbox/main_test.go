@@ -20,10 +20,6 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// requireDockerEnv makes Docker tests fail instead of skipping when no
-// daemon answers (CI sets it after starting one).
-const requireDockerEnv = dockertest.RequireEnv
-
 // runID labels every sandbox this test process creates (label test_run), so
 // that the leak check finds exactly ours.
 var runID = dockertest.RunID

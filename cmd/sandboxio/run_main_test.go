@@ -24,10 +24,6 @@ import (
 // its sandboxes' owner is gone.
 const cliChildEnv = "SANDBOXIO_TEST_CLI"
 
-// requireDockerEnv makes Docker tests fail instead of skipping when no
-// daemon answers (CI sets it after starting one).
-const requireDockerEnv = dockertest.RequireEnv
-
 // runID labels every sandbox this test process (and its CLI children)
 // creates (label test_run), so that the leak check finds exactly ours.
 var runID = dockertest.RunID
