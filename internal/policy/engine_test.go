@@ -287,10 +287,9 @@ func TestInput_MapIsVersioned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m["input_version"] != float64(policy.InputVersion) && m["input_version"] != nil {
-		if v, ok := m["input_version"].(interface{ String() string }); !ok || v.String() != "1" {
-			t.Fatalf("input_version = %#v", m["input_version"])
-		}
+	// A missing input_version must fail too: policy authors rely on it.
+	if v := fmt.Sprint(m["input_version"]); v != fmt.Sprint(policy.InputVersion) {
+		t.Fatalf("input_version = %#v, want %d", m["input_version"], policy.InputVersion)
 	}
 	caps, _ := m["capabilities"].(map[string]any)
 	if caps["key"] != "docker/runsc" || caps["tier"] != "GVISOR" {

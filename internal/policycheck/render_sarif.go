@@ -234,27 +234,11 @@ func ruleName(title string) string {
 // lastName is the resource's own name with its instance key: the part of
 // the address after the last dot outside brackets.
 func lastName(addr string) string {
-	depth, inString, escaped, cut := 0, false, false, -1
-	for i, r := range addr {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case r == '\\':
-				escaped = true
-			case r == '"':
-				inString = false
-			}
-		case r == '"' && depth > 0:
-			inString = true
-		case r == '[':
-			depth++
-		case r == ']' && depth > 0:
-			depth--
-		case r == '.' && depth == 0:
+	cut := -1
+	forEachOutsideKeys(addr, func(i int, r rune) {
+		if r == '.' {
 			cut = i
 		}
-	}
+	})
 	return addr[cut+1:]
 }

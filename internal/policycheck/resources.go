@@ -285,8 +285,16 @@ func (d *providerDefaults) lookup(moduleAddress, mode, typ, name string) (string
 // into its configuration path (module.a.module.b).
 func stripInstanceKeys(addr string) string {
 	var b strings.Builder
+	forEachOutsideKeys(addr, func(_ int, r rune) { b.WriteRune(r) })
+	return b.String()
+}
+
+// forEachOutsideKeys calls visit for every rune of an address that lies
+// outside its instance keys ([0], ["a.b"]), brackets excluded. Quoted keys
+// may hold dots, brackets and escaped quotes.
+func forEachOutsideKeys(addr string, visit func(i int, r rune)) {
 	depth, inString, escaped := 0, false, false
-	for _, r := range addr {
+	for i, r := range addr {
 		switch {
 		case inString:
 			switch {
@@ -306,10 +314,9 @@ func stripInstanceKeys(addr string) string {
 				depth--
 			}
 		case depth == 0:
-			b.WriteRune(r)
+			visit(i, r)
 		}
 	}
-	return b.String()
 }
 
 func describe(v any) string {
