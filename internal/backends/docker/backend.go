@@ -436,7 +436,7 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 	if err != nil {
 		if ctx.Err() != nil {
 			// The daemon may still finish a create the client gave up on.
-			b.removeLater(name)
+			b.discard(ctx, "", name)
 		}
 		return nil, createError(err, p)
 	}
@@ -547,13 +547,19 @@ func createError(err error, p createPlan) error {
 // discard removes a container that failed half-way through create, in a scope
 // that survives the caller's cancellation and is bounded by the grace.
 func (b *dockerBackend) discard(ctx context.Context, id, name string) {
-	if ctx.Err() != nil {
-		b.removeLater(name)
-		return
+	target := id
+	if target == "" {
+		target = name
 	}
+	// Remove now, even when the caller was cancelled: a process that exits
+	// right after a cancelled create (Ctrl-C in the CLI) would otherwise
+	// never run the background retries.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.teardownGrace)
 	defer cancel()
-	if err := b.removeContainer(rctx, id); err != nil {
+	err := b.removeContainer(rctx, target)
+	if err != nil || ctx.Err() != nil {
+		// A create the client abandoned may still complete on the daemon
+		// after this removal.
 		b.removeLater(name)
 	}
 }
