@@ -351,6 +351,9 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 		if preProvision(err) {
 			r.Event = EventRefused
 		}
+		if r.Event == EventKilled {
+			r.Reason = "cancelled" // cancelled mid-create; the backend removed what it had made
+		}
 		c.audit(r, req.Secrets)
 		return nil, err
 	}

@@ -420,3 +420,26 @@ func TestTenancy_OnePerTenantAndSessionUnderConcurrency(t *testing.T) {
 		t.Fatalf("client close closed %d of %d", n, tenants)
 	}
 }
+
+// An open cancelled while the backend is still creating is audited as
+// killed, with the reason, and leaves nothing registered.
+func TestOpen_CancelledMidCreateIsAuditedWithItsReason(t *testing.T) {
+	spec, _ := tenantSpec(t, template(t), "acme", "s-1")
+	f := &fakeBackend{createErr: fmt.Errorf("container start: %w", context.Canceled)}
+	c, audit := newClient(t)
+	withFake(c, f)
+	_, err := c.Open(context.Background(), Request{Spec: spec, TenantID: "acme", SessionID: "s-1"})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want the cancellation, got %v", err)
+	}
+	if _, ok := c.Get("acme", "s-1"); ok {
+		t.Fatal("a cancelled open is registered")
+	}
+	var got []string
+	for _, r := range audit.records(t) {
+		got = append(got, fmt.Sprint(r["event"], "/", r["op"], "/", r["reason"]))
+	}
+	if strings.Join(got, " ") != "killed/open/cancelled" {
+		t.Fatalf("audit: %v", got)
+	}
+}
