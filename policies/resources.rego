@@ -93,8 +93,8 @@ template_ref := sprintf("the template %q (image)", [input.template.image]) if in
 #   class: CapabilityNotSupported
 #   attribute: backend
 #   fix: >-
-#     Use a backend that applies resource caps: Docker, Modal, Vercel or
-#     Daytona per sandbox, or E2B through its template.
+#     Use a backend that applies resource caps: Docker, Modal or Vercel per
+#     sandbox, or E2B through its template.
 deny contains f if {
 	input.capabilities.caps.mode == "none"
 	input.template
@@ -183,3 +183,38 @@ msg_pids_above_ceiling := sprintf(
 )
 
 fix_pids_above_ceiling := sprintf("lower resources.pids to %v or less", [input.capabilities.caps.max_pids])
+
+# METADATA
+# title: memory cap that does not bound swap
+# description: >-
+#   A memory cap that leaves swap free only moves the pressure to the host's
+#   swap: the sandbox keeps allocating and the cap is advisory. Every
+#   sandbox gets a memory cap (the default when none is set), so a backend
+#   whose memory cap is not known to bound swap as well (Daytona does not
+#   document it) cannot give one, and nothing is created on it.
+# custom:
+#   id: SBX-RES-006
+#   class: CapabilityNotSupported
+#   attribute: resources.memory_mb
+#   fix: >-
+#     Use a backend whose memory cap bounds memory and swap together: Docker
+#     (memory-swap set to the same value), E2B, Modal or Vercel.
+deny contains f if {
+	input.capabilities.caps.memory_bounds_swap == false
+	input.capabilities.caps.mode != "none" # SBX-RES-003 already refuses it
+	input.template
+	f := lib.finding_fix(rego.metadata.rule(), msg_memory_swap, fix_memory_swap)
+}
+
+msg_memory_swap := sprintf(
+	"backend %s is not known to bound swap with its memory cap, so resources.memory_mb = %s would be advisory: a sandbox could keep allocating into swap",
+	[lib.backend_key, lib.describe(object.get(object.get(input, "resources", {}), "memory_mb", data.capabilities.default_caps.memory_mb))],
+)
+
+fix_memory_swap := sprintf("use a backend whose memory cap bounds swap too: %s", [lib.join_and(backends_bounding_swap)])
+
+backends_bounding_swap := [lib.describe_backend(key) |
+	some key, d in data.capabilities.backends
+	d.caps.mode != "none"
+	d.caps.memory_bounds_swap == true
+]

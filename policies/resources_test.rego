@@ -48,8 +48,8 @@ test_positive_caps_accepted if {
 	count(fs) == 0
 }
 
-test_default_caps_accepted_everywhere if {
-	every key in fx.backend_keys {
+test_default_caps_accepted_where_memory_bounds_swap if {
+	every key in fx.backend_keys - {"daytona"} {
 		fs := resources.deny with input as fx.template_input(key)
 		count(fs) == 0
 	}
@@ -137,6 +137,11 @@ test_memory_on_vercel_refused if {
 	fx.mentions(fs, "SBX-RES-004", "memory follows vcpus")
 }
 
+test_settable_caps_on_daytona_refused_only_for_swap if {
+	fs := resources.deny with input as fx.template_with("daytona", {"resources": {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096}})
+	fx.ids(fs) == {"SBX-RES-006"}
+}
+
 test_disk_on_modal_and_pids_on_daytona_refused if {
 	fs1 := resources.deny with input as fx.template_with("modal", {"resources": {"disk_mb": 4096}})
 	fx.has(fs1, "SBX-RES-004", "CapabilityNotSupported", "resources.disk_mb")
@@ -148,7 +153,6 @@ test_settable_caps_accepted if {
 	cases := [
 		["modal", {"cpu": 2, "memory_mb": 2048}],
 		["vercel", {"cpu": 2}],
-		["daytona", {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096}],
 		["docker/runc", {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096, "pids": 512}],
 		["docker/runsc", {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096, "pids": 512}],
 	]
@@ -176,4 +180,40 @@ test_pids_ceiling_only_where_enforced if {
 	fs := resources.deny with input as fx.template_with("modal", {"resources": {"pids": 40000}})
 	fx.lacks(fs, "SBX-RES-005")
 	fx.has(fs, "SBX-RES-004", "CapabilityNotSupported", "resources.pids")
+}
+
+# --- SBX-RES-006: memory cap that does not bound swap ----------------------
+
+test_memory_cap_without_swap_bound_refused if {
+	fs := resources.deny with input as fx.template_input("daytona")
+	fx.has(fs, "SBX-RES-006", "CapabilityNotSupported", "resources.memory_mb")
+	fx.mentions(fs, "SBX-RES-006", "daytona")
+	fx.mentions(fs, "SBX-RES-006", "memory_mb = 512")
+	fx.fix_mentions(fs, "SBX-RES-006", "docker with runtime runc")
+	not fx.fix_mentions(fs, "SBX-RES-006", "daytona")
+}
+
+test_memory_cap_without_swap_bound_refused_for_sandboxes if {
+	fx.has(resources.deny, "SBX-RES-006", "CapabilityNotSupported", "resources.memory_mb") with input as fx.tenant_input("daytona", {})
+	fx.has(resources.deny, "SBX-RES-006", "CapabilityNotSupported", "resources.memory_mb") with input as fx.spec_input("daytona", {})
+}
+
+test_memory_cap_bounding_swap_accepted if {
+	bounding := {key | some key, d in data.capabilities.backends; d.caps.memory_bounds_swap == true}
+	count(bounding) == 6
+	every key in bounding {
+		fs := resources.deny with input as fx.template_input(key)
+		fx.lacks(fs, "SBX-RES-006")
+	}
+}
+
+test_memory_swap_judged_only_for_sandboxes if {
+	fs := resources.deny with input as fx.resources_input("daytona", {"memory_mb": 1024})
+	fx.lacks(fs, "SBX-RES-006")
+}
+
+test_memory_swap_left_to_res_003_when_no_caps if {
+	caps := object.union(data.capabilities.backends.daytona, {"caps": {"mode": "none", "settable": []}})
+	fs := resources.deny with input as fx.with_caps(fx.template_input("daytona"), caps)
+	fx.ids(fs) == {"SBX-RES-003"}
 }
