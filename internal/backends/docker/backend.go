@@ -67,6 +67,9 @@ type dockerBackend struct {
 	storageOpt int // 0 not yet known, 1 the daemon takes storage-opt size, -1 it refuses it
 	storageMsg string
 	images     map[string]imageFacts
+
+	netMu     sync.Mutex // serialises finding or creating EgressNetwork
+	egressNet string     // its id once known
 }
 
 type daemonFacts struct {
@@ -301,7 +304,10 @@ func pidsDescription(tier model.Tier, pids int64) string {
 // promises is here: network mode, dropped capabilities, no-new-privileges,
 // memory equal to memory+swap, CPU quota, process ceiling, disk cap and the
 // daemon-side lifetime.
-func containerConfig(p createPlan, strategy string, labels map[string]string) (*container.Config, *container.HostConfig) {
+//
+// network is the network mode: "none" for denied egress, the id of
+// EgressNetwork for open egress.
+func containerConfig(p createPlan, strategy, network string, labels map[string]string) (*container.Config, *container.HostConfig) {
 	lifetime := int64(math.Ceil(p.lifetime.Seconds()))
 	cfg := &container.Config{
 		Image: p.spec.Image,
@@ -316,7 +322,7 @@ func containerConfig(p createPlan, strategy string, labels map[string]string) (*
 	yes := true
 	mem := p.caps.MemoryMB * 1024 * 1024
 	hc := &container.HostConfig{
-		NetworkMode: container.NetworkMode(p.networkMode),
+		NetworkMode: container.NetworkMode(network),
 		AutoRemove:  true,
 		// An init as PID 1 reaps the orphans of exec'd commands, which would
 		// otherwise pile up as zombies and eat into the process ceiling.
@@ -410,14 +416,31 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 	labels[labelTier] = string(p.tier)
 	labels[labelPidsCap] = strconv.FormatInt(p.caps.Pids, 10)
 
+	netMode := "none"
+	if p.networkMode == "bridge" {
+		if netMode, err = b.egressNetwork(ctx); err != nil {
+			return nil, err
+		}
+	}
 	createWith := func(strategy string) (container.CreateResponse, error) {
 		if strategy == DiskAuto || strategy == DiskStorageOpt {
 			labels[labelDiskCap] = diskDescription(DiskStorageOpt, p.caps.DiskMB)
 		} else {
 			labels[labelDiskCap] = diskDescription(DiskTmpfs, p.caps.DiskMB)
 		}
-		cfg, hc := containerConfig(p, strategy, labels)
-		return b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+		cfg, hc := containerConfig(p, strategy, netMode, labels)
+		resp, err := b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+		if err != nil && netMode != "none" && cerrdefs.IsNotFound(err) && strings.Contains(err.Error(), "network") {
+			// The egress network was removed by hand since it was looked
+			// up: make it again, once.
+			b.forgetEgressNetwork()
+			if netMode, err = b.egressNetwork(ctx); err != nil {
+				return container.CreateResponse{}, err
+			}
+			cfg, hc = containerConfig(p, strategy, netMode, labels)
+			resp, err = b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
+		}
+		return resp, err
 	}
 	resp, err := createWith(strategy)
 	if err != nil && strategy != DiskTmpfs && isStorageOptRefusal(err) {

@@ -104,7 +104,7 @@ func BenchmarkOpenRunClose(b *testing.B) {
 	}
 	labels := map[string]string{model.LabelManaged: "true", labelOwner: processOwner().ID,
 		labelExpires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "test": "bench-raw"}
-	cfg, hc := containerConfig(p, DiskTmpfs, labels)
+	cfg, hc := containerConfig(p, DiskTmpfs, p.networkMode, labels)
 	runArgs := dockerRunArgs(p, labels)
 
 	variants := []struct {

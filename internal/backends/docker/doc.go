@@ -5,10 +5,15 @@
 // # Network
 //
 // egress "deny" (the default) runs the container in network mode none, so
-// only the loopback interface exists. Open egress (network mode bridge) is
-// used only for an explicit egress "allow". Docker has no per-host egress
-// filter, so a non-empty allow list is refused with CapabilityNotSupported
-// before any API call; allow lists are an E2B and Modal capability.
+// only the loopback interface exists. Open egress is used only for an
+// explicit egress "allow", and then the container joins the bridge network
+// sandboxio-egress, created on first use with inter-container traffic
+// disabled: on Docker's default bridge every container can reach every
+// other, so two tenants' sandboxes could talk to each other. The host (the
+// network's gateway) stays reachable, as on any bridge. Docker has no
+// per-host egress filter, so a non-empty allow list is refused with
+// CapabilityNotSupported before any API call; allow lists are an E2B, Modal
+// and Vercel capability.
 //
 // # Hardening and caps
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/network"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -70,6 +72,88 @@ func TestOpenEgressOnlyWhenAskedFor(t *testing.T) {
 		})})
 		wantClass(t, err, model.CapabilityNotSupported, "")
 		waitGone(t, b, map[string]string{"case": "runsc-allow"}, 0)
+	}
+}
+
+// Two tenants' open-egress sandboxes each reach out of the host, but never
+// each other: on Docker's default bridge they could (measured: a connection
+// from one to a listener in the other succeeds there).
+func TestOpenEgressSandboxesCannotReachEachOther(t *testing.T) {
+	needDocker(t)
+	t.Parallel()
+	b := newTestBackend(t)
+	open := func(tenant string) *sandbox {
+		return open(t, b, testSpec(t, func(s *model.Spec) {
+			s.Network = model.NetworkPolicy{Egress: model.EgressAllow}
+			s.TenantID = tenant
+		}))
+	}
+	a, other := open("acme"), open("globex")
+	ctx := context.Background()
+
+	// The network both joined keeps its containers apart.
+	n, err := b.cli.NetworkInspect(ctx, EgressNetwork, network.InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Options[optionICC] != "false" || n.Labels[model.LabelManaged] != "true" {
+		t.Fatalf("network %s: options %v labels %v", EgressNetwork, n.Options, n.Labels)
+	}
+	addr := map[*sandbox]string{}
+	for _, sb := range []*sandbox{a, other} {
+		ins, err := b.cli.ContainerInspect(ctx, sb.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := ins.NetworkSettings.Networks[EgressNetwork]
+		if ep == nil || ep.IPAddress == "" || len(ins.NetworkSettings.Networks) != 1 {
+			t.Fatalf("sandbox networks: %v, want only %s", ins.NetworkSettings.Networks, EgressNetwork)
+		}
+		addr[sb] = ep.IPAddress
+	}
+	if len(n.IPAM.Config) == 0 || n.IPAM.Config[0].Gateway == "" {
+		t.Fatalf("network %s has no gateway: %+v", EgressNetwork, n.IPAM)
+	}
+	gateway := n.IPAM.Config[0].Gateway
+
+	// A listener on the host, at the network's gateway: reachable, so egress
+	// is really open.
+	host, err := net.Listen("tcp", net.JoinHostPort(gateway, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	go func() {
+		for {
+			c, err := host.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("from-host\n"))
+			_ = c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(host.Addr().String())
+
+	// A listener in tenant acme's sandbox, shown to answer from inside it.
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		_, _ = a.Run(lctx, []string{"sh", "-c", "while :; do nc -l -p 8080 -e echo from-acme; done"}, backends.RunOptions{Timeout: 50 * time.Second})
+	}()
+	if got := sh(t, a, "for i in $(seq 50); do nc -w 1 127.0.0.1 8080 </dev/null && exit 0; sleep 0.1; done; exit 1"); got != "from-acme" {
+		t.Fatalf("listener in acme's sandbox: %q", got)
+	}
+
+	if got := sh(t, other, fmt.Sprintf("nc -w 3 %s %s </dev/null", gateway, port)); got != "from-host" {
+		t.Fatalf("globex's sandbox to the host: %q, want from-host", got)
+	}
+	res, err := other.Run(ctx, []string{"sh", "-c", fmt.Sprintf("nc -w 3 %s 8080 </dev/null", addr[a])}, backends.RunOptions{Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode == 0 || strings.Contains(string(res.Stdout), "from-acme") {
+		t.Fatalf("globex's sandbox reached acme's at %s: exit %d, %q", addr[a], res.ExitCode, res.Stdout)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/docker/docker/client"
@@ -108,11 +107,10 @@ func startWatcher(ownerID string) error {
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), reaperEnv+"="+ownerID)
 	cmd.ExtraFiles = []*os.File{r} // fd 3 in the watcher
-	// A session of its own: a signal to the owner's process group (Ctrl-C,
-	// a CI step's timeout) does not take the watcher with it. Its standard
-	// streams stay on /dev/null, so it never holds a pipe the owner's caller
-	// waits on (go test waits for every holder of the test's stdout).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Its standard streams stay on /dev/null, so it never holds a pipe the
+	// owner's caller waits on (go test waits for every holder of the test's
+	// stdout).
+	detach(cmd)
 	if err := cmd.Start(); err != nil {
 		_ = r.Close()
 		_ = w.Close()

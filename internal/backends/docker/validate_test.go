@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
@@ -170,5 +171,26 @@ func TestOwnerGone(t *testing.T) {
 	other[labelOwnerPID] = "999999999"
 	if ownerGone(other, self) {
 		t.Fatal("an owner on another host cannot be judged")
+	}
+}
+
+// A network named sandboxio-egress that lets containers talk to each other
+// (made by hand, or by another tool) is refused, not joined.
+func TestEgressNetworkMustKeepSandboxesApart(t *testing.T) {
+	ok := network.Summary{Name: EgressNetwork, Driver: "bridge", Options: map[string]string{optionICC: "false"}}
+	if err := checkEgressNetwork(ok); err != nil {
+		t.Fatal(err)
+	}
+	for name, n := range map[string]network.Summary{
+		"icc allowed":   {Name: EgressNetwork, Driver: "bridge", Options: map[string]string{optionICC: "true"}},
+		"icc unset":     {Name: EgressNetwork, Driver: "bridge"},
+		"not a bridge":  {Name: EgressNetwork, Driver: "macvlan", Options: map[string]string{optionICC: "false"}},
+		"internal only": {Name: EgressNetwork, Driver: "bridge", Internal: true, Options: map[string]string{optionICC: "false"}},
+	} {
+		err := checkEgressNetwork(n)
+		me := classError(t, err, model.ConfigurationError, "")
+		if me.Attribute != "network.egress" || !strings.Contains(me.Fix, "docker network rm "+EgressNetwork) {
+			t.Errorf("%s: %+v", name, me)
+		}
 	}
 }
