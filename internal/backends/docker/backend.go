@@ -159,9 +159,21 @@ func checkRuntime(d *daemonFacts, p createPlan) error {
 			Message: fmt.Sprintf("runtime %s is not registered on the Docker daemon (it has %s)", p.runtime, strings.Join(names, ", ")),
 			Fix:     "register it under \"runtimes\" in /etc/docker/daemon.json and restart dockerd (scripts/docker-up.sh does this for runsc), or choose a registered runtime"}
 	}
-	if t, ok := tierOfBinary(rt.Path); ok && t != p.tier {
+	// The tier is claimed by the runtime's name and must be confirmed by
+	// what the daemon really runs for it: a runtime named kata that runs
+	// crun must not satisfy require_isolation = "MICROVM".
+	what := rt.Path
+	if what == "" {
+		what = rt.Type
+	}
+	switch t, ok := tierOfRegistration(rt.Runtime); {
+	case !ok:
 		return &model.Error{Class: model.ConfigurationError, Attribute: "runtime",
-			Message: fmt.Sprintf("runtime %s is registered to run %s, which gives %s, not %s", p.runtime, rt.Path, t, p.tier),
+			Message: fmt.Sprintf("runtime %s is registered to run %q, which sandboxio does not recognise, so its %s tier cannot be confirmed", p.runtime, what, p.tier),
+			Fix:     "register the runtime with its own binary (runc, runsc, a kata runtime or shim) in /etc/docker/daemon.json"}
+	case t != p.tier:
+		return &model.Error{Class: model.ConfigurationError, Attribute: "runtime",
+			Message: fmt.Sprintf("runtime %s is registered to run %s, which gives %s, not %s", p.runtime, what, t, p.tier),
 			Fix:     "fix the runtime's path in /etc/docker/daemon.json"}
 	}
 	if p.tier == model.TierGVisor {

@@ -15,6 +15,15 @@
 // CapabilityNotSupported before any API call; allow lists are an E2B, Modal
 // and Vercel capability.
 //
+// # Runtimes and tiers
+//
+// A runtime's name claims its tier (runc CONTAINER, runsc GVISOR, kata
+// MICROVM), and what the daemon really runs for it confirms the claim: the
+// registered binary or containerd shim must be one sandboxio recognises and
+// of the same tier. A runtime named kata that runs crun or runc is refused
+// with a ConfigurationError before anything is created, so it can never
+// satisfy require_isolation.
+//
 // # Hardening and caps
 //
 // Every container drops all capabilities, sets no-new-privileges, has its

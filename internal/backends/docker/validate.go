@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docker/docker/api/types/system"
+
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -41,6 +43,26 @@ var runtimeTiers = map[string]model.Tier{
 	"kata-runtime":            model.TierMicroVM,
 	"io.containerd.kata.v2":   model.TierMicroVM,
 	"containerd-shim-kata-v2": model.TierMicroVM,
+}
+
+// tierOfRegistration names the tier of what the daemon runs for a runtime:
+// its binary (the legacy "path" form) or its containerd shim ("runtimeType").
+// Anything unrecognised confirms no tier.
+func tierOfRegistration(rt system.Runtime) (model.Tier, bool) {
+	if rt.Path != "" {
+		return tierOfBinary(rt.Path)
+	}
+	switch t := rt.Type; {
+	case t == "io.containerd.runc.v1" || t == "io.containerd.runc.v2":
+		return model.TierContainer, true
+	case t == "io.containerd.runsc.v1":
+		return model.TierGVisor, true
+	case t == "io.containerd.kata.v2" || strings.HasPrefix(t, "io.containerd.kata-"):
+		return model.TierMicroVM, true
+	case strings.HasPrefix(t, "/"):
+		return tierOfBinary(t) // a shim given by its path
+	}
+	return "", false
 }
 
 // tierOfBinary names the tier of a runtime by the binary the daemon runs for

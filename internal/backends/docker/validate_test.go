@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
@@ -143,6 +144,46 @@ func TestTierOfBinary(t *testing.T) {
 	}
 	if _, ok := tierOfBinary("/usr/bin/youki"); ok {
 		t.Error("youki has no tier")
+	}
+}
+
+// A runtime's tier is claimed by its name and confirmed by what the daemon
+// runs for it; what sandboxio cannot recognise confirms nothing.
+func TestRuntimeTierConfirmedByRegistration(t *testing.T) {
+	plan := func(runtime string, tier model.Tier) createPlan {
+		return createPlan{runtime: runtime, tier: tier, networkMode: "none"}
+	}
+	reg := func(rt system.Runtime) *daemonFacts {
+		return &daemonFacts{runtimes: map[string]system.RuntimeWithStatus{"kata": {Runtime: rt}, "runsc": {Runtime: rt}}}
+	}
+	for _, tc := range []struct {
+		name    string
+		rt      system.Runtime
+		p       createPlan
+		refused string // "" when accepted
+	}{
+		{"kata shim", system.Runtime{Type: "io.containerd.kata.v2"}, plan("kata", model.TierMicroVM), ""},
+		{"kata shim by path", system.Runtime{Type: "/usr/local/bin/containerd-shim-kata-v2"}, plan("kata", model.TierMicroVM), ""},
+		{"kata runtime binary", system.Runtime{Path: "/opt/kata/bin/kata-runtime"}, plan("kata", model.TierMicroVM), ""},
+		{"kata name running crun", system.Runtime{Path: "/usr/bin/crun"}, plan("kata", model.TierMicroVM), "does not recognise"},
+		{"kata name running runc", system.Runtime{Path: "/usr/sbin/runc"}, plan("kata", model.TierMicroVM), "gives CONTAINER, not MICROVM"},
+		{"kata name with runc shim", system.Runtime{Type: "io.containerd.runc.v2"}, plan("kata", model.TierMicroVM), "gives CONTAINER, not MICROVM"},
+		{"kata name with unknown shim", system.Runtime{Type: "io.containerd.youki.v1"}, plan("kata", model.TierMicroVM), "does not recognise"},
+		{"nothing registered", system.Runtime{}, plan("kata", model.TierMicroVM), "does not recognise"},
+		{"runsc binary", system.Runtime{Path: "/usr/bin/runsc", Args: []string{"--network=none"}}, plan("runsc", model.TierGVisor), ""},
+		{"runsc name running runc", system.Runtime{Path: "runc", Args: []string{"--network=none"}}, plan("runsc", model.TierGVisor), "gives CONTAINER, not GVISOR"},
+	} {
+		err := checkRuntime(reg(tc.rt), tc.p)
+		if tc.refused == "" {
+			if err != nil {
+				t.Errorf("%s: refused: %v", tc.name, err)
+			}
+			continue
+		}
+		me := classError(t, err, model.ConfigurationError, "")
+		if me.Attribute != "runtime" || !strings.Contains(me.Message, tc.refused) || me.Fix == "" {
+			t.Errorf("%s: %+v, want a runtime refusal saying %q", tc.name, me, tc.refused)
+		}
 	}
 }
 
