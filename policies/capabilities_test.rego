@@ -20,6 +20,34 @@ test_default_caps_positive if {
 	count(data.capabilities.default_caps) == 4
 }
 
+# SBX-RES-007 lets caps equal to the defaults through without testing each
+# cap, which is only right while the defaults lie within the bounds; its
+# messages rely on 0 < min < max for every cap.
+test_cap_bounds_hold_the_defaults if {
+	count(data.capabilities.cap_bounds) == 4
+	every cap in ["cpu", "memory_mb", "disk_mb", "pids"] {
+		b := data.capabilities.cap_bounds[cap]
+		is_number(b.min)
+		is_number(b.max)
+		b.min > 0
+		b.min < b.max
+		b.min <= data.capabilities.default_caps[cap]
+		data.capabilities.default_caps[cap] <= b.max
+	}
+}
+
+# The ceiling of SBX-TMO-005/006 leaves room for the default timeouts and is
+# never below a backend's own maximum lifetime (SBX-TMO-003), nor a backend's
+# process ceiling above the pids bound (SBX-RES-005).
+test_timeout_ceiling_above_backend_maximums if {
+	is_number(data.capabilities.max_timeout_seconds)
+	data.capabilities.max_timeout_seconds >= 300
+	every d in backends {
+		d.max_lifetime_seconds <= data.capabilities.max_timeout_seconds
+		d.caps.max_pids <= data.capabilities.cap_bounds.pids.max
+	}
+}
+
 test_descriptors_complete if {
 	count(backends) > 0
 	every key, d in backends {

@@ -218,3 +218,61 @@ backends_bounding_swap := [lib.describe_backend(key) |
 	d.caps.mode != "none"
 	d.caps.memory_bounds_swap == true
 ]
+
+# METADATA
+# title: cap outside the range a backend can apply
+# description: >-
+#   A positive cap can still be one no backend applies. Below the minimum
+#   Docker refuses the value or, for cpu, rounds it to no CPU limit at all;
+#   above the maximum the conversion to the backend's units (memory in
+#   bytes, CPU in billionths, disk in KiB) overflows and can end as no limit
+#   either. The range is cap_bounds in capabilities/data.json, which the
+#   run-time checks read too.
+# custom:
+#   id: SBX-RES-007
+#   class: ConfigurationError
+#   attribute: resources
+#   fix: >-
+#     Set the cap within the range backends can apply (cap_bounds in the
+#     capability data), or leave it out to get the default.
+deny contains f if {
+	# the defaults lie within the bounds (capabilities_test.rego checks it)
+	input.resources != data.capabilities.default_caps
+	some f in caps_out_of_bounds(rego.metadata.rule())
+}
+
+# caps_out_of_bounds holds one SBX-RES-007 finding per cap outside its
+# bounds. It is kept out of the rule to keep the rule's body short: OPA sizes
+# a rule's bindings by its body, whether or not evaluation gets past the
+# guard.
+caps_out_of_bounds(meta) := {f |
+	some cap in ["cpu", "memory_mb", "disk_mb", "pids"]
+	value := input.resources[cap]
+
+	# SBX-RES-001 reports zero, negative and missing caps
+	value > 0
+	crossed := bound_crossed(value, data.capabilities.cap_bounds[cap])
+	f := lib.finding_at_fix(meta, attribute(cap), msg_out_of_bounds(cap, crossed), fix_out_of_bounds(cap))
+}
+
+# bound_crossed names the bound a cap lies beyond; undefined within bounds.
+bound_crossed(value, bound) := "min" if {
+	value < bound.min
+} else := "max" if {
+	value > bound.max
+}
+
+msg_out_of_bounds(cap, "min") := sprintf(
+	"resources.%s = %v is below the minimum of %v: no backend can apply a smaller cap, and Docker would round it to no limit or refuse it",
+	[cap, input.resources[cap], data.capabilities.cap_bounds[cap].min],
+)
+
+msg_out_of_bounds(cap, "max") := sprintf(
+	"resources.%s = %v is above the maximum of %v: converted to the backend's units it would overflow, and the cap could end as no limit",
+	[cap, input.resources[cap], data.capabilities.cap_bounds[cap].max],
+)
+
+fix_out_of_bounds(cap) := sprintf(
+	"set resources.%s between %v and %v, or leave it out to get the default (%v)",
+	[cap, data.capabilities.cap_bounds[cap].min, data.capabilities.cap_bounds[cap].max, data.capabilities.default_caps[cap]],
+)

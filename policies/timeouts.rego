@@ -125,3 +125,57 @@ msg_timeout_above_lifetime := sprintf(
 	"timeout_seconds = %v is longer than lifetime_seconds = %v: the sandbox would end before a call could reach its timeout",
 	[input.template.timeout_seconds, input.template.lifetime_seconds],
 )
+
+# METADATA
+# title: call timeout above the ceiling
+# description: >-
+#   A call timeout is capped by max_timeout_seconds in capabilities/data.json
+#   (30 days). A longer one bounds nothing in practice, and a large enough
+#   one overflows the duration it is converted to, which could end as the
+#   default or as no bound at all.
+# custom:
+#   id: SBX-TMO-005
+#   class: ConfigurationError
+#   attribute: timeout_seconds
+#   fix: >-
+#     Lower timeout_seconds to the ceiling (max_timeout_seconds in the
+#     capability data, 30 days) or less.
+deny contains f if {
+	input.template.timeout_seconds > data.capabilities.max_timeout_seconds
+	f := above_ceiling(rego.metadata.rule(), "timeout_seconds")
+}
+
+# METADATA
+# title: sandbox lifetime above the ceiling
+# description: >-
+#   A sandbox lifetime is capped by max_timeout_seconds in
+#   capabilities/data.json (30 days), on every backend, including those with
+#   no maximum of their own (Docker). A longer lifetime leaves a forgotten
+#   sandbox running and billing for longer than anyone meant, and a large
+#   enough one overflows the duration it is converted to.
+# custom:
+#   id: SBX-TMO-006
+#   class: ConfigurationError
+#   attribute: lifetime_seconds
+#   fix: >-
+#     Lower lifetime_seconds to the ceiling (max_timeout_seconds in the
+#     capability data, 30 days) or less, or split the work over several
+#     sandboxes.
+deny contains f if {
+	input.template.lifetime_seconds > data.capabilities.max_timeout_seconds
+	f := above_ceiling(rego.metadata.rule(), "lifetime_seconds")
+}
+
+# above_ceiling builds the finding of SBX-TMO-005 or SBX-TMO-006 for attr, a
+# number above the ceiling. It is kept out of the rules to keep their bodies
+# short: OPA sizes a rule's bindings by its body.
+above_ceiling(meta, attr) := lib.finding_fix(meta, msg_above_ceiling(attr), fix_above_ceiling(attr)) if {
+	is_number(input.template[attr])
+}
+
+msg_above_ceiling(attr) := sprintf(
+	"%s = %v is above the ceiling of %v seconds (%v days) that sandboxio puts on every timeout and lifetime",
+	[attr, input.template[attr], data.capabilities.max_timeout_seconds, data.capabilities.max_timeout_seconds / 86400],
+)
+
+fix_above_ceiling(attr) := sprintf("lower %s to %v or less", [attr, data.capabilities.max_timeout_seconds])

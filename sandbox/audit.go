@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -106,8 +107,10 @@ func (a *AuditLog) emit(r Record, secrets Secrets) {
 	if r.Labels == nil {
 		r.Labels = map[string]string{}
 	}
-	// Field by field first: a value that JSON would escape could not be
-	// found in the encoded line. The line is redacted again as a whole.
+	// Every string field is redacted before encoding: replacing bytes of
+	// the encoded line would also hit numbers, timestamps and JSON syntax
+	// (a secret "0" turned `"create_seconds":0` into invalid JSON), and a
+	// value that JSON escapes could not be found there anyway.
 	r = redactRecord(r, secrets)
 	if a.fn != nil {
 		a.fn(r)
@@ -121,44 +124,149 @@ func (a *AuditLog) emit(r Record, secrets Secrets) {
 	if err := enc.Encode(r); err != nil {
 		return
 	}
-	line := secrets.Redact(buf.Bytes())
+	line := redactLine(buf.Bytes(), secrets)
 	a.mu.Lock()
 	_, _ = a.w.Write(line)
 	a.mu.Unlock()
 }
 
-// redactRecord redacts every free-text field of a record.
+// redactRecord redacts every string field of a record, nested ones
+// included (labels, keys and values; the network's allow list; command;
+// warnings; secret names), so that the encoded record holds no secret value
+// in any string. Numbers and times are not strings and are left alone. The
+// record's slices, maps and pointers are copied, never modified in place.
 func redactRecord(r Record, s Secrets) Record {
 	if s.Len() == 0 {
 		return r
 	}
-	r.Error = s.RedactString(r.Error)
-	r.TenantID = s.RedactString(r.TenantID)
-	r.SessionID = s.RedactString(r.SessionID)
-	r.Template = s.RedactString(r.Template)
-	r.Reason = s.RedactString(r.Reason)
-	if r.Command != nil {
-		cmd := make([]string, len(r.Command))
-		for i, a := range r.Command {
-			cmd[i] = s.RedactString(a)
+	str := s.RedactString
+	list := func(xs []string) []string {
+		if xs == nil {
+			return nil
 		}
-		r.Command = cmd
-	}
-	labels := make(map[string]string, len(r.Labels))
-	for k, v := range r.Labels {
-		labels[s.RedactString(k)] = s.RedactString(v)
-	}
-	r.Labels = labels
-	r.Path = s.RedactString(r.Path)
-	if r.Warnings != nil {
-		ws := make([]string, len(r.Warnings))
-		for i, w := range r.Warnings {
-			ws[i] = s.RedactString(w)
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = str(x)
 		}
-		r.Warnings = ws
+		return out
 	}
+	r.Event = str(r.Event)
+	r.Op = str(r.Op)
+	if r.SandboxID != nil {
+		r.SandboxID = ptr(str(*r.SandboxID))
+	}
+	r.Backend = str(r.Backend)
+	r.Tier = model.Tier(str(string(r.Tier)))
+	r.TenantID = str(r.TenantID)
+	r.SessionID = str(r.SessionID)
+	r.Template = str(r.Template)
+	r.SpecSHA256 = str(r.SpecSHA256)
+	if r.Labels != nil {
+		labels := make(map[string]string, len(r.Labels))
+		for k, v := range r.Labels {
+			labels[str(k)] = str(v)
+		}
+		r.Labels = labels
+	}
+	if r.Network != nil {
+		n := *r.Network
+		n.Egress = str(n.Egress)
+		n.Allow = list(n.Allow)
+		r.Network = &n
+	}
+	r.DiskCapStrategy = str(r.DiskCapStrategy)
+	r.PidsCapStrategy = str(r.PidsCapStrategy)
+	r.SecretNames = list(r.SecretNames)
+	r.Command = list(r.Command)
+	r.Lang = str(r.Lang)
+	r.CodeSHA256 = str(r.CodeSHA256)
+	r.Path = str(r.Path)
+	r.Reason = str(r.Reason)
+	r.ErrorClass = str(r.ErrorClass)
+	r.Rule = str(r.Rule)
+	r.Attribute = str(r.Attribute)
+	r.Limit = str(r.Limit)
+	r.Error = str(r.Error)
+	r.Warnings = list(r.Warnings)
 	return r
 }
+
+// redactLine is the backstop after encoding. redactRecord leaves no secret
+// in a string field; what it cannot reach is a string the encoder makes
+// itself, such as the timestamp (a secret "0" occurs in every one). Every
+// JSON string literal of the line that still holds a secret value, once
+// decoded, is replaced whole by "[REDACTED]": the line stays valid JSON,
+// with its numbers and syntax untouched. An object key is replaced only if
+// it is not one of the record's own field names.
+func redactLine(line []byte, s Secrets) []byte {
+	if s.Len() == 0 {
+		return line
+	}
+	var out []byte
+	last := 0
+	for i := 0; i < len(line); i++ {
+		if line[i] != '"' {
+			continue
+		}
+		// Outside string literals, JSON has no quote: this one opens a
+		// literal. Find its closing quote.
+		j, escaped := i+1, false
+		for ; j < len(line) && line[j] != '"'; j++ {
+			if line[j] == '\\' {
+				escaped = true
+				j++
+			}
+		}
+		if j >= len(line) {
+			// Not what the encoder writes; write nothing rather than risk it.
+			return []byte(`{"event":"` + EventFailed + `","error":"audit record could not be checked for secrets"}` + "\n")
+		}
+		lit := line[i : j+1]
+		var v string
+		if escaped {
+			if json.Unmarshal(lit, &v) != nil {
+				v = string(lit) // undecodable: compare the raw form
+			}
+		} else {
+			v = string(lit[1 : len(lit)-1])
+		}
+		isKey := j+1 < len(line) && line[j+1] == ':'
+		if s.Contains(v) && (!isKey || !auditKeys[v]) {
+			out = append(out, line[last:i]...)
+			out = append(out, `"`+Redacted+`"`...)
+			last = j + 1
+		}
+		i = j
+	}
+	if out == nil {
+		return line
+	}
+	return append(out, line[last:]...)
+}
+
+// auditKeys are the JSON field names of a record and of its nested structs:
+// fixed by sandboxio, so never a secret value whatever the secrets are.
+var auditKeys = func() map[string]bool {
+	keys := map[string]bool{}
+	var add func(t reflect.Type)
+	add = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || t == reflect.TypeOf(time.Time{}) {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "" && name != "-" {
+				keys[name] = true
+			}
+			add(f.Type)
+		}
+	}
+	add(reflect.TypeOf(Record{}))
+	return keys
+}()
 
 // auditCommand bounds what an audit record keeps of a command line. Each
 // argument is redacted before it is cut, so that no part of a value survives.

@@ -38,9 +38,12 @@ type Config struct {
 	// while an image is built), for a terminal. Nil prints nothing.
 	Progress func(string)
 	// PrepareLocalImage builds LocalImage on the Docker daemon when a spec
-	// names it and it is missing, after every check passed and before the
-	// sandbox is created (from Busybox, default /bin/busybox). Any other
-	// image must already be on the daemon.
+	// names it and it is missing (from Busybox, default /bin/busybox): after
+	// the policy checks and the live checks that do not need the image (the
+	// runtime registered, which confirms the tier), then the live checks
+	// that do (the image, the disk-cap probe) and the isolation check run
+	// again before the sandbox is created. Any other image must already be
+	// on the daemon.
 	PrepareLocalImage bool
 	Busybox           string
 }
@@ -276,12 +279,13 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 		return p, err
 	}
 	p.spec, p.scheme = spec, d.Scheme
-	p.callTimeout = model.EffectiveTimeout(time.Duration(spec.TimeoutSeconds)*time.Second, 0)
-	p.createTimeout = model.EffectiveTimeout(req.Timeout, p.callTimeout)
-	p.lifetime = time.Duration(spec.LifetimeSeconds) * time.Second
-	if p.lifetime <= 0 {
-		p.lifetime = model.DefaultLifetimeSeconds * time.Second
+	// The policy has refused these already; converting them refuses again
+	// rather than overflow or fall back to a default, so what is enforced
+	// (and audited) is what the spec declares.
+	if p.callTimeout, p.lifetime, err = model.Durations(spec.TimeoutSeconds, spec.LifetimeSeconds); err != nil {
+		return p, err
 	}
+	p.createTimeout = model.EffectiveTimeout(req.Timeout, p.callTimeout)
 	return p, nil
 }
 
@@ -316,10 +320,19 @@ func (c *Client) Open(ctx context.Context, req Request) (*Sandbox, error) {
 	sb, err := c.provision(ctx, p, req, start)
 	c.mu.Lock()
 	delete(c.opening, k)
-	if err == nil {
+	closed := c.closed
+	if err == nil && !closed {
 		c.open[k] = sb
 	}
 	c.mu.Unlock()
+	if err == nil && closed {
+		// Client.Close ran while this sandbox was being provisioned: it
+		// did not see it, so it is closed here rather than left running
+		// until its lifetime ends.
+		cerr := sb.closeWith(context.WithoutCancel(ctx), "client closed")
+		return nil, &model.Error{Class: model.ConfigurationError, Message: "the client is closed",
+			Fix: "open sandboxes with a new client; the sandbox provisioned meanwhile was removed", Err: cerr}
+	}
 	return sb, err
 }
 
@@ -360,7 +373,7 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 	var warned []string
 	warn := func(w model.Warning) {
 		warned = append(warned, w.String())
-		c.warn(w)
+		c.warn(w, req.Secrets)
 	}
 	for _, w := range p.warnings {
 		warn(w)
@@ -379,14 +392,21 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 		}
 		return err
 	}
-	if c.cfg.PrepareLocalImage && p.scheme == docker.Name && p.spec.Image == LocalImage {
-		if _, err := PrepareDockerImage(octx, p.spec.Image, c.cfg.Busybox, c.cfg.Progress); err != nil {
-			return fail(timedOut(err))
-		}
-	}
+	// The local image is built only once the live checks that do not need
+	// it passed: Docker's preflight confirms the runtime (and so the tier)
+	// before it looks for the image, and a missing LocalImage is built and
+	// the preflight run again; the tier is then checked before create.
+	prepareImage := c.cfg.PrepareLocalImage && p.scheme == docker.Name && p.spec.Image == LocalImage
 	tier := p.spec.IsolationTier
-	if pf, ok := b.(backends.Preflighter); ok {
+	pf, hasPreflight := b.(backends.Preflighter)
+	if hasPreflight {
 		res, err := pf.Preflight(octx, p.spec)
+		if err != nil && prepareImage && imageMissing(err) {
+			if _, perr := PrepareDockerImage(octx, p.spec.Image, c.cfg.Busybox, c.cfg.Progress); perr != nil {
+				return fail(timedOut(perr))
+			}
+			res, err = pf.Preflight(octx, p.spec)
+		}
 		if err != nil {
 			return fail(timedOut(err))
 		}
@@ -398,6 +418,11 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 	}
 	if err := checkTier(p.spec, tier); err != nil {
 		return fail(err)
+	}
+	if prepareImage && !hasPreflight {
+		if _, err := PrepareDockerImage(octx, p.spec.Image, c.cfg.Busybox, c.cfg.Progress); err != nil {
+			return fail(timedOut(err))
+		}
 	}
 	if tier == model.TierUnknown && p.spec.RequireIsolation == "" {
 		warn(model.Warning{Class: model.UnverifiedIsolationWarning, Attribute: "require_isolation",
@@ -484,6 +509,13 @@ func orDefault(s, d string) string {
 	return s
 }
 
+// imageMissing reports whether a preflight failed because the image is not
+// on the backend (the backend's ConfigurationError on the image attribute).
+func imageMissing(err error) bool {
+	var me *model.Error
+	return errors.As(err, &me) && me.Class == model.ConfigurationError && me.Attribute == "image"
+}
+
 // preProvision reports whether err refused the request before anything was
 // created: a configuration or capability refusal. Timeouts and backend
 // failures are not refusals.
@@ -491,10 +523,35 @@ func preProvision(err error) bool {
 	return errors.Is(err, model.ConfigurationError) || errors.Is(err, model.CapabilityNotSupported)
 }
 
-func (c *Client) warn(w model.Warning) {
+// warn hands a warning to Config.OnWarning with every secret value of the
+// request redacted from its text: a backend's message or a label may quote
+// one, and the CLI prints warnings to stderr.
+func (c *Client) warn(w model.Warning, secrets Secrets) {
 	if c.cfg.OnWarning != nil {
-		c.cfg.OnWarning(w)
+		c.cfg.OnWarning(redactWarning(w, secrets))
 	}
+}
+
+// redactWarning redacts every text field of a warning (its class is one of
+// the fixed names, which callers dispatch on); the labels map is copied,
+// never modified in place.
+func redactWarning(w model.Warning, s Secrets) model.Warning {
+	if s.Len() == 0 {
+		return w
+	}
+	w.Rule = s.RedactString(w.Rule)
+	w.Attribute = s.RedactString(w.Attribute)
+	w.Message = s.RedactString(w.Message)
+	w.Fix = s.RedactString(w.Fix)
+	w.SandboxID = s.RedactString(w.SandboxID)
+	if w.Labels != nil {
+		labels := make(map[string]string, len(w.Labels))
+		for k, v := range w.Labels {
+			labels[s.RedactString(k)] = s.RedactString(v)
+		}
+		w.Labels = labels
+	}
+	return w
 }
 
 func (c *Client) audit(r Record, secrets Secrets) {

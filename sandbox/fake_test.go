@@ -26,6 +26,8 @@ type fakeBackend struct {
 	// runBlock, when set, makes Run wait for it or for ctx.
 	runBlock chan struct{}
 	delay    time.Duration
+	// warnings are returned by Preflight.
+	warnings []model.Warning
 
 	mu   sync.Mutex
 	reqs []backends.CreateRequest
@@ -47,7 +49,8 @@ func (f *fakeBackend) Preflight(_ context.Context, spec model.Spec) (backends.Pr
 	if tier == "" {
 		tier = spec.IsolationTier
 	}
-	return backends.Preflight{Tier: tier, Image: spec.Image, DiskCapStrategy: "fake disk", PidsCapStrategy: "fake pids"}, nil
+	return backends.Preflight{Tier: tier, Image: spec.Image, DiskCapStrategy: "fake disk", PidsCapStrategy: "fake pids",
+		Warnings: f.warnings}, nil
 }
 
 func (f *fakeBackend) Create(ctx context.Context, req backends.CreateRequest) (backends.Sandbox, error) {

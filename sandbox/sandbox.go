@@ -218,7 +218,7 @@ func (s *Sandbox) onBackendWarning(w model.Warning) {
 		r.Warnings = []string{w.String()}
 		s.c.audit(r, s.secrets)
 	}
-	s.c.warn(w)
+	s.c.warn(w, s.secrets)
 }
 
 // finish audits a call that ended, successfully or not.

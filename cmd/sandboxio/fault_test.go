@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 )
 
 // faultTestsEnv enables the tests that stop the Docker daemon. They disturb
@@ -37,6 +39,8 @@ func TestFault_DaemonStoppedMidCreate(t *testing.T) {
 	if os.Getenv(faultTestsEnv) != "1" {
 		t.Skipf("SKIP: stops the Docker daemon; set %s=1 to run (.ci/run runs it on its own after the main suite)", faultTestsEnv)
 	}
+	// Asked for, the test must run or fail: a skip would pass it silently.
+	t.Setenv(dockertest.RequireEnv, "1")
 	needDocker(t)
 	if os.Geteuid() != 0 {
 		t.Fatalf("%s=1 needs root to stop and restart dockerd", faultTestsEnv)
@@ -70,10 +74,7 @@ func TestFault_DaemonStoppedMidCreate(t *testing.T) {
 	})
 
 	t.Run("shut down and restarted", func(t *testing.T) {
-		marker := envOr("SANDBOXIO_DOCKERD_MARKER", "/run/sandboxio-dockerd.started")
-		if _, err := os.Stat(marker); err != nil {
-			t.Skipf("SKIP: the daemon was not started by scripts/docker-up.sh (no %s); not shutting down a daemon this project does not own", marker)
-		}
+		requireDaemonOwned(t)
 		up, down := script(t, "docker-up.sh"), script(t, "docker-down.sh")
 		restore := watchdog(t, up, 120*time.Second)
 		child := startCLI(t, "run", "--spec", specStopped, "--tenant", "fault", "--session", "stopped", "--timeout", "20s", "--", "sh", "-c", "sleep 1")
@@ -98,6 +99,20 @@ func TestFault_DaemonStoppedMidCreate(t *testing.T) {
 		}
 		reapAndCheck(t, "stopped")
 	})
+}
+
+// requireDaemonOwned fails the test unless scripts/docker-up.sh started
+// the daemon (its marker file exists): a daemon this project does not own is
+// never shut down. It fails rather than skips: it runs only when the fault
+// tests were asked for (faultTestsEnv=1), and a skip would let them pass
+// without having run.
+func requireDaemonOwned(t testing.TB) {
+	t.Helper()
+	marker := envOr("SANDBOXIO_DOCKERD_MARKER", "/run/sandboxio-dockerd.started")
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("%s=1 but the daemon was not started by scripts/docker-up.sh (no %s): not shutting down a daemon this project does not own; "+
+			"start it with scripts/docker-up.sh, or unset %s", faultTestsEnv, marker, faultTestsEnv)
+	}
 }
 
 // reapAndCheck runs `sandboxio reap` for the session's sandboxes once the

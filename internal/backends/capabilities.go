@@ -52,6 +52,9 @@ type capabilityData struct {
 	Backends map[string]Capabilities `json:"backends"`
 	Tiers    map[model.Tier]int      `json:"tiers"`
 	Defaults model.Caps              `json:"default_caps"`
+	Bounds   model.Bounds            `json:"cap_bounds"`
+	// MaxTimeout is the ceiling of timeout_seconds and lifetime_seconds.
+	MaxTimeout int64 `json:"max_timeout_seconds"`
 }
 
 var (
@@ -121,6 +124,13 @@ func TierRanks() map[model.Tier]int { return data().Tiers }
 
 // DefaultCaps returns the default caps the Rego rules use.
 func DefaultCaps() model.Caps { return data().Defaults }
+
+// CapBounds returns the range every cap must lie in (SBX-RES-007).
+func CapBounds() model.Bounds { return data().Bounds }
+
+// MaxTimeoutSeconds returns the ceiling of timeout_seconds and
+// lifetime_seconds (SBX-TMO-005, SBX-TMO-006).
+func MaxTimeoutSeconds() int64 { return data().MaxTimeout }
 
 // CapabilityKey returns the key of a backend scheme and Docker runtime.
 func CapabilityKey(scheme, runtime string) string {

@@ -36,6 +36,54 @@ func TestCapabilitiesDefaultCapsMatchModel(t *testing.T) {
 	}
 }
 
+// The cap bounds and the timeout ceiling are read by the Rego rules
+// (SBX-RES-007, SBX-TMO-005/006) from the data and by the Go run-time checks
+// from the model; both must say the same.
+func TestCapabilitiesBoundsMatchModel(t *testing.T) {
+	if got, want := CapBounds(), model.CapBounds(); got != want {
+		t.Fatalf("data cap_bounds %+v, model.CapBounds() %+v", got, want)
+	}
+	if got := MaxTimeoutSeconds(); got != model.MaxTimeoutSeconds {
+		t.Fatalf("data max_timeout_seconds %d, model.MaxTimeoutSeconds %d", got, model.MaxTimeoutSeconds)
+	}
+}
+
+// SBX-RES-007 lets caps equal to the defaults through without testing each
+// cap, which is only right while the defaults lie within the bounds; the
+// ceiling must leave room for the default timeouts and every backend's own
+// maximum lifetime.
+func TestCapabilitiesBoundsConsistent(t *testing.T) {
+	b, d := CapBounds(), DefaultCaps()
+	for _, c := range []struct {
+		name  string
+		bound model.Bound
+		def   float64
+	}{
+		{"cpu", b.CPU, d.CPU}, {"memory_mb", b.MemoryMB, float64(d.MemoryMB)},
+		{"disk_mb", b.DiskMB, float64(d.DiskMB)}, {"pids", b.Pids, float64(d.Pids)},
+	} {
+		if !(c.bound.Min > 0 && c.bound.Min < c.bound.Max) {
+			t.Errorf("cap_bounds.%s %+v: want 0 < min < max", c.name, c.bound)
+		}
+		if !c.bound.Contains(c.def) {
+			t.Errorf("default %s %v is outside cap_bounds %+v", c.name, c.def, c.bound)
+		}
+	}
+	ceiling := MaxTimeoutSeconds()
+	if ceiling < model.DefaultTimeoutSeconds || ceiling < model.DefaultLifetimeSeconds {
+		t.Errorf("max_timeout_seconds %d is below the defaults", ceiling)
+	}
+	for _, key := range Keys() {
+		c, _ := Lookup(key)
+		if c.MaxLifetimeSeconds > ceiling {
+			t.Errorf("descriptor %q: max_lifetime_seconds %d above max_timeout_seconds %d", key, c.MaxLifetimeSeconds, ceiling)
+		}
+		if float64(c.Caps.MaxPids) > b.Pids.Max {
+			t.Errorf("descriptor %q: max_pids %d above cap_bounds.pids.max %v", key, c.Caps.MaxPids, b.Pids.Max)
+		}
+	}
+}
+
 func TestCapabilitiesDescriptorKeys(t *testing.T) {
 	keys := Keys()
 	if len(keys) == 0 {

@@ -377,7 +377,24 @@ const resultVar = "x"
 // results to JSON cost more than the rules themselves. For the same reason
 // it gives the evaluator its own caches: a pooled virtual-document cache
 // (evalCache) and the read-only data.capabilities (capsBaseCache).
-func (e *Engine) Evaluate(ctx context.Context, in Input) (Decision, error) {
+//
+// A document that Validate refuses is returned as that ConfigurationError,
+// and a panic inside evaluation (a bug in OPA or in a rule's built-ins, on
+// some input nobody foresaw) is returned as an error: no input may crash
+// the provider, the CLI or a service embedding the run-time helper.
+func (e *Engine) Evaluate(ctx context.Context, in Input) (d Decision, err error) {
+	if err := in.Validate(); err != nil {
+		return Decision{}, err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			d, err = Decision{}, fmt.Errorf("policy eval: the evaluator failed on this input (%v); this is a bug, please report it", p)
+		}
+	}()
+	return e.evaluate(ctx, in)
+}
+
+func (e *Engine) evaluate(ctx context.Context, in Input) (Decision, error) {
 	txn, err := e.store.NewTransaction(ctx)
 	if err != nil {
 		return Decision{}, fmt.Errorf("policy eval: %w", err)

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"sync"
@@ -220,8 +221,24 @@ func resourcesTerm(c model.Caps) *ast.Term {
 	)
 }
 
+// Validate refuses a document that cannot be represented as JSON: a CPU cap
+// that is infinite or not a number. OPA has no such numbers (comparing one
+// panics inside the evaluator), and no rule could decide on it, so it is a
+// ConfigurationError naming the attribute rather than a document.
+func (in Input) Validate() error {
+	if c := in.Resources; c != nil && (math.IsInf(c.CPU, 0) || math.IsNaN(c.CPU)) {
+		return &model.Error{
+			Class: model.ConfigurationError, Attribute: "resources.cpu",
+			Message: fmt.Sprintf("resources.cpu is %v, not a finite number", c.CPU),
+			Fix:     "set resources.cpu to a finite, positive number of vCPUs (for example 1 or 0.5)",
+		}
+	}
+	return nil
+}
+
 // Value returns the document as an OPA value, built directly rather than
-// through JSON so that evaluation stays cheap.
+// through JSON so that evaluation stays cheap. Call Validate first: a
+// non-finite CPU cap has no OPA value.
 func (in Input) Value() ast.Value {
 	items := make([][2]*ast.Term, 0, 9)
 	items = append(items,
@@ -275,6 +292,9 @@ func (in Input) Value() ast.Value {
 // Map returns the document as generic JSON, for display and for
 // `sandboxio policy check --format json`.
 func (in Input) Map() (map[string]any, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
 	v, err := ast.JSON(in.Value())
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
@@ -79,7 +80,9 @@ func evaluate(ctx context.Context, pd *ProviderData, in policy.Input, mapPath di
 	}
 	v, err := verdict.Check(ctx, eng, in, verdict.Options{Waivers: pd.waivers()})
 	if err != nil {
-		out.AddError("Policy evaluation failed", err.Error())
+		// A *model.Error (a document the engine refuses to evaluate, such
+		// as a non-finite number) keeps its class and attribute.
+		out.Append(diags.FromError(err, "Policy evaluation failed", mapPath))
 		return out
 	}
 	out.Append(diags.FromVerdict(v, mapPath)...)
@@ -178,4 +181,29 @@ func capsObject(c model.Caps) types.Object {
 // errorsOnly keeps the errors: at apply the plan's warnings were already shown.
 func errorsOnly(in diag.Diagnostics) diag.Diagnostics {
 	return in.Errors()
+}
+
+// applyDiagnostics is what apply reports of its check: the errors, and the
+// warnings too when the plan did not evaluate the configuration (a value
+// was unknown then, so the check waited for apply and the plan showed no
+// warning: UnverifiedIsolationWarning, OpenEgressWarning and
+// SecretInEnvWarning must still reach Terraform). When the plan evaluated
+// it, its warnings were shown then and are not repeated.
+func applyDiagnostics(in diag.Diagnostics, deferred bool) diag.Diagnostics {
+	if deferred {
+		return in
+	}
+	return errorsOnly(in)
+}
+
+// deferredAtPlan reports whether the plan left the computed attribute, set
+// only once the configuration is evaluated, unknown: the check waited for
+// apply.
+func deferredAtPlan(plan tftypes.Value, attribute string) bool {
+	attrs, err := rawObject(plan)
+	if err != nil || attrs == nil {
+		return false
+	}
+	v, ok := attrs[attribute]
+	return ok && !v.IsKnown()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
@@ -43,7 +42,13 @@ func preflight(ctx context.Context, spec model.Spec) (*liveFacts, error) {
 	if !ok {
 		return nil, errors.New("the docker backend has no live checks")
 	}
-	ctx, cancel := context.WithTimeout(ctx, model.EffectiveTimeout(0, time.Duration(spec.TimeoutSeconds)*time.Second))
+	// The same conversion as at run time: a timeout that is no bound is
+	// refused, never overflowed into a default.
+	timeout, _, err := model.Durations(spec.TimeoutSeconds, spec.LifetimeSeconds)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	p, err := pf.Preflight(ctx, spec)
 	if err != nil {

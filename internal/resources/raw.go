@@ -2,9 +2,12 @@ package resources
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
 // The template is planned once per resource in every `terraform plan`, so
@@ -34,9 +37,11 @@ func rawString(v tftypes.Value) (string, error) {
 	return s, nil
 }
 
-// rawInt64 returns nil for null; a fractional value is truncated, as the
-// framework's Int64 type would refuse it earlier.
-func rawInt64(v tftypes.Value) (*int64, error) {
+// rawInt64 returns nil for null. A value that is not a whole number in
+// int64's range is refused with a ConfigurationError naming the attribute:
+// clamping it to the range, or truncating it, would check and store a
+// value other than the one configured.
+func rawInt64(v tftypes.Value, attribute string) (*int64, error) {
 	if v.IsNull() {
 		return nil, nil
 	}
@@ -44,11 +49,17 @@ func rawInt64(v tftypes.Value) (*int64, error) {
 	if err := v.As(&f); err != nil {
 		return nil, fmt.Errorf("read number: %w", err)
 	}
-	i, _ := f.Int64()
+	i, acc := f.Int64()
+	if f.IsInf() || acc != big.Exact {
+		return nil, numberError(attribute, &f, "a whole number in the 64-bit integer range")
+	}
 	return &i, nil
 }
 
-func rawFloat64(v tftypes.Value) (*float64, error) {
+// rawFloat64 returns nil for null. A value beyond float64's range (which
+// would become ±Inf) is refused with a ConfigurationError naming the
+// attribute.
+func rawFloat64(v tftypes.Value, attribute string) (*float64, error) {
 	if v.IsNull() {
 		return nil, nil
 	}
@@ -57,7 +68,22 @@ func rawFloat64(v tftypes.Value) (*float64, error) {
 		return nil, fmt.Errorf("read number: %w", err)
 	}
 	x, _ := f.Float64()
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return nil, numberError(attribute, &f, "a finite number in the 64-bit floating-point range")
+	}
 	return &x, nil
+}
+
+func numberError(attribute string, f *big.Float, want string) error {
+	shown := f.Text('g', 10)
+	if len(shown) > 40 {
+		shown = shown[:40] + "…"
+	}
+	return &model.Error{
+		Class: model.ConfigurationError, Attribute: attribute,
+		Message: fmt.Sprintf("%s is %s, which is not %s", attribute, shown, want),
+		Fix:     fmt.Sprintf("set %s to %s", attribute, want),
+	}
 }
 
 // rawStrings reads a list of strings; null gives nil.

@@ -135,16 +135,17 @@ func (r *networkPolicyResource) ModifyPlan(ctx context.Context, req resource.Mod
 }
 
 func (r *networkPolicyResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	r.apply(ctx, req.Config, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, req.Config, deferredAtPlan(req.Plan.Raw, "policy"), &resp.State, &resp.Diagnostics)
 }
 
 func (r *networkPolicyResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	r.apply(ctx, req.Config, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, req.Config, deferredAtPlan(req.Plan.Raw, "policy"), &resp.State, &resp.Diagnostics)
 }
 
 // apply reads the configuration, as the plan-time check did, so that both
-// see what the user wrote.
-func (r *networkPolicyResource) apply(ctx context.Context, config tfsdk.Config, state *tfsdk.State, d *diag.Diagnostics) {
+// see what the user wrote. deferred says the plan did not evaluate it (a
+// value was unknown): its warnings are then reported here.
+func (r *networkPolicyResource) apply(ctx context.Context, config tfsdk.Config, deferred bool, state *tfsdk.State, d *diag.Diagnostics) {
 	var m networkPolicyModel
 	d.Append(config.Get(ctx, &m)...)
 	if d.HasError() {
@@ -152,7 +153,7 @@ func (r *networkPolicyResource) apply(ctx context.Context, config tfsdk.Config, 
 	}
 	// Values unknown at plan time are known now: check again before storing.
 	_, items := r.decide(ctx, &m)
-	d.Append(errorsOnly(items)...)
+	d.Append(applyDiagnostics(items, deferred)...)
 	if d.HasError() {
 		return
 	}

@@ -49,8 +49,10 @@ func (r *resourceCapsResource) Schema(_ context.Context, _ resource.SchemaReques
 	resp.Schema = schema.Schema{
 		MarkdownDescription: fmt.Sprintf("Resource caps for sandboxes. Every cap always holds a value: an unset cap takes its modest "+
 			"default (cpu %g, memory_mb %d, disk_mb %d, pids %d). A cap can be raised but never unset: zero and negative values "+
-			"are refused. Assign `caps` to a template's `resources`.",
-			model.DefaultCPU, model.DefaultMemoryMB, model.DefaultDiskMB, model.DefaultPids),
+			"are refused, and so is a value outside the range backends can apply (cpu %g to %d, memory_mb %d to %d, "+
+			"disk_mb %d to %d, pids %d to %d). Assign `caps` to a template's `resources`.",
+			model.DefaultCPU, model.DefaultMemoryMB, model.DefaultDiskMB, model.DefaultPids,
+			model.MinCPU, model.MaxCPU, model.MinMemoryMB, model.MaxMemoryMB, model.MinDiskMB, model.MaxDiskMB, model.MinPids, model.MaxPids),
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed:            true,
@@ -157,23 +159,24 @@ func (r *resourceCapsResource) ModifyPlan(ctx context.Context, req resource.Modi
 }
 
 func (r *resourceCapsResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	r.apply(ctx, req.Config, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, req.Config, deferredAtPlan(req.Plan.Raw, "caps"), &resp.State, &resp.Diagnostics)
 }
 
 func (r *resourceCapsResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	r.apply(ctx, req.Config, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, req.Config, deferredAtPlan(req.Plan.Raw, "caps"), &resp.State, &resp.Diagnostics)
 }
 
 // apply reads the configuration, not the plan: the plan holds the defaults
-// already filled in, and the check must see what the user wrote.
-func (r *resourceCapsResource) apply(ctx context.Context, config tfsdk.Config, state *tfsdk.State, d *diag.Diagnostics) {
+// already filled in, and the check must see what the user wrote. deferred
+// says the plan did not evaluate it: its warnings are then reported here.
+func (r *resourceCapsResource) apply(ctx context.Context, config tfsdk.Config, deferred bool, state *tfsdk.State, d *diag.Diagnostics) {
 	var m resourceCapsModel
 	d.Append(config.Get(ctx, &m)...)
 	if d.HasError() {
 		return
 	}
 	_, items := r.decide(ctx, &m)
-	d.Append(errorsOnly(items)...)
+	d.Append(applyDiagnostics(items, deferred)...)
 	if d.HasError() {
 		return
 	}

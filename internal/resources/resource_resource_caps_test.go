@@ -73,6 +73,8 @@ func TestAccResourceCaps_Refused(t *testing.T) {
 		{"zero memory", resourceCapsConfig("docker://", `  memory_mb = 0`), "ConfigurationError", "SBX-RES-001"},
 		{"negative pids", resourceCapsConfig("", `  pids = -1`), "ConfigurationError", "SBX-RES-001"},
 		{"zero cpu", resourceCapsConfig("", `  cpu = 0`), "ConfigurationError", "SBX-RES-001"},
+		{"cpu below the minimum", resourceCapsConfig("", `  cpu = 0.001`), "ConfigurationError", "SBX-RES-007"},
+		{"disk above the maximum", resourceCapsConfig("docker://", `  disk_mb = 1073741825`), "ConfigurationError", "SBX-RES-007"},
 		{"caps on e2b template", resourceCapsConfig("e2b://", `  memory_mb = 4096`), "ConfigurationError", "SBX-RES-002"},
 		{"pids on modal", resourceCapsConfig("modal://agents", `  pids = 64`), "CapabilityNotSupported", "SBX-RES-004"},
 		{"memory on vercel", resourceCapsConfig("vercel://acme/agents", `  memory_mb = 4096`), "CapabilityNotSupported", "SBX-RES-004"},

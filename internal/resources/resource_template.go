@@ -98,13 +98,14 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			},
 			"timeout_seconds": schema.Int64Attribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: fmt.Sprintf("Bound of every create, run and run-code call, in seconds (default %d). "+
-					"There is no way to ask for an unbounded call.", model.DefaultTimeoutSeconds),
+				MarkdownDescription: fmt.Sprintf("Bound of every create, run and run-code call, in seconds (default %d, at most %d). "+
+					"There is no way to ask for an unbounded call.", model.DefaultTimeoutSeconds, model.MaxTimeoutSeconds),
 			},
 			"lifetime_seconds": schema.Int64Attribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: fmt.Sprintf("Lifetime of a sandbox in seconds (default %d), enforced on the backend's side so the "+
-					"sandbox ends even if the client is gone.", model.DefaultLifetimeSeconds),
+				MarkdownDescription: fmt.Sprintf("Lifetime of a sandbox in seconds (default %d, at most %d, or the backend's own maximum "+
+					"if lower), enforced on the backend's side so the sandbox ends even if the client is gone.",
+					model.DefaultLifetimeSeconds, model.MaxTimeoutSeconds),
 			},
 			"env": schema.MapAttribute{
 				ElementType: types.StringType, Optional: true,
@@ -201,19 +202,22 @@ func readTemplateConfig(v tftypes.Value) (c templateConfig, known bool, err erro
 	if caps, err := rawObject(attrs["resources"]); err != nil {
 		return c, true, err
 	} else if caps != nil {
-		if c.Caps.CPU, err = rawFloat64(caps["cpu"]); err != nil {
+		if c.Caps.CPU, err = rawFloat64(caps["cpu"], "resources.cpu"); err != nil {
 			return c, true, err
 		}
-		for name, dst := range map[string]**int64{"memory_mb": &c.Caps.MemoryMB, "disk_mb": &c.Caps.DiskMB, "pids": &c.Caps.Pids} {
-			if *dst, err = rawInt64(caps[name]); err != nil {
+		for _, f := range []struct {
+			name string
+			dst  **int64
+		}{{"memory_mb", &c.Caps.MemoryMB}, {"disk_mb", &c.Caps.DiskMB}, {"pids", &c.Caps.Pids}} {
+			if *f.dst, err = rawInt64(caps[f.name], "resources."+f.name); err != nil {
 				return c, true, err
 			}
 		}
 	}
-	if c.TimeoutSeconds, err = rawInt64(attrs["timeout_seconds"]); err != nil {
+	if c.TimeoutSeconds, err = rawInt64(attrs["timeout_seconds"], "timeout_seconds"); err != nil {
 		return c, true, err
 	}
-	if c.LifetimeSeconds, err = rawInt64(attrs["lifetime_seconds"]); err != nil {
+	if c.LifetimeSeconds, err = rawInt64(attrs["lifetime_seconds"], "lifetime_seconds"); err != nil {
 		return c, true, err
 	}
 	if c.Env, err = rawStringMap(attrs["env"]); err != nil {
@@ -254,7 +258,7 @@ func (r *templateResource) decide(ctx context.Context, config, base, prior tftyp
 	var d diag.Diagnostics
 	c, known, err := readTemplateConfig(config)
 	if err != nil {
-		d.AddError("Reading the template configuration failed", err.Error())
+		d.Append(diags.FromError(err, "Reading the template configuration failed", templatePaths))
 		return base, model.Spec{}, true, d
 	}
 	if !known || r.pd.waitsForDefault(c.Backend) {
@@ -327,8 +331,9 @@ func (r *templateResource) Update(ctx context.Context, req resource.UpdateReques
 // apply checks the configuration again, now fully known, before anything
 // is stored or provisioned.
 func (r *templateResource) apply(ctx context.Context, config, plan tftypes.Value, state *tfsdk.State, d *diag.Diagnostics) {
+	deferred := deferredAtPlan(plan, "spec") // before decide, which fills in plan's attributes
 	planned, spec, _, dd := r.decide(ctx, config, plan, tftypes.Value{})
-	d.Append(errorsOnly(dd)...)
+	d.Append(applyDiagnostics(dd, deferred)...)
 	if d.HasError() {
 		return
 	}

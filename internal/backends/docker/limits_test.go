@@ -237,6 +237,17 @@ const spawnCount = `: >/tmp/spawned
  kill -9 0) &
 i=0; while [ $i -lt 400 ]; do (echo >>/tmp/spawned; exec sleep 30) & i=$((i+1)); done; wait`
 
+// atoi parses a count a sandbox printed; anything else fails the test
+// (a missing /tmp/peak would otherwise read as 0 and pass a bound).
+func atoi(t testing.TB, what, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%s: %q is not a number: %v", what, s, err)
+	}
+	return n
+}
+
 func TestForkBomb(t *testing.T) {
 	tracef = t.Logf
 	t.Cleanup(func() { tracef = func(string, ...any) {} })
@@ -250,8 +261,8 @@ func TestForkBomb(t *testing.T) {
 			// Forks past the ceiling are refused, and that is reported.
 			_, err := sb.Run(context.Background(), []string{"sh", "-c", spawnCount}, backends.RunOptions{Timeout: 20 * time.Second})
 			wantClass(t, err, model.ResourceLimitExceeded, model.LimitPids)
-			n, _ := strconv.Atoi(sh(t, sb, "wc -l </tmp/spawned"))
-			peak, _ := strconv.Atoi(sh(t, sb, "cat /tmp/peak"))
+			n := atoi(t, "children started", sh(t, sb, "wc -l </tmp/spawned"))
+			peak := atoi(t, "processes at the peak", sh(t, sb, "cat /tmp/peak"))
 			if peak > pids || peak < pids-8 || n > pids {
 				t.Fatalf("%d children started, %d processes at the peak, under a ceiling of %d", n, peak, pids)
 			}

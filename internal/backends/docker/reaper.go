@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,7 +106,7 @@ func startWatcher(ownerID string) error {
 		return fmt.Errorf("reaper pipe: %w", err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), reaperEnv+"="+ownerID)
+	cmd.Env = watcherEnv(os.Environ(), ownerID)
 	cmd.ExtraFiles = []*os.File{r} // fd 3 in the watcher
 	// Its standard streams stay on /dev/null, so it never holds a pipe the
 	// owner's caller waits on (go test waits for every holder of the test's
@@ -120,6 +121,42 @@ func startWatcher(ownerID string) error {
 	watcherPipe = w
 	go func() { _ = cmd.Wait() }()
 	return nil
+}
+
+// watcherEnvNames are the variables the watcher is given from its owner's
+// environment: what the Docker client reads to reach the same daemon
+// (client.FromEnv, and the proxy and CA settings of a TCP daemon), the
+// watcher's own settings, and what a process needs to run at all. Nothing
+// else: a library user's environment may hold secrets, and the watcher
+// outlives its owner. (The test helpers' variables are not passed either:
+// the package's init hands the process to the watcher before any of them
+// is read.)
+var watcherEnvNames = []string{
+	client.EnvOverrideHost, client.EnvTLSVerify, client.EnvOverrideCertPath, client.EnvOverrideAPIVersion,
+	"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR",
+	reaperGraceEnv, reaperLogEnv,
+	"PATH", "HOME", "TMPDIR", "GODEBUG", "GOCOVERDIR",
+	"SYSTEMROOT", "TEMP", "TMP", "USERPROFILE", // Windows
+}
+
+// watcherEnv builds the watcher's environment from its owner's: the
+// variables of watcherEnvNames (matched ignoring case, as Windows does and
+// as the proxy variables are written) and reaperEnv naming the owner.
+func watcherEnv(environ []string, ownerID string) []string {
+	out := make([]string, 0, len(watcherEnvNames)+1)
+	for _, kv := range environ {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			continue
+		}
+		for _, keep := range watcherEnvNames {
+			if strings.EqualFold(name, keep) {
+				out = append(out, kv)
+				break
+			}
+		}
+	}
+	return append(out, reaperEnv+"="+ownerID)
 }
 
 // watcherMain waits for the owner to go, then removes the owner's containers.

@@ -148,20 +148,13 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 		}
 	}
 
-	// Caps: every one always applies; zero or negative is a refusal, never
-	// "no limit".
+	// Caps: every one always applies. Zero or negative is a refusal, never
+	// "no limit", and so is a value outside the range Docker can apply
+	// (cap_bounds in the capability data): 1e-10 CPU would round to
+	// NanoCPUs 0 and 2^44 MiB would overflow to 0 bytes, both "no limit".
 	c := s.Resources
-	for _, f := range []struct {
-		name string
-		bad  bool
-	}{
-		{"cpu", c.CPU <= 0}, {"memory_mb", c.MemoryMB <= 0}, {"disk_mb", c.DiskMB <= 0}, {"pids", c.Pids <= 0},
-	} {
-		if f.bad {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-RES-001", Attribute: "resources." + f.name,
-				Message: fmt.Sprintf("%s must be positive: a cap can be raised, never unset", f.name),
-				Fix:     "leave it unset for the default or set a positive value"}
-		}
+	if err := c.CheckBounds(backends.CapBounds()); err != nil {
+		return p, err
 	}
 	if caps, ok := backends.Lookup(backends.CapabilityKey("docker", p.runtime)); ok && caps.Caps.MaxPids > 0 && c.Pids > caps.Caps.MaxPids {
 		return p, &model.Error{Class: model.CapabilityNotSupported, Rule: "SBX-RES-005", Attribute: "resources.pids",
@@ -170,25 +163,18 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 	}
 	p.caps = c
 
-	// Timeouts: null inherits, never "no limit".
-	if s.TimeoutSeconds < 0 {
-		return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-TMO-001", Attribute: "timeout_seconds",
-			Message: "timeout_seconds must be positive", Fix: "leave it unset for the default (300) or set a positive value"}
-	}
-	if s.LifetimeSeconds < 0 {
-		return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-TMO-002", Attribute: "lifetime_seconds",
-			Message: "lifetime_seconds must be positive", Fix: "leave it unset for the default (300) or set a positive value"}
+	// Timeouts: a spec carries both (defaults filled in when it was
+	// rendered), so zero, negative or above the ceiling is refused, never
+	// replaced by a default; the conversion cannot overflow.
+	var err error
+	if p.callTimeout, p.lifetime, err = model.Durations(s.TimeoutSeconds, s.LifetimeSeconds); err != nil {
+		return p, err
 	}
 	if req.Timeout < 0 {
 		return p, &model.Error{Class: model.ConfigurationError, Attribute: "timeout",
 			Message: "create timeout must be positive", Fix: "pass 0 to inherit the spec's timeout"}
 	}
-	p.callTimeout = model.EffectiveTimeout(time.Duration(s.TimeoutSeconds)*time.Second, 0)
 	p.createTimeout = model.EffectiveTimeout(req.Timeout, p.callTimeout)
-	p.lifetime = time.Duration(s.LifetimeSeconds) * time.Second
-	if p.lifetime <= 0 {
-		p.lifetime = model.DefaultLifetimeSeconds * time.Second
-	}
 
 	// Labels: the user's own, plus tenant, session and template under the
 	// reserved prefix. A user may repeat those (a rendered per-tenant spec

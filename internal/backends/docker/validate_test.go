@@ -2,8 +2,10 @@ package docker
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/system"
@@ -47,6 +49,19 @@ func TestRefusedBeforeAnyAPICall(t *testing.T) {
 		{"pids above ceiling", func(s *model.Spec) { s.Resources.Pids = 1 << 20 }, nil, model.CapabilityNotSupported, "resources.pids"},
 		{"negative timeout", func(s *model.Spec) { s.TimeoutSeconds = -1 }, nil, model.ConfigurationError, "timeout_seconds"},
 		{"negative lifetime", func(s *model.Spec) { s.LifetimeSeconds = -5 }, nil, model.ConfigurationError, "lifetime_seconds"},
+		{"zero timeout", func(s *model.Spec) { s.TimeoutSeconds = 0 }, nil, model.ConfigurationError, "timeout_seconds"},
+		{"zero lifetime", func(s *model.Spec) { s.LifetimeSeconds = 0 }, nil, model.ConfigurationError, "lifetime_seconds"},
+		// Positive, yet "no limit" once converted: NanoCPUs 0, 0 bytes.
+		{"cpu 1e-10", func(s *model.Spec) { s.Resources.CPU = 1e-10 }, nil, model.ConfigurationError, "resources.cpu"},
+		{"cpu NaN", func(s *model.Spec) { s.Resources.CPU = math.NaN() }, nil, model.ConfigurationError, "resources.cpu"},
+		{"memory 2^44 MiB", func(s *model.Spec) { s.Resources.MemoryMB = 1 << 44 }, nil, model.ConfigurationError, "resources.memory_mb"},
+		{"memory below Docker's minimum", func(s *model.Spec) { s.Resources.MemoryMB = 5 }, nil, model.ConfigurationError, "resources.memory_mb"},
+		{"disk huge", func(s *model.Spec) { s.Resources.DiskMB = 1 << 54 }, nil, model.ConfigurationError, "resources.disk_mb"},
+		{"pids huge", func(s *model.Spec) { s.Resources.Pids = 1 << 62 }, nil, model.ConfigurationError, "resources.pids"},
+		// Overflowing durations: 1e10 s, and 18446744074 s (2^64 ns and a
+		// little), which would wrap to 290 ms.
+		{"timeout 1e10", func(s *model.Spec) { s.TimeoutSeconds = 1e10; s.LifetimeSeconds = 1e10 }, nil, model.ConfigurationError, "timeout_seconds"},
+		{"lifetime 18446744074", func(s *model.Spec) { s.LifetimeSeconds = 18446744074 }, nil, model.ConfigurationError, "lifetime_seconds"},
 		{"require UNKNOWN", func(s *model.Spec) { s.RequireIsolation = model.TierUnknown }, nil, model.ConfigurationError, "require_isolation"},
 		{"require GVISOR on runc", func(s *model.Spec) { s.RequireIsolation = model.TierGVisor }, nil, model.ConfigurationError, "require_isolation"},
 		{"require MICROVM on runsc", func(s *model.Spec) { s.Runtime = "runsc"; s.RequireIsolation = model.TierMicroVM }, nil, model.ConfigurationError, "require_isolation"},
@@ -90,7 +105,7 @@ func TestSecretValueNeverInError(t *testing.T) {
 }
 
 func TestTmpfsSizesAddUpToTheCap(t *testing.T) {
-	for _, mb := range []int64{1, 2, 7, 16, 100, 1024, 10240} {
+	for _, mb := range []int64{1, 2, 7, 16, 100, 1024, 10240, model.MaxDiskMB} {
 		sizes := tmpfsSizes(mb)
 		var sum int64
 		for _, w := range writablePaths {
@@ -232,6 +247,66 @@ func TestEgressNetworkMustKeepSandboxesApart(t *testing.T) {
 		me := classError(t, err, model.ConfigurationError, "")
 		if me.Attribute != "network.egress" || !strings.Contains(me.Fix, "docker network rm "+EgressNetwork) {
 			t.Errorf("%s: %+v", name, me)
+		}
+	}
+}
+
+// The bounds Docker applies are those of the policy bundle (cap_bounds and
+// max_timeout_seconds in the capability data): exactly at a bound is
+// accepted and what the container gets; just beyond is refused with the
+// rule the policy names, before any API call.
+func TestCapAndTimeoutBounds(t *testing.T) {
+	b, ceiling := backends.CapBounds(), backends.MaxTimeoutSeconds()
+	for _, tc := range []struct {
+		name string
+		mod  func(*model.Spec)
+		rule string // "" when accepted
+		attr string
+	}{
+		{"min caps", func(s *model.Spec) {
+			s.Resources = model.Caps{CPU: b.CPU.Min, MemoryMB: int64(b.MemoryMB.Min), DiskMB: int64(b.DiskMB.Min), Pids: int64(b.Pids.Min)}
+		}, "", ""},
+		{"max caps", func(s *model.Spec) {
+			s.Resources = model.Caps{CPU: b.CPU.Max, MemoryMB: int64(b.MemoryMB.Max), DiskMB: int64(b.DiskMB.Max), Pids: 256}
+		}, "", ""},
+		{"timeout and lifetime at the ceiling", func(s *model.Spec) { s.TimeoutSeconds, s.LifetimeSeconds = ceiling, ceiling }, "", ""},
+		{"cpu below min", func(s *model.Spec) { s.Resources.CPU = b.CPU.Min / 2 }, "SBX-RES-007", "resources.cpu"},
+		{"cpu above max", func(s *model.Spec) { s.Resources.CPU = b.CPU.Max + 0.5 }, "SBX-RES-007", "resources.cpu"},
+		{"memory below min", func(s *model.Spec) { s.Resources.MemoryMB = int64(b.MemoryMB.Min) - 1 }, "SBX-RES-007", "resources.memory_mb"},
+		{"memory above max", func(s *model.Spec) { s.Resources.MemoryMB = int64(b.MemoryMB.Max) + 1 }, "SBX-RES-007", "resources.memory_mb"},
+		{"disk above max", func(s *model.Spec) { s.Resources.DiskMB = int64(b.DiskMB.Max) + 1 }, "SBX-RES-007", "resources.disk_mb"},
+		{"pids above max", func(s *model.Spec) { s.Resources.Pids = int64(b.Pids.Max) + 1 }, "SBX-RES-007", "resources.pids"},
+		{"pids above docker ceiling", func(s *model.Spec) { s.Resources.Pids = 32769 }, "SBX-RES-005", "resources.pids"},
+		{"zero cpu", func(s *model.Spec) { s.Resources.CPU = 0 }, "SBX-RES-001", "resources.cpu"},
+		{"timeout above ceiling", func(s *model.Spec) { s.TimeoutSeconds, s.LifetimeSeconds = ceiling+1, ceiling }, "SBX-TMO-005", "timeout_seconds"},
+		{"lifetime above ceiling", func(s *model.Spec) { s.LifetimeSeconds = ceiling + 1 }, "SBX-TMO-006", "lifetime_seconds"},
+		{"zero timeout", func(s *model.Spec) { s.TimeoutSeconds = 0 }, "SBX-TMO-001", "timeout_seconds"},
+		{"zero lifetime", func(s *model.Spec) { s.LifetimeSeconds = 0 }, "SBX-TMO-002", "lifetime_seconds"},
+	} {
+		p, err := validate(backends.CreateRequest{Spec: testSpec(t, tc.mod)}, true)
+		if tc.rule == "" {
+			if err != nil {
+				t.Errorf("%s: refused: %v", tc.name, err)
+				continue
+			}
+			// what Docker gets is what was declared, never "no limit"
+			_, hc := containerConfig(p, DiskTmpfs, "none", nil)
+			if hc.NanoCPUs != int64(math.Round(p.caps.CPU*1e9)) || hc.NanoCPUs < 1e7 ||
+				hc.Memory != p.caps.MemoryMB<<20 || hc.MemorySwap != hc.Memory || hc.Memory < 6<<20 {
+				t.Errorf("%s: NanoCPUs %d, memory %d, swap %d for caps %+v", tc.name, hc.NanoCPUs, hc.Memory, hc.MemorySwap, p.caps)
+			}
+			if got, want := p.lifetime, time.Duration(testSpec(t, tc.mod).LifetimeSeconds)*time.Second; got != want || got <= 0 {
+				t.Errorf("%s: lifetime %s, want %s", tc.name, got, want)
+			}
+			continue
+		}
+		class := model.ConfigurationError
+		if tc.rule == "SBX-RES-005" {
+			class = model.CapabilityNotSupported
+		}
+		me := classError(t, err, class, "")
+		if me.Rule != tc.rule || me.Attribute != tc.attr || me.Fix == "" {
+			t.Errorf("%s: %+v, want rule %s on %s", tc.name, me, tc.rule, tc.attr)
 		}
 	}
 }

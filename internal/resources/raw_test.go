@@ -1,0 +1,86 @@
+package resources
+
+import (
+	"errors"
+	"math/big"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+func bigNumber(t *testing.T, s string) tftypes.Value {
+	t.Helper()
+	f, _, err := big.ParseFloat(s, 10, 512, big.ToNearestEven)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tftypes.NewValue(tftypes.Number, f)
+}
+
+// A number Terraform holds exactly but Go cannot (beyond float64's range, or
+// beyond int64's) is a ConfigurationError naming the attribute: never ±Inf
+// (which used to reach the policy engine and panic it), never a silent clamp.
+func TestRawNumbers_OutOfRangeRefused(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		float bool
+	}{
+		{"1e400", true}, {"-1e400", true},
+		{"9223372036854775808", false}, {"-9223372036854775809", false}, {"1e30", false}, {"1.5", false},
+	} {
+		var err error
+		if tc.float {
+			_, err = rawFloat64(bigNumber(t, tc.value), "resources.cpu")
+		} else {
+			_, err = rawInt64(bigNumber(t, tc.value), "resources.pids")
+		}
+		var me *model.Error
+		if !errors.As(err, &me) || me.Class != model.ConfigurationError || (me.Attribute != "resources.cpu" && me.Attribute != "resources.pids") {
+			t.Errorf("%s: got %v, want a ConfigurationError naming the attribute", tc.value, err)
+		}
+	}
+	inf := tftypes.NewValue(tftypes.Number, new(big.Float).SetInf(false))
+	if _, err := rawFloat64(inf, "resources.cpu"); !errors.Is(err, model.ConfigurationError) {
+		t.Errorf("+Inf: %v", err)
+	}
+	if _, err := rawInt64(inf, "timeout_seconds"); !errors.Is(err, model.ConfigurationError) {
+		t.Errorf("+Inf as int: %v", err)
+	}
+	for _, s := range []string{"9223372036854775807", "-9223372036854775808", "0", "-5"} {
+		if _, err := rawInt64(bigNumber(t, s), "pids"); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	if f, err := rawFloat64(bigNumber(t, "0.5"), "resources.cpu"); err != nil || *f != 0.5 {
+		t.Errorf("0.5: %v %v", f, err)
+	}
+}
+
+// The template's configuration, as read at plan and again at apply, refuses
+// such a number with the attribute's path.
+func TestReadTemplateConfig_HugeCPURefused(t *testing.T) {
+	capsType := tftypes.Object{AttributeTypes: map[string]tftypes.Type{
+		"cpu": tftypes.Number, "memory_mb": tftypes.Number, "disk_mb": tftypes.Number, "pids": tftypes.Number,
+	}}
+	typ := tftypes.Object{AttributeTypes: map[string]tftypes.Type{
+		"name": tftypes.String, "backend": tftypes.String, "image": tftypes.String, "runtime": tftypes.String,
+		"require_isolation": tftypes.String, "resources": capsType,
+		"timeout_seconds": tftypes.Number, "lifetime_seconds": tftypes.Number,
+	}}
+	null := func(t tftypes.Type) tftypes.Value { return tftypes.NewValue(t, nil) }
+	v := tftypes.NewValue(typ, map[string]tftypes.Value{
+		"name": stringValue("p"), "backend": stringValue("docker://"), "image": stringValue("img"),
+		"runtime": null(tftypes.String), "require_isolation": null(tftypes.String),
+		"resources": tftypes.NewValue(capsType, map[string]tftypes.Value{
+			"cpu": bigNumber(t, "1e400"), "memory_mb": null(tftypes.Number), "disk_mb": null(tftypes.Number), "pids": null(tftypes.Number),
+		}),
+		"timeout_seconds": null(tftypes.Number), "lifetime_seconds": null(tftypes.Number),
+	})
+	_, known, err := readTemplateConfig(v)
+	var me *model.Error
+	if !known || !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "resources.cpu" {
+		t.Fatalf("cpu = 1e400: known %v, err %v; want a ConfigurationError on resources.cpu", known, err)
+	}
+}
