@@ -103,7 +103,7 @@ func CapBounds() Bounds {
 	}
 }
 
-// CheckBounds refuses the first cap outside its range in b (SBX-RES-007),
+// CheckBounds refuses the first cap outside its range in b (SBX-RES-001),
 // and a cap that is zero or negative (SBX-RES-001): such a value would be
 // rounded to "no limit", overflow when converted to the backend's units, or
 // be refused by the backend only after the request was sent. It returns nil
@@ -133,7 +133,7 @@ func (c Caps) CheckBounds(b Bounds) error {
 		if !(f.value > f.bound.Min) {
 			side, limit = "minimum", f.bound.Min
 		}
-		return &Error{Class: ConfigurationError, Rule: "SBX-RES-007", Attribute: attr,
+		return &Error{Class: ConfigurationError, Rule: "SBX-RES-001", Attribute: attr,
 			Message: fmt.Sprintf("%s = %s is outside the range a backend can apply: the %s is %s", attr, f.shown, side, number(limit)),
 			Fix:     fmt.Sprintf("set %s between %s and %s", attr, number(f.bound.Min), number(f.bound.Max))}
 	}

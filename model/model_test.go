@@ -228,10 +228,10 @@ func TestDurationsRefuseWhatIsNoBound(t *testing.T) {
 		{0, 300, "SBX-TMO-001", "timeout_seconds"},
 		{-1, 300, "SBX-TMO-001", "timeout_seconds"},
 		{300, 0, "SBX-TMO-002", "lifetime_seconds"},
-		{MaxTimeoutSeconds + 1, 300, "SBX-TMO-005", "timeout_seconds"},
-		{1e10, 1e10, "SBX-TMO-005", "timeout_seconds"},
-		{300, 18446744074, "SBX-TMO-006", "lifetime_seconds"}, // 2^64 ns and a little: would wrap to 290 ms
-		{300, 1<<63 - 1, "SBX-TMO-006", "lifetime_seconds"},
+		{MaxTimeoutSeconds + 1, 300, "SBX-TMO-001", "timeout_seconds"},
+		{1e10, 1e10, "SBX-TMO-001", "timeout_seconds"},
+		{300, 18446744074, "SBX-TMO-002", "lifetime_seconds"}, // 2^64 ns and a little: would wrap to 290 ms
+		{300, 1<<63 - 1, "SBX-TMO-002", "lifetime_seconds"},
 	} {
 		_, _, err := Durations(tc.timeout, tc.lifetime)
 		var me *Error
@@ -258,12 +258,12 @@ func TestCapsCheckBounds(t *testing.T) {
 		rule, attr string
 		says       string
 	}{
-		{func(c *Caps) { c.CPU = 1e-10 }, "SBX-RES-007", "resources.cpu", "1e-10 is outside the range a backend can apply: the minimum is 0.01"},
-		{func(c *Caps) { c.CPU = MaxCPU + 1 }, "SBX-RES-007", "resources.cpu", "the maximum is 1024"},
-		{func(c *Caps) { c.MemoryMB = 1 << 44 }, "SBX-RES-007", "resources.memory_mb", "17592186044416 is outside the range a backend can apply: the maximum is 16777216"},
-		{func(c *Caps) { c.MemoryMB = MinMemoryMB - 1 }, "SBX-RES-007", "resources.memory_mb", "the minimum is 6"},
-		{func(c *Caps) { c.DiskMB = MaxDiskMB + 1 }, "SBX-RES-007", "resources.disk_mb", "the maximum is 1073741824"},
-		{func(c *Caps) { c.Pids = MaxPids + 1 }, "SBX-RES-007", "resources.pids", "the maximum is 4194304"},
+		{func(c *Caps) { c.CPU = 1e-10 }, "SBX-RES-001", "resources.cpu", "1e-10 is outside the range a backend can apply: the minimum is 0.01"},
+		{func(c *Caps) { c.CPU = MaxCPU + 1 }, "SBX-RES-001", "resources.cpu", "the maximum is 1024"},
+		{func(c *Caps) { c.MemoryMB = 1 << 44 }, "SBX-RES-001", "resources.memory_mb", "17592186044416 is outside the range a backend can apply: the maximum is 16777216"},
+		{func(c *Caps) { c.MemoryMB = MinMemoryMB - 1 }, "SBX-RES-001", "resources.memory_mb", "the minimum is 6"},
+		{func(c *Caps) { c.DiskMB = MaxDiskMB + 1 }, "SBX-RES-001", "resources.disk_mb", "the maximum is 1073741824"},
+		{func(c *Caps) { c.Pids = MaxPids + 1 }, "SBX-RES-001", "resources.pids", "the maximum is 4194304"},
 		{func(c *Caps) { c.Pids = 0 }, "SBX-RES-001", "resources.pids", "must be positive"},
 		{func(c *Caps) { c.CPU = -1 }, "SBX-RES-001", "resources.cpu", "must be positive"},
 	} {

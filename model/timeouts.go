@@ -39,14 +39,14 @@ func EffectiveTimeout(call, sandbox time.Duration) time.Duration {
 // bounds that are enforced. A value that is no bound is refused, never
 // replaced: zero or negative (SBX-TMO-001, SBX-TMO-002; a spec always
 // carries both, defaults filled in when it was rendered) or above
-// MaxTimeoutSeconds (SBX-TMO-005, SBX-TMO-006), where the conversion could
+// MaxTimeoutSeconds (SBX-TMO-001, SBX-TMO-002), where the conversion could
 // overflow. The error is a ConfigurationError, the same refusal the policy
 // bundle makes.
 func Durations(timeoutSeconds, lifetimeSeconds int64) (call, lifetime time.Duration, err error) {
-	if call, err = seconds(timeoutSeconds, "timeout_seconds", "SBX-TMO-001", "SBX-TMO-005", DefaultTimeoutSeconds); err != nil {
+	if call, err = seconds(timeoutSeconds, "timeout_seconds", "SBX-TMO-001", "SBX-TMO-001", DefaultTimeoutSeconds); err != nil {
 		return 0, 0, err
 	}
-	if lifetime, err = seconds(lifetimeSeconds, "lifetime_seconds", "SBX-TMO-002", "SBX-TMO-006", DefaultLifetimeSeconds); err != nil {
+	if lifetime, err = seconds(lifetimeSeconds, "lifetime_seconds", "SBX-TMO-002", "SBX-TMO-002", DefaultLifetimeSeconds); err != nil {
 		return 0, 0, err
 	}
 	return call, lifetime, nil

@@ -20,7 +20,7 @@ test_default_caps_positive if {
 	count(data.capabilities.default_caps) == 4
 }
 
-# SBX-RES-007 lets caps equal to the defaults through without testing each
+# SBX-RES-001 lets caps equal to the defaults through without testing each
 # cap, which is only right while the defaults lie within the bounds; its
 # messages rely on 0 < min < max for every cap.
 test_cap_bounds_hold_the_defaults if {
@@ -36,7 +36,7 @@ test_cap_bounds_hold_the_defaults if {
 	}
 }
 
-# The ceiling of SBX-TMO-005/006 leaves room for the default timeouts and is
+# The ceiling of SBX-TMO-001/006 leaves room for the default timeouts and is
 # never below a backend's own maximum lifetime (SBX-TMO-003), nor a backend's
 # process ceiling above the pids bound (SBX-RES-005).
 test_timeout_ceiling_above_backend_maximums if {

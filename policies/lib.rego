@@ -63,6 +63,14 @@ custom(meta, field) := object.get(meta, ["custom", field], "")
 # ---------------------------------------------------------------------------
 
 # describe renders a cap or timeout for a message.
+# within holds when x is a number from lo to hi, both included. Anything
+# else (null, a string, a boolean) is not within any range.
+within(x, lo, hi) if {
+	is_number(x)
+	x >= lo
+	x <= hi
+}
+
 describe(x) := sprintf("%v", [x]) if is_number(x)
 
 describe(x) := "unset (null)" if x == null

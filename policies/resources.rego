@@ -14,36 +14,58 @@ import data.sandboxio.lib
 # evaluate, a reference to a rule does.
 
 # METADATA
-# title: cap that is zero, negative or unset
+# title: cap that is unset, zero, negative or outside the range backends apply
 # description: >-
 #   Caps can be raised, never removed. Zero, a negative number or a missing
 #   value would mean "no cap" on some backends, so each is refused; to get
-#   the default, leave the attribute out.
+#   the default, leave the attribute out. A positive cap can still be one no
+#   backend applies: below the minimum Docker refuses the value or, for cpu,
+#   rounds it to no CPU limit at all; above the maximum the conversion to
+#   the backend's units (memory in bytes, CPU in billionths, disk in KiB)
+#   overflows and can end as no limit either. The range is cap_bounds in
+#   capabilities/data.json, which the run-time checks read too.
 # custom:
 #   id: SBX-RES-001
 #   class: ConfigurationError
 #   attribute: resources
 #   fix: >-
-#     Set the cap to a positive number, or leave it out (null) to get the
-#     modest default.
+#     Set the cap within the range backends apply (cap_bounds in the
+#     capability data), or leave it out (null) to get the modest default.
 deny contains f if {
 	input.resources
 
-	# the defaults are positive (capabilities_test.rego checks it), so caps
-	# left at them, the common case, need no test per cap
+	# the defaults lie within the bounds (capabilities_test.rego checks it),
+	# so caps left at them, the common case, need no test per cap
 	input.resources != data.capabilities.default_caps
 	some cap in ["cpu", "memory_mb", "disk_mb", "pids"]
-
-	# missing reads as null; null and false order below every number
-	object.get(input.resources, cap, null) <= 0
-	f := lib.finding_at(rego.metadata.rule(), attribute(cap), msg_not_positive(cap))
+	value := object.get(input.resources, cap, null)
+	bound := data.capabilities.cap_bounds[cap]
+	not lib.within(value, bound.min, bound.max)
+	f := lib.finding_at_fix(rego.metadata.rule(), attribute(cap), msg_cap(cap, value, bound), fix_cap(cap, bound))
 }
 
 attribute(cap) := concat(".", ["resources", cap])
 
-msg_not_positive(cap) := sprintf(
+msg_cap(cap, value, bound) := sprintf(
+	"resources.%s = %v is below the minimum of %v: no backend can apply a smaller cap, and Docker would round it to no limit or refuse it",
+	[cap, value, bound.min],
+) if {
+	value > 0
+	value < bound.min
+} else := sprintf(
+	"resources.%s = %v is above the maximum of %v: converted to the backend's units it would overflow, and the cap could end as no limit",
+	[cap, value, bound.max],
+) if {
+	is_number(value)
+	value > bound.max
+} else := sprintf(
 	"resources.%s is %s: every cap must be a positive number, because a cap can be raised but never removed (the default is %v)",
-	[cap, lib.describe(object.get(input.resources, cap, null)), data.capabilities.default_caps[cap]],
+	[cap, lib.describe(value), data.capabilities.default_caps[cap]],
+)
+
+fix_cap(cap, bound) := sprintf(
+	"set resources.%s between %v and %v, or leave it out to get the default (%v)",
+	[cap, bound.min, bound.max, data.capabilities.default_caps[cap]],
 )
 
 # METADATA
@@ -218,61 +240,3 @@ backends_bounding_swap := [lib.describe_backend(key) |
 	d.caps.mode != "none"
 	d.caps.memory_bounds_swap == true
 ]
-
-# METADATA
-# title: cap outside the range a backend can apply
-# description: >-
-#   A positive cap can still be one no backend applies. Below the minimum
-#   Docker refuses the value or, for cpu, rounds it to no CPU limit at all;
-#   above the maximum the conversion to the backend's units (memory in
-#   bytes, CPU in billionths, disk in KiB) overflows and can end as no limit
-#   either. The range is cap_bounds in capabilities/data.json, which the
-#   run-time checks read too.
-# custom:
-#   id: SBX-RES-007
-#   class: ConfigurationError
-#   attribute: resources
-#   fix: >-
-#     Set the cap within the range backends can apply (cap_bounds in the
-#     capability data), or leave it out to get the default.
-deny contains f if {
-	# the defaults lie within the bounds (capabilities_test.rego checks it)
-	input.resources != data.capabilities.default_caps
-	some f in caps_out_of_bounds(rego.metadata.rule())
-}
-
-# caps_out_of_bounds holds one SBX-RES-007 finding per cap outside its
-# bounds. It is kept out of the rule to keep the rule's body short: OPA sizes
-# a rule's bindings by its body, whether or not evaluation gets past the
-# guard.
-caps_out_of_bounds(meta) := {f |
-	some cap in ["cpu", "memory_mb", "disk_mb", "pids"]
-	value := input.resources[cap]
-
-	# SBX-RES-001 reports zero, negative and missing caps
-	value > 0
-	crossed := bound_crossed(value, data.capabilities.cap_bounds[cap])
-	f := lib.finding_at_fix(meta, attribute(cap), msg_out_of_bounds(cap, crossed), fix_out_of_bounds(cap))
-}
-
-# bound_crossed names the bound a cap lies beyond; undefined within bounds.
-bound_crossed(value, bound) := "min" if {
-	value < bound.min
-} else := "max" if {
-	value > bound.max
-}
-
-msg_out_of_bounds(cap, "min") := sprintf(
-	"resources.%s = %v is below the minimum of %v: no backend can apply a smaller cap, and Docker would round it to no limit or refuse it",
-	[cap, input.resources[cap], data.capabilities.cap_bounds[cap].min],
-)
-
-msg_out_of_bounds(cap, "max") := sprintf(
-	"resources.%s = %v is above the maximum of %v: converted to the backend's units it would overflow, and the cap could end as no limit",
-	[cap, input.resources[cap], data.capabilities.cap_bounds[cap].max],
-)
-
-fix_out_of_bounds(cap) := sprintf(
-	"set resources.%s between %v and %v, or leave it out to get the default (%v)",
-	[cap, data.capabilities.cap_bounds[cap].min, data.capabilities.cap_bounds[cap].max, data.capabilities.default_caps[cap]],
-)

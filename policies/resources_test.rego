@@ -218,19 +218,18 @@ test_memory_swap_left_to_res_003_when_no_caps if {
 	fx.ids(fs) == {"SBX-RES-003"}
 }
 
-# --- SBX-RES-007: cap outside the range a backend can apply ----------------
+# --- SBX-RES-001: cap outside the range a backend can apply ----------------
 
 bounds := data.capabilities.cap_bounds
 
 test_cap_below_minimum_refused if {
 	every cap, value in {"cpu": 1e-10, "memory_mb": 5, "disk_mb": 0.5, "pids": 0.5} {
 		fs := resources.deny with input as fx.resources_only({cap: value})
-		fx.has(fs, "SBX-RES-007", "ConfigurationError", concat(".", ["resources", cap]))
-		fx.count_of(fs, "SBX-RES-007") == 1
-		fx.lacks(fs, "SBX-RES-001")
-		fx.mentions(fs, "SBX-RES-007", "below the minimum")
-		fx.mentions(fs, "SBX-RES-007", sprintf("%v", [bounds[cap].min]))
-		fx.fix_mentions(fs, "SBX-RES-007", sprintf("between %v and %v", [bounds[cap].min, bounds[cap].max]))
+		fx.has(fs, "SBX-RES-001", "ConfigurationError", concat(".", ["resources", cap]))
+		fx.count_of(fs, "SBX-RES-001") == 1
+		fx.mentions(fs, "SBX-RES-001", "below the minimum")
+		fx.mentions(fs, "SBX-RES-001", sprintf("%v", [bounds[cap].min]))
+		fx.fix_mentions(fs, "SBX-RES-001", sprintf("between %v and %v", [bounds[cap].min, bounds[cap].max]))
 	}
 }
 
@@ -238,8 +237,8 @@ test_cap_below_minimum_refused if {
 test_tiny_cpu_refused_on_every_backend if {
 	every key in fx.backend_keys {
 		fs := resources.deny with input as fx.template_with(key, {"resources": {"cpu": 1e-10}})
-		fx.has(fs, "SBX-RES-007", "ConfigurationError", "resources.cpu")
-		fx.mentions(fs, "SBX-RES-007", "1e-10")
+		fx.has(fs, "SBX-RES-001", "ConfigurationError", "resources.cpu")
+		fx.mentions(fs, "SBX-RES-001", "1e-10")
 	}
 }
 
@@ -247,18 +246,18 @@ test_cap_above_maximum_refused if {
 	# memory_mb 2^44 is 0 bytes once multiplied by 2^20 in an int64
 	every cap, value in {"cpu": 1025, "memory_mb": 17592186044416, "disk_mb": 1073741825, "pids": 4194305} {
 		fs := resources.deny with input as fx.resources_only({cap: value})
-		fx.has(fs, "SBX-RES-007", "ConfigurationError", concat(".", ["resources", cap]))
-		fx.count_of(fs, "SBX-RES-007") == 1
-		fx.mentions(fs, "SBX-RES-007", "above the maximum")
-		fx.mentions(fs, "SBX-RES-007", sprintf("%v", [value]))
-		fx.mentions(fs, "SBX-RES-007", sprintf("%v", [bounds[cap].max]))
+		fx.has(fs, "SBX-RES-001", "ConfigurationError", concat(".", ["resources", cap]))
+		fx.count_of(fs, "SBX-RES-001") == 1
+		fx.mentions(fs, "SBX-RES-001", "above the maximum")
+		fx.mentions(fs, "SBX-RES-001", sprintf("%v", [value]))
+		fx.mentions(fs, "SBX-RES-001", sprintf("%v", [bounds[cap].max]))
 	}
 }
 
 test_one_bounds_finding_per_cap if {
 	fs := resources.deny with input as fx.resources_only({"cpu": 0.001, "memory_mb": 1, "disk_mb": 1099511627776, "pids": 1e12})
-	fx.count_of(fs, "SBX-RES-007") == 4
-	{f.attribute | some f in fs; f.id == "SBX-RES-007"} == {"resources.cpu", "resources.memory_mb", "resources.disk_mb", "resources.pids"}
+	fx.count_of(fs, "SBX-RES-001") == 4
+	{f.attribute | some f in fs; f.id == "SBX-RES-001"} == {"resources.cpu", "resources.memory_mb", "resources.disk_mb", "resources.pids"}
 }
 
 test_caps_at_bounds_accepted if {
@@ -278,13 +277,17 @@ test_caps_at_bounds_accepted_on_docker if {
 	}
 }
 
-test_not_positive_caps_left_to_res_001 if {
+# Zero, negative and unset caps say so, not "below the minimum".
+test_not_positive_caps_say_positive if {
 	fs := resources.deny with input as fx.resources_only({"cpu": 0, "memory_mb": -1, "disk_mb": null})
-	fx.lacks(fs, "SBX-RES-007")
 	fx.count_of(fs, "SBX-RES-001") == 3
+	every f in fs {
+		contains(f.msg, "must be a positive number")
+		not contains(f.msg, "minimum")
+	}
 }
 
 test_bounds_checked_for_sandboxes if {
 	inp := object.union(fx.spec_input("docker/runc", {}), {"resources": {"memory_mb": 17592186044416}})
-	fx.has(resources.deny, "SBX-RES-007", "ConfigurationError", "resources.memory_mb") with input as inp
+	fx.has(resources.deny, "SBX-RES-001", "ConfigurationError", "resources.memory_mb") with input as inp
 }

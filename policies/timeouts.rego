@@ -15,51 +15,81 @@ import data.sandboxio.lib
 # local first: every reference in a call is an expression of its own.
 
 # METADATA
-# title: call timeout that is zero, negative or unset
+# title: call timeout that is unset, zero, negative or above the ceiling
 # description: >-
-#   A call timeout of zero or less would mean no bound at all. Leave the
-#   attribute out to get the default instead.
+#   A call timeout of zero or less would mean no bound at all; leave the
+#   attribute out to get the default instead. Every timeout is also capped by
+#   max_timeout_seconds in capabilities/data.json (30 days): a longer one
+#   bounds nothing in practice, and a large enough one overflows the
+#   duration it is converted to, which could end as the default or as no
+#   bound at all.
 # custom:
 #   id: SBX-TMO-001
 #   class: ConfigurationError
 #   attribute: timeout_seconds
 #   fix: >-
-#     Set timeout_seconds to a positive number of seconds, or leave it out
-#     to get the default (300).
+#     Set timeout_seconds to a positive number of seconds up to the ceiling
+#     (30 days), or leave it out to get the default (300).
 deny contains f if {
 	input.template
+	timeout := object.get(input.template, "timeout_seconds", null)
 
-	# missing reads as null; null and false order below every number
-	object.get(input.template, "timeout_seconds", null) <= 0
-	f := lib.finding(rego.metadata.rule(), msg_timeout_not_positive)
+	# outside 1..ceiling exactly one side holds (null and false order below
+	# every number, strings above); comparisons with a literal are cheaper than
+	# a function call or a data reference on this happy path (and written as
+	# two locals: opa fmt drops the parentheses of (a < 1) != (a > 2))
+	below := timeout < 1
+	above := timeout > 2592000 # max_timeout_seconds; timeouts_test.rego checks they agree
+	below != above
+	f := lib.finding_fix(rego.metadata.rule(), msg_seconds("timeout_seconds", timeout), fix_seconds("timeout_seconds"))
 }
 
-msg_timeout_not_positive := sprintf(
-	"timeout_seconds is %s: every create, run and run_code call must be bounded by a positive timeout",
-	[lib.describe(object.get(input.template, "timeout_seconds", null))],
-)
-
 # METADATA
-# title: sandbox lifetime that is zero, negative or unset
+# title: sandbox lifetime that is unset, zero, negative or above the ceiling
 # description: >-
 #   The lifetime is the backstop that ends a sandbox even when teardown
 #   fails. Zero or less would leave sandboxes running, and billing, forever.
+#   The same ceiling as for call timeouts (max_timeout_seconds, 30 days)
+#   applies on every backend, including those with no maximum of their own
+#   (Docker): a longer lifetime leaves a forgotten sandbox running for longer
+#   than anyone meant, and a large enough one overflows its duration.
 # custom:
 #   id: SBX-TMO-002
 #   class: ConfigurationError
 #   attribute: lifetime_seconds
 #   fix: >-
-#     Set lifetime_seconds to a positive number of seconds, or leave it out
-#     to get the default (300).
+#     Set lifetime_seconds to a positive number of seconds up to the ceiling
+#     (30 days), or leave it out to get the default (300).
 deny contains f if {
 	input.template
-	object.get(input.template, "lifetime_seconds", null) <= 0
-	f := lib.finding(rego.metadata.rule(), msg_lifetime_not_positive)
+	lifetime := object.get(input.template, "lifetime_seconds", null)
+
+	# outside 1..ceiling exactly one side holds (null and false order below
+	# every number, strings above); comparisons with a literal are cheaper than
+	# a function call or a data reference on this happy path (and written as
+	# two locals: opa fmt drops the parentheses of (a < 1) != (a > 2))
+	below := lifetime < 1
+	above := lifetime > 2592000 # max_timeout_seconds; timeouts_test.rego checks they agree
+	below != above
+	f := lib.finding_fix(rego.metadata.rule(), msg_seconds("lifetime_seconds", lifetime), fix_seconds("lifetime_seconds"))
 }
 
-msg_lifetime_not_positive := sprintf(
-	"lifetime_seconds is %s: every sandbox must have a positive lifetime, enforced by the backend",
-	[lib.describe(object.get(input.template, "lifetime_seconds", null))],
+msg_seconds(attr, value) := sprintf(
+	"%s = %v is above the ceiling of %v seconds (%v days) that sandboxio puts on every timeout and lifetime",
+	[attr, value, data.capabilities.max_timeout_seconds, data.capabilities.max_timeout_seconds / 86400],
+) if {
+	is_number(value)
+	value > data.capabilities.max_timeout_seconds
+} else := sprintf("%s is %s: %s", [attr, lib.describe(value), why_positive[attr]])
+
+why_positive := {
+	"timeout_seconds": "every create, run and run_code call must be bounded by a positive timeout",
+	"lifetime_seconds": "every sandbox must have a positive lifetime, enforced by the backend",
+}
+
+fix_seconds(attr) := sprintf(
+	"set %s to a positive number of seconds up to %v, or leave it out to get the default (%v)",
+	[attr, data.capabilities.max_timeout_seconds, 300],
 )
 
 # METADATA
@@ -125,57 +155,3 @@ msg_timeout_above_lifetime := sprintf(
 	"timeout_seconds = %v is longer than lifetime_seconds = %v: the sandbox would end before a call could reach its timeout",
 	[input.template.timeout_seconds, input.template.lifetime_seconds],
 )
-
-# METADATA
-# title: call timeout above the ceiling
-# description: >-
-#   A call timeout is capped by max_timeout_seconds in capabilities/data.json
-#   (30 days). A longer one bounds nothing in practice, and a large enough
-#   one overflows the duration it is converted to, which could end as the
-#   default or as no bound at all.
-# custom:
-#   id: SBX-TMO-005
-#   class: ConfigurationError
-#   attribute: timeout_seconds
-#   fix: >-
-#     Lower timeout_seconds to the ceiling (max_timeout_seconds in the
-#     capability data, 30 days) or less.
-deny contains f if {
-	input.template.timeout_seconds > data.capabilities.max_timeout_seconds
-	f := above_ceiling(rego.metadata.rule(), "timeout_seconds")
-}
-
-# METADATA
-# title: sandbox lifetime above the ceiling
-# description: >-
-#   A sandbox lifetime is capped by max_timeout_seconds in
-#   capabilities/data.json (30 days), on every backend, including those with
-#   no maximum of their own (Docker). A longer lifetime leaves a forgotten
-#   sandbox running and billing for longer than anyone meant, and a large
-#   enough one overflows the duration it is converted to.
-# custom:
-#   id: SBX-TMO-006
-#   class: ConfigurationError
-#   attribute: lifetime_seconds
-#   fix: >-
-#     Lower lifetime_seconds to the ceiling (max_timeout_seconds in the
-#     capability data, 30 days) or less, or split the work over several
-#     sandboxes.
-deny contains f if {
-	input.template.lifetime_seconds > data.capabilities.max_timeout_seconds
-	f := above_ceiling(rego.metadata.rule(), "lifetime_seconds")
-}
-
-# above_ceiling builds the finding of SBX-TMO-005 or SBX-TMO-006 for attr, a
-# number above the ceiling. It is kept out of the rules to keep their bodies
-# short: OPA sizes a rule's bindings by its body.
-above_ceiling(meta, attr) := lib.finding_fix(meta, msg_above_ceiling(attr), fix_above_ceiling(attr)) if {
-	is_number(input.template[attr])
-}
-
-msg_above_ceiling(attr) := sprintf(
-	"%s = %v is above the ceiling of %v seconds (%v days) that sandboxio puts on every timeout and lifetime",
-	[attr, input.template[attr], data.capabilities.max_timeout_seconds, data.capabilities.max_timeout_seconds / 86400],
-)
-
-fix_above_ceiling(attr) := sprintf("lower %s to %v or less", [attr, data.capabilities.max_timeout_seconds])

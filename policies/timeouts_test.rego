@@ -96,18 +96,18 @@ test_invalid_values_not_compared if {
 	fx.has(fs, "SBX-TMO-002", "ConfigurationError", "lifetime_seconds")
 }
 
-# --- SBX-TMO-005: call timeout above the ceiling ---------------------------
+# --- SBX-TMO-001: call timeout above the ceiling ---------------------------
 
 ceiling := data.capabilities.max_timeout_seconds
 
 test_timeout_above_ceiling_refused if {
 	every value in [ceiling + 1, 10000000000] {
 		fs := timeouts.deny with input as fx.template_with("docker/runc", {"template": {"timeout_seconds": value, "lifetime_seconds": ceiling}})
-		fx.has(fs, "SBX-TMO-005", "ConfigurationError", "timeout_seconds")
-		fx.mentions(fs, "SBX-TMO-005", sprintf("%v", [value]))
-		fx.mentions(fs, "SBX-TMO-005", sprintf("%v seconds (30 days)", [ceiling]))
-		fx.fix_mentions(fs, "SBX-TMO-005", sprintf("%v", [ceiling]))
-		fx.lacks(fs, "SBX-TMO-006")
+		fx.has(fs, "SBX-TMO-001", "ConfigurationError", "timeout_seconds")
+		fx.mentions(fs, "SBX-TMO-001", sprintf("%v", [value]))
+		fx.mentions(fs, "SBX-TMO-001", sprintf("%v seconds (30 days)", [ceiling]))
+		fx.fix_mentions(fs, "SBX-TMO-001", sprintf("%v", [ceiling]))
+		fx.lacks(fs, "SBX-TMO-002")
 	}
 }
 
@@ -116,24 +116,24 @@ test_timeout_at_ceiling_accepted if {
 	count(fs) == 0
 }
 
-# --- SBX-TMO-006: lifetime above the ceiling -------------------------------
+# --- SBX-TMO-002: lifetime above the ceiling -------------------------------
 
 test_lifetime_above_ceiling_refused if {
 	# 18446744074 s is 2^64 ns and a little: as a duration it wraps to 290 ms
 	every value in [ceiling + 1, 10000000000, 18446744074] {
 		every key in {"docker/runc", "docker/runsc", "daytona"} {
 			fs := timeouts.deny with input as fx.template_with(key, {"template": {"lifetime_seconds": value}})
-			fx.has(fs, "SBX-TMO-006", "ConfigurationError", "lifetime_seconds")
-			fx.mentions(fs, "SBX-TMO-006", sprintf("%v", [value]))
-			fx.fix_mentions(fs, "SBX-TMO-006", sprintf("%v", [ceiling]))
-			fx.lacks(fs, "SBX-TMO-005")
+			fx.has(fs, "SBX-TMO-002", "ConfigurationError", "lifetime_seconds")
+			fx.mentions(fs, "SBX-TMO-002", sprintf("%v", [value]))
+			fx.fix_mentions(fs, "SBX-TMO-002", sprintf("%v", [ceiling]))
+			fx.lacks(fs, "SBX-TMO-001")
 		}
 	}
 }
 
 test_lifetime_above_ceiling_refused_beside_backend_maximum if {
 	fs := timeouts.deny with input as fx.template_with("e2b", {"template": {"lifetime_seconds": ceiling + 1}})
-	fx.has(fs, "SBX-TMO-006", "ConfigurationError", "lifetime_seconds")
+	fx.has(fs, "SBX-TMO-002", "ConfigurationError", "lifetime_seconds")
 	fx.has(fs, "SBX-TMO-003", "CapabilityNotSupported", "lifetime_seconds")
 }
 
@@ -146,5 +146,5 @@ test_lifetime_at_ceiling_accepted if {
 
 test_timeout_and_lifetime_above_ceiling_both_refused if {
 	fs := timeouts.deny with input as fx.spec_input("docker/runc", {}) with input.template as object.union(fx.base_template("docker/runc"), {"timeout_seconds": 10000000000, "lifetime_seconds": 10000000000})
-	fx.ids(fs) == {"SBX-TMO-005", "SBX-TMO-006"}
+	fx.ids(fs) == {"SBX-TMO-001", "SBX-TMO-002"}
 }

@@ -125,11 +125,11 @@ func TierRanks() map[model.Tier]int { return data().Tiers }
 // DefaultCaps returns the default caps the Rego rules use.
 func DefaultCaps() model.Caps { return data().Defaults }
 
-// CapBounds returns the range every cap must lie in (SBX-RES-007).
+// CapBounds returns the range every cap must lie in (SBX-RES-001).
 func CapBounds() model.Bounds { return data().Bounds }
 
 // MaxTimeoutSeconds returns the ceiling of timeout_seconds and
-// lifetime_seconds (SBX-TMO-005, SBX-TMO-006).
+// lifetime_seconds (SBX-TMO-001, SBX-TMO-002).
 func MaxTimeoutSeconds() int64 { return data().MaxTimeout }
 
 // CapabilityKey returns the key of a backend scheme and Docker runtime.

@@ -37,7 +37,7 @@ func TestCapabilitiesDefaultCapsMatchModel(t *testing.T) {
 }
 
 // The cap bounds and the timeout ceiling are read by the Rego rules
-// (SBX-RES-007, SBX-TMO-005/006) from the data and by the Go run-time checks
+// (SBX-RES-001, SBX-TMO-001/006) from the data and by the Go run-time checks
 // from the model; both must say the same.
 func TestCapabilitiesBoundsMatchModel(t *testing.T) {
 	if got, want := CapBounds(), model.CapBounds(); got != want {
@@ -48,7 +48,7 @@ func TestCapabilitiesBoundsMatchModel(t *testing.T) {
 	}
 }
 
-// SBX-RES-007 lets caps equal to the defaults through without testing each
+// SBX-RES-001 lets caps equal to the defaults through without testing each
 // cap, which is only right while the defaults lie within the bounds; the
 // ceiling must leave room for the default timeouts and every backend's own
 // maximum lifetime.
