@@ -2,6 +2,7 @@ package resources
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 
@@ -23,7 +24,9 @@ func rawObject(v tftypes.Value) (map[string]tftypes.Value, error) {
 	if err := v.As(&m); err != nil {
 		return nil, fmt.Errorf("read object: %w", err)
 	}
-	return m, nil
+	// As hands out the value's own map; a copy keeps the value immutable
+	// when the caller fills in attributes.
+	return maps.Clone(m), nil
 }
 
 func rawString(v tftypes.Value) (string, error) {

@@ -84,3 +84,23 @@ func TestReadTemplateConfig_HugeCPURefused(t *testing.T) {
 		t.Fatalf("cpu = 1e400: known %v, err %v; want a ConfigurationError on resources.cpu", known, err)
 	}
 }
+
+// rawObject's map belongs to the caller: filling in attributes must not
+// change the value it was read from (tftypes values are immutable, and the
+// framework may hold the same value elsewhere).
+func TestRawObjectDoesNotAliasTheValue(t *testing.T) {
+	typ := tftypes.Object{AttributeTypes: map[string]tftypes.Type{"id": tftypes.String}}
+	v := tftypes.NewValue(typ, map[string]tftypes.Value{"id": tftypes.NewValue(tftypes.String, tftypes.UnknownValue)})
+	attrs, err := rawObject(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attrs["id"] = stringValue("filled in")
+	again, err := rawObject(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again["id"].IsKnown() {
+		t.Fatalf("the value changed under its reader: %v", again["id"])
+	}
+}
