@@ -5,7 +5,6 @@ package policy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/topdown"
+	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/policies"
@@ -185,8 +185,10 @@ func New(ctx context.Context, policyPaths []string) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bundle read: %w", err)
 	}
+	// util.UnmarshalJSON keeps numbers as json.Number: decoded as float64,
+	// 2592000 would print as 2.592e+06 in every message that names it.
 	var capObj map[string]any
-	if err := json.Unmarshal(capData, &capObj); err != nil {
+	if err := util.UnmarshalJSON(capData, &capObj); err != nil {
 		return nil, fmt.Errorf("capabilities decode: %w", err)
 	}
 	store := inmem.NewFromObjectWithOpts(map[string]any{"capabilities": capObj}, inmem.OptReturnASTValuesOnRead(true))

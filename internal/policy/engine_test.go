@@ -353,3 +353,27 @@ tiers := {"UNKNOWN": 0, "CONTAINER": 3, "GVISOR": 3, "MICROVM": 3}
 		t.Fatalf("capabilities namespace: %v", err)
 	}
 }
+
+// Numbers from the capability data print as written in messages and fixes:
+// decoded as float64 they came out as 2.592e+06.
+func TestEvaluate_BoundsPrintAsWritten(t *testing.T) {
+	in := templateInput()
+	in.Template.LifetimeSeconds = 3000000
+	c := *in.Resources
+	c.MemoryMB = 17592186044416
+	in.Resources = &c
+	d := eval(t, engine(t), in)
+	var text []string
+	for _, f := range d.Denies {
+		text = append(text, f.ID+": "+f.Message+" fix: "+f.Fix)
+	}
+	all := strings.Join(text, "\n")
+	for _, want := range []string{"2592000", "16777216", "17592186044416"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("refusals do not name %s:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "e+") {
+		t.Errorf("a number printed in exponent form:\n%s", all)
+	}
+}

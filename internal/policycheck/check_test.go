@@ -641,6 +641,50 @@ func TestRender_JUnit(t *testing.T) {
 	}
 }
 
+// With --fail-on-warn a warning fails the run, and the JUnit report says so
+// (CI systems read the report, not only the exit code); without it the
+// warning is output on a passing case.
+func TestRender_JUnitFailOnWarn(t *testing.T) {
+	e := builtinEngine(t)
+	rep := check(t, e, planJSON(t, "docker://", templateChange("open", map[string]any{"network": map[string]any{"egress": "allow", "allow": []any{}}})), nil)
+	for _, failOnWarn := range []bool{false, true} {
+		var buf bytes.Buffer
+		if err := Render(&buf, rep, RenderOptions{Format: "junit", FailOnWarn: failOnWarn}); err != nil {
+			t.Fatal(err)
+		}
+		var suites struct {
+			Failures int `xml:"failures,attr"`
+			Suites   []struct {
+				Cases []struct {
+					Name    string `xml:"name,attr"`
+					Failure *struct {
+						Type string `xml:"type,attr"`
+					} `xml:"failure"`
+					SystemOut string `xml:"system-out"`
+				} `xml:"testcase"`
+			} `xml:"testsuite"`
+		}
+		if err := xml.Unmarshal(buf.Bytes(), &suites); err != nil {
+			t.Fatal(err)
+		}
+		var warned []string
+		for _, c := range suites.Suites[0].Cases {
+			if c.Failure != nil {
+				warned = append(warned, c.Name+" failure "+c.Failure.Type)
+			} else if strings.Contains(c.SystemOut, "SBX-NET-007") {
+				warned = append(warned, c.Name+" output")
+			}
+		}
+		want, failures := "output", 0
+		if failOnWarn {
+			want, failures = "failure OpenEgressWarning", 1
+		}
+		if len(warned) != 1 || !strings.HasSuffix(warned[0], want) || suites.Failures != failures {
+			t.Errorf("fail-on-warn %t: %v, %d failures; want one %q and %d", failOnWarn, warned, suites.Failures, want, failures)
+		}
+	}
+}
+
 func TestRender_JSONAndText(t *testing.T) {
 	e := builtinEngine(t)
 	data := planJSON(t, "docker://", templateChange("open", map[string]any{"network": map[string]any{"egress": "allow", "allow": []any{}}}))

@@ -57,7 +57,7 @@ type junitSkipped struct {
 	Message string `xml:"message,attr"`
 }
 
-func renderJUnit(w io.Writer, rep *Report, _ RenderOptions) error {
+func renderJUnit(w io.Writer, rep *Report, o RenderOptions) error {
 	out := junitSuites{Name: "sandboxio policy check " + rep.Plan}
 	for _, r := range rep.Resources {
 		suite := junitSuite{Name: r.Address, Properties: []junitProperty{
@@ -88,6 +88,10 @@ func renderJUnit(w io.Writer, rep *Report, _ RenderOptions) error {
 				c.Skipped = &junitSkipped{Message: notEvaluated(r)}
 			case hasOutcome(results, verdict.Waived):
 				c.Skipped = &junitSkipped{Message: waivedText(results)}
+			case hasOutcome(results, verdict.Warn) && o.FailOnWarn:
+				// With --fail-on-warn a warning fails the check, so it is
+				// a failure here too: CI reads the report, not the exit code.
+				c.Failure = failureOf(results, verdict.Warn)
 			case hasOutcome(results, verdict.Warn):
 				c.SystemOut = warningText(results)
 			}
@@ -142,11 +146,14 @@ func hasOutcome(rs []verdict.Result, o verdict.Outcome) bool {
 	return false
 }
 
-func failure(rs []verdict.Result) *junitFailure {
+func failure(rs []verdict.Result) *junitFailure { return failureOf(rs, verdict.Fail) }
+
+// failureOf reports the results with the given outcome as one failure.
+func failureOf(rs []verdict.Result, outcome verdict.Outcome) *junitFailure {
 	var msgs, text []string
 	class := ""
 	for _, r := range rs {
-		if r.Outcome != verdict.Fail {
+		if r.Outcome != outcome {
 			continue
 		}
 		class = r.Class

@@ -7,7 +7,6 @@ package regotest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/policies"
@@ -94,8 +94,10 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, &LoadError{err}
 	}
+	// util.UnmarshalJSON keeps numbers as json.Number: decoded as float64,
+	// 2592000 would print as 2.592e+06 in every message that names it.
 	var capObj map[string]any
-	if err := json.Unmarshal(capData, &capObj); err != nil {
+	if err := util.UnmarshalJSON(capData, &capObj); err != nil {
 		return nil, &LoadError{fmt.Errorf("capability data: %w", err)}
 	}
 	store := inmem.NewFromObject(map[string]any{"capabilities": capObj})
