@@ -97,6 +97,44 @@ describe_label_key(key) := "a label key" if key == ""
 describe_label_key(key) := "a label key" if count(key) > 63
 
 # METADATA
+# title: template name that is not a portable label value
+# description: >-
+#   The template name is recorded on every sandbox as the value of the
+#   reserved sandboxio.template label, copied to each backend's native
+#   labels, and is the template's id. It must therefore be usable as a label
+#   value everywhere, as tenant and session ids are: an empty name would
+#   leave the template without an id and its sandboxes without the label.
+# custom:
+#   id: SBX-LBL-003
+#   class: ConfigurationError
+#   attribute: name
+#   fix: >-
+#     Set name to 1 to 128 letters, digits, ".", "_" or "-", starting with a
+#     letter or digit (for example "python").
+deny contains f if {
+	# one positive match, so a valid name costs a single regex test: empty,
+	# a bad first character, a bad character anywhere, or over 128
+	# characters (it is undefined, and nothing is refused, where the
+	# document has no template)
+	regex.match(`^$|^[^A-Za-z0-9]|[^A-Za-z0-9._-]|^.{129}`, input.template.name)
+	f := lib.finding(rego.metadata.rule(), msg_bad_name(input.template.name))
+}
+
+msg_bad_name(name) := sprintf(
+	"name %s; it becomes the value of the sandboxio.template label on every sandbox, which must be 1 to 128 letters, digits, \".\", \"_\" or \"-\", starting with a letter or digit",
+	[name_problem(name)],
+)
+
+name_problem("") := "is empty"
+
+name_problem(name) := sprintf("is %d characters long (at most 128)", [count(name)]) if count(name) > 128
+
+name_problem(name) := sprintf("%s contains characters other than letters, digits, \".\", \"_\" and \"-\", or does not start with a letter or digit", [lib.quote(name)]) if {
+	name != ""
+	count(name) <= 128
+}
+
+# METADATA
 # title: secret name that is not an environment-variable name
 # description: >-
 #   secret_names lists the names of environment variables whose values are

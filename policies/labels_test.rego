@@ -72,6 +72,61 @@ test_wellformed_label_keys_accepted if {
 	count(fs) == 0
 }
 
+# --- SBX-LBL-003: template name as a label value ---------------------------
+
+with_name(name) := fx.template_with("docker/runc", {"template": {"name": name}})
+
+test_empty_name_refused if {
+	fs := labels.deny with input as with_name("")
+	fx.has(fs, "SBX-LBL-003", "ConfigurationError", "name")
+	fx.mentions(fs, "SBX-LBL-003", "name is empty")
+	fx.mentions(fs, "SBX-LBL-003", "sandboxio.template")
+	fx.fix_mentions(fs, "SBX-LBL-003", "1 to 128 letters")
+}
+
+test_malformed_names_refused if {
+	every name in ["my template", "-python", ".python", "_python", "python!", "py\nthon", "équipe", "a/b", "team=x"] {
+		fs := labels.deny with input as with_name(name)
+		fx.has(fs, "SBX-LBL-003", "ConfigurationError", "name")
+		fx.mentions(fs, "SBX-LBL-003", "contains characters other than")
+	}
+}
+
+test_malformed_name_quoted if {
+	fs := labels.deny with input as with_name("my template")
+	fx.mentions(fs, "SBX-LBL-003", `name "my template" contains`)
+}
+
+test_long_name_refused_by_length if {
+	long := concat("", ["n" | some _ in numbers.range(1, 129)])
+	fs := labels.deny with input as with_name(long)
+	fx.has(fs, "SBX-LBL-003", "ConfigurationError", "name")
+	fx.mentions(fs, "SBX-LBL-003", "is 129 characters long (at most 128)")
+	not fx.leaks(fs, long)
+}
+
+test_names_accepted if {
+	longest := concat("", ["n" | some _ in numbers.range(1, 128)])
+	every name in ["python", "p", "7", "py-3.12_slim", "Python.Agents", longest] {
+		fs := labels.deny with input as with_name(name)
+		fx.lacks(fs, "SBX-LBL-003")
+	}
+}
+
+test_name_checked_at_run_time_too if {
+	every inp in [fx.tenant_input("docker/runc", {}), fx.spec_input("docker/runc", {})] {
+		fs := labels.deny with input as object.union(inp, {"template": {"name": ""}})
+		fx.has(fs, "SBX-LBL-003", "ConfigurationError", "name")
+	}
+}
+
+test_name_not_judged_without_template if {
+	fs_network := labels.deny with input as fx.network_input("docker/runc", {})
+	fx.lacks(fs_network, "SBX-LBL-003")
+	fs_caps := labels.deny with input as fx.resources_only({})
+	fx.lacks(fs_caps, "SBX-LBL-003")
+}
+
 # --- SBX-SEC-001: secret names ---------------------------------------------
 
 test_secret_value_as_name_refused_without_repeating_it if {

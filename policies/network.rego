@@ -71,8 +71,22 @@ msg_bad_egress := sprintf(
 deny contains f if {
 	_ = input.network.allow[0]
 	input.capabilities.network.allowlist == false
-	f := lib.finding(rego.metadata.rule(), msg_no_allowlist)
+	meta := rego.metadata.rule()
+	f := lib.finding_fix(meta, msg_no_allowlist, fix_no_allowlist(meta))
 }
+
+# fix_no_allowlist is the annotation's fix, which speaks of a template,
+# except on a sandboxio_network_policy, which is checked against its own
+# backend and has no template to move. (An else, so that the finding never
+# loses its fix, whatever input.kind holds.)
+fix_no_allowlist(meta) := concat(" ", [
+	"Egress allow lists are a capability of E2B, Modal and Vercel only.",
+	`Set this policy's backend to one of those (for example "e2b://") and use it only in templates on that backend,`,
+	"or remove allow and keep egress denied: bake dependencies into the image ahead of time,",
+	"or upload an offline wheelhouse and install from it with the network off.",
+]) if {
+	input.kind == "network_policy"
+} else := lib.custom(meta, "fix")
 
 msg_no_allowlist := sprintf(
 	"backend %s cannot enforce an egress allow list (%s), so the %d allow entries would be accepted and not enforced; allow lists are enforced by %s",

@@ -89,6 +89,16 @@ test_allow_on_docker_refused if {
 	fx.mentions(fs, "SBX-NET-003", "e2b, modal and vercel")
 	fx.fix_mentions(fs, "SBX-NET-003", "E2B, Modal and Vercel")
 	fx.fix_mentions(fs, "SBX-NET-003", "wheelhouse")
+
+	# a network policy has no template to move: its own backend is the fix
+	fx.fix_mentions(fs, "SBX-NET-003", "Set this policy's backend")
+	not fx.fix_mentions(fs, "SBX-NET-003", "template to one of")
+}
+
+test_allow_on_docker_template_fix_moves_the_template if {
+	fs := network.deny with input as fx.template_with("docker/runc", {"network": {"allow": ["151.101.0.0/16"]}})
+	fx.fix_mentions(fs, "SBX-NET-003", "Move the template to one of those backends")
+	fx.fix_mentions(fs, "SBX-NET-003", "wheelhouse")
 }
 
 test_allow_refused_on_every_backend_without_allowlist if {

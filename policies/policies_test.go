@@ -248,6 +248,55 @@ func TestReadmeListsRules(t *testing.T) {
 	}
 }
 
+// TestTopReadmeSampleErrors keeps the sample diagnostics of the top-level
+// README.md in step with the bundle: each "Error: Class: title" there reads
+// as the rule it names (the "Rule:" line below it) renders.
+func TestTopReadmeSampleErrors(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := map[string]ruleInfo{}
+	for _, r := range bundleRules(t) {
+		rules[r.id] = r
+	}
+	sample := regexp.MustCompile(`(?m)^Error: ([A-Za-z]+): (.+)\n(?:  .*\n)*?  Rule: (SBX-[A-Z]{3}-[0-9]{3})$`)
+	found := sample.FindAllStringSubmatch(string(readme), -1)
+	if len(found) == 0 {
+		t.Fatal("README.md shows no sample error with its rule")
+	}
+	for _, m := range found {
+		r, ok := rules[m[3]]
+		if !ok {
+			continue // a Go-side rule (SBX-DSN-*, SBX-SPC-*)
+		}
+		if m[1] != r.class || m[2] != r.title {
+			t.Errorf("README.md shows %s as %q, the rule renders %q", m[3], m[1]+": "+m[2], r.class+": "+r.title)
+		}
+	}
+}
+
+// TestGuideRendersReadme checks that the policies guide shows this README as
+// markdown: all of it, and not wrapped in a code block, whose fence the
+// README's own fences would close early.
+func TestGuideRendersReadme(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guide, err := os.ReadFile("../docs/guides/policy-input.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, ok := strings.Cut(strings.TrimPrefix(string(guide), "---\n"), "\n---\n")
+	if !ok {
+		t.Fatal("docs/guides/policy-input.md has no front matter")
+	}
+	if got, want := strings.TrimSpace(body), strings.TrimSpace(string(readme)); got != want {
+		t.Errorf("docs/guides/policy-input.md is not policies/README.md as markdown (run make generate); it starts %q", got[:min(len(got), 80)])
+	}
+}
+
 // --- evaluation ---------------------------------------------------------------
 
 // acceptedTemplate is the input document of an accepted sandboxio_template on

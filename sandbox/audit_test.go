@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
@@ -32,19 +33,39 @@ func stringsIn(v any, out *[]string) {
 
 // Short and numeric secrets ("0", "1") occur inside numbers, timestamps and
 // hashes. Redacting the encoded line used to replace those bytes too and
-// write invalid JSON ("create_seconds":[REDACTED]). Every line must parse,
-// keep its numbers, and hold no secret inside any string.
+// write invalid JSON ("create_seconds":[REDACTED]). Open now refuses values
+// that short (SBX-RUN-002), but the audit log must stay sound with any
+// Secrets: the records of a session are written again with such values.
+// Every line must parse, keep its numbers, and hold no secret inside any
+// string.
 func TestAudit_ShortSecretsKeepJSONValid(t *testing.T) {
 	values := map[string]string{"ZERO": "0", "ONE": "1", "TENANT": "acme", "LONG": canary}
-	tpl := template(t, withSecretNames("ZERO", "ONE", "TENANT", "LONG"), func(tp *inputs.Template) {
+	withShort := template(t, withSecretNames("ZERO", "ONE", "TENANT", "LONG"))
+	shortSpec, shortSum := tenantSpec(t, withShort, "acme", "s-10")
+	c0, _ := newClient(t)
+	withFake(c0, &fakeBackend{})
+	_, err := c0.Open(context.Background(), Request{Spec: shortSpec, SpecSHA256: shortSum, TenantID: "acme", SessionID: "s-10", Secrets: NewSecrets(values)})
+	wantClass(t, err, model.ConfigurationError, ruleShortSecret)
+
+	tpl := template(t, withSecretNames("LONG"), func(tp *inputs.Template) {
 		tp.Labels["team"] = "acme-10"
 	})
 	spec, sum := tenantSpec(t, tpl, "acme", "s-10")
 	f := &fakeBackend{runOut: []byte("out 0 1 acme " + canary + "\n")}
-	c, audit := newClient(t)
+	var mu sync.Mutex
+	var written []Record
+	c, err := New(context.Background(), Config{Audit: NewAuditLog(nil, func(r Record) {
+		mu.Lock()
+		defer mu.Unlock()
+		written = append(written, r)
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	withFake(c, f)
-	req := Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-10", Secrets: NewSecrets(values)}
-	err := c.With(context.Background(), req, func(ctx context.Context, sb *Sandbox) error {
+	req := Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-10", Secrets: NewSecrets(map[string]string{"LONG": canary})}
+	err = c.With(context.Background(), req, func(ctx context.Context, sb *Sandbox) error {
 		if _, err := sb.Run(ctx, []string{"echo", "0", "1", "acme", canary, `quote " and \ ` + canary}, RunOptions{}); err != nil {
 			return err
 		}
@@ -56,6 +77,14 @@ func TestAudit_ShortSecretsKeepJSONValid(t *testing.T) {
 		_, err := sb.RunCode(ctx, "python", "print(10, 'acme', '"+canary+"')", RunOptions{})
 		return err
 	})
+	audit := &auditBuffer{}
+	log := NewAuditLog(audit, nil)
+	all := NewSecrets(values)
+	mu.Lock()
+	for _, r := range written {
+		log.emit(r, all)
+	}
+	mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -66,8 +67,15 @@ type Request struct {
 	// no other.
 	Secrets Secrets
 	// Timeout bounds the whole open (checks against the live backend and
-	// create). 0 inherits the spec's timeout_seconds; never unbounded.
+	// create). 0 inherits the spec's timeout_seconds; never unbounded. A
+	// timeout above timeout_seconds, which bounds every call, is refused
+	// (SBX-RUN-003).
 	Timeout time.Duration
+	// Env adds environment variables to every command run in the sandbox
+	// (after the spec's env; RunOptions.Env adds more per call). A name in
+	// the spec's secret_names is refused here, before anything is
+	// provisioned (SBX-SEC-003): secrets come only from Secrets.
+	Env map[string]string
 }
 
 // Client opens sandboxes. It holds one sandbox per tenant and session at a
@@ -215,8 +223,8 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 
 	if spec.TenantID != "" || spec.SessionID != "" {
 		if len(req.ExtraLabels) > 0 {
-			return p, specError("SBX-SPC-004", "labels", "extra labels can only be added when rendering a template spec; this spec is already rendered for a tenant",
-				"set extra_labels on data.sandboxio_tenant_sandbox, or pass the template spec")
+			return p, specError(ruleExtraLabels, "labels", "extra labels can only be added when rendering a template spec; this spec is already rendered for a tenant",
+				"set extra_labels on data.sandboxio_tenant_sandbox, or pass the template spec (the CLI's --label works with a template spec only)")
 		}
 		if spec.TenantID != req.TenantID || spec.SessionID != req.SessionID {
 			return p, specError("SBX-SPC-004", "tenant_id",
@@ -239,17 +247,23 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 	for _, n := range spec.SecretNames {
 		declared[n] = true
 		if !req.Secrets.has(n) {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-SEC-001", Attribute: "secret_names",
+			return p, &model.Error{Class: model.ConfigurationError, Rule: ruleSecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("no value was given for secret %q, named in the spec's secret_names", n),
 				Fix:     "pass its value in Request.Secrets (the CLI reads it from its own environment)"}
 		}
 	}
 	for _, n := range req.Secrets.Names() {
 		if !declared[n] {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-SEC-001", Attribute: "secret_names",
+			return p, &model.Error{Class: model.ConfigurationError, Rule: ruleSecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("secret %q is not named in the spec's secret_names, so it would not be injected", n),
 				Fix:     "add it to the template's secret_names, or do not pass it"}
 		}
+	}
+	if err := req.Secrets.checkLengths(); err != nil {
+		return p, err
+	}
+	if err := checkEnv(spec, req.Env); err != nil {
+		return p, err
 	}
 
 	v, err := verdict.CheckSpec(ctx, c.eng, spec, verdict.Options{Waivers: c.waivers})
@@ -285,8 +299,35 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 	if p.callTimeout, p.lifetime, err = model.Durations(spec.TimeoutSeconds, spec.LifetimeSeconds); err != nil {
 		return p, err
 	}
+	if err := checkCallTimeout(req.Timeout, p.callTimeout, "the timeout given to open (Request.Timeout, the CLI's --timeout)"); err != nil {
+		return p, err
+	}
 	p.createTimeout = model.EffectiveTimeout(req.Timeout, p.callTimeout)
 	return p, nil
+}
+
+// checkEnv refuses extra environment variables that would set a secret
+// name: a secret's value comes only from Secrets.
+func checkEnv(spec model.Spec, env map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if slices.Contains(spec.SecretNames, k) {
+			return &model.Error{Class: model.ConfigurationError, Rule: "SBX-SEC-003", Attribute: "env",
+				Message: fmt.Sprintf("%q is a secret name (in the spec's secret_names); an extra env variable cannot set it", k),
+				Fix:     "pass it as a secret (the CLI reads declared secrets from its environment; the Go API takes Request.Secrets), not as an env variable"}
+		}
+	}
+	return nil
+}
+
+// checkCallTimeout refuses a timeout passed at run time that is longer than
+// the spec's timeout_seconds (bound), which bounds every call; 0 inherits it.
+func checkCallTimeout(timeout, bound time.Duration, what string) error {
+	if timeout <= bound {
+		return nil
+	}
+	return &model.Error{Class: model.ConfigurationError, Rule: ruleCallTimeout, Attribute: "timeout",
+		Message: fmt.Sprintf("%s, %s, is longer than the spec's timeout_seconds (%s), which bounds every call", what, timeout, bound),
+		Fix:     fmt.Sprintf("pass a timeout of at most %s (the CLI's --timeout, e.g. --timeout %s), or none to inherit it; or raise timeout_seconds in the template and apply", bound, bound)}
 }
 
 func clip(s string) string {
@@ -308,8 +349,12 @@ func (c *Client) Open(ctx context.Context, req Request) (*Sandbox, error) {
 	start := time.Now()
 	p, err := c.prepare(ctx, req)
 	if err != nil {
-		err = redactError(err, req.Secrets)
-		c.audit(refusalRecord(req, p, start, err), req.Secrets)
+		secrets := req.Secrets
+		if me := (*model.Error)(nil); errors.As(err, &me) && me.Rule == ruleShortSecret {
+			secrets = secrets.redactable()
+		}
+		err = redactError(err, secrets)
+		c.audit(refusalRecord(req, p, start, err), secrets)
 		return nil, err
 	}
 	k := key{p.spec.TenantID, p.spec.SessionID}
@@ -440,7 +485,7 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 		c.cfg.Progress(fmt.Sprintf("starting %s sandbox (%s, image %s, runtime %s) for tenant %s session %s …",
 			p.scheme, tier, p.spec.Image, orDefault(p.spec.Runtime, "default"), p.spec.TenantID, p.spec.SessionID))
 	}
-	s := &Sandbox{c: c, key: key{p.spec.TenantID, p.spec.SessionID}, secrets: req.Secrets, plan: p}
+	s := &Sandbox{c: c, key: key{p.spec.TenantID, p.spec.SessionID}, secrets: req.Secrets, env: maps.Clone(req.Env), plan: p}
 	created, err := b.Create(ctx, backends.CreateRequest{
 		Spec:      p.spec,
 		Secrets:   req.Secrets.values(),

@@ -18,17 +18,24 @@
 // # Before anything is provisioned
 //
 // Open refuses, and provisions nothing, when any of these fails, in order:
-// the spec parses (SBX-SPC-001/002); its canonical form hashes to the
-// expected sha256 (SBX-SPC-003); it was rendered for exactly the requested
-// tenant and session, with matching reserved labels (SBX-SPC-004), or it is a
-// template spec and is rendered here as the data source would; a value is
-// given for every secret name and no other; the policy bundle (embedded plus
-// Config.PolicyPaths, with waivers) accepts it, through the same decision as
-// terraform plan and `sandboxio policy check`; its backend is in this build;
-// and, against the live backend, the tier satisfies require_isolation
-// (SBX-ISO-003) and matches the spec's isolation_tier (SBX-SPC-005). A
-// backend the policy accepts but this build cannot provision on (e2b, modal,
-// vercel, daytona) is refused with CapabilityNotSupported.
+// the spec parses (SBX-SPC-001/002); its canonical form hashes to
+// Request.SpecSHA256 when that is set (SBX-SPC-003; when it is empty the
+// spec is not verified); it was rendered for exactly the requested tenant
+// and session, with matching reserved labels (SBX-SPC-004), or it is a
+// template spec and is rendered here as the data source would (extra labels
+// only then, SBX-RUN-004); a value is given for every secret name and no
+// other (SBX-RUN-001), each of at least MinSecretLength characters
+// (SBX-RUN-002); Request.Env names no secret (SBX-SEC-003); the policy
+// bundle (embedded plus Config.PolicyPaths, with waivers) accepts it,
+// through the same decision as terraform plan and `sandboxio policy check`;
+// its backend is in this build; Request.Timeout is at most the spec's
+// timeout_seconds, which bounds every call (SBX-RUN-003); and, against the
+// live backend, the tier satisfies require_isolation (SBX-ISO-003) and
+// matches the spec's isolation_tier (SBX-SPC-005). A backend the policy
+// accepts but this build cannot provision on (e2b, modal, vercel, daytona)
+// is refused with CapabilityNotSupported. Run and RunCode refuse, before the
+// call, a RunOptions.Timeout above timeout_seconds and a RunOptions.Env
+// naming a secret.
 //
 // # Errors
 //

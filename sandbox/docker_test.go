@@ -216,7 +216,9 @@ func TestDocker_LifetimeExpiredIsSandboxGone(t *testing.T) {
 	spec, _ := tenantSpec(t, tpl, "acme", "expiring")
 	c, audit := newClient(t)
 	err := c.With(context.Background(), Request{Spec: spec, TenantID: "acme", SessionID: "expiring"}, func(ctx context.Context, sb *Sandbox) error {
-		_, err := sb.Run(ctx, []string{"sleep", "30"}, RunOptions{Timeout: 20 * time.Second})
+		// The call inherits timeout_seconds, which cannot exceed the
+		// lifetime, and starts after it: the lifetime ends first.
+		_, err := sb.Run(ctx, []string{"sleep", "30"}, RunOptions{})
 		wantClass(t, err, SandboxGone, "")
 		return nil
 	})

@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"strings"
 	"syscall"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/client"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -41,8 +46,14 @@ type BackendError struct {
 
 func (e *BackendError) Error() string {
 	msg := fmt.Sprintf("%s backend failed during %s: %v", e.Backend, e.Op, e.Err)
-	if e.Backend == "docker" && daemonDown(e.Err) {
+	var pe *fs.PathError
+	switch {
+	case e.Backend == "docker" && daemonDown(e.Err):
 		msg += "; the Docker daemon does not answer: start it (scripts/docker-up.sh), then run `sandboxio reap` to remove anything a failed create left"
+	case errors.As(e.Err, &pe):
+		// A file on this host (the busybox an image is built from, say):
+		// the daemon is not involved.
+		msg += fmt.Sprintf("; %s is a file on this host that could not be used: check the path and its permissions", pe.Path)
 	}
 	return msg
 }
@@ -52,13 +63,24 @@ func (e *BackendError) Unwrap() error { return e.Err }
 // Is matches ErrBackend.
 func (e *BackendError) Is(target error) bool { return target == ErrBackend }
 
+// daemonDown reports whether err says the Docker daemon cannot be reached:
+// the client could not connect ("Cannot connect to the Docker daemon"),
+// the daemon's socket refused, reset or does not exist (a network error, not
+// a file of this host: a missing busybox is ENOENT too), or the daemon said
+// it is unavailable. An EOF alone says nothing about the daemon: reading any
+// file or stream can end early.
 func daemonDown(err error) bool {
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNRESET) {
+	if client.IsErrConnectionFailed(err) || cerrdefs.IsUnavailable(err) {
 		return true
 	}
-	s := err.Error()
-	return strings.Contains(s, "Cannot connect to the Docker daemon") || strings.Contains(s, "connection refused") ||
-		strings.Contains(s, "EOF") || strings.Contains(s, "connection reset")
+	var ne *net.OpError
+	if errors.As(err, &ne) &&
+		(errors.Is(ne, syscall.ECONNREFUSED) || errors.Is(ne, syscall.ENOENT) || errors.Is(ne, syscall.ECONNRESET)) {
+		return true
+	}
+	// The client's own words (its exec attach says them in lower case),
+	// for an error whose chain was flattened on the way.
+	return strings.Contains(strings.ToLower(err.Error()), "cannot connect to the docker daemon")
 }
 
 // ClassOf returns the class of err, or "" when it has none.

@@ -19,6 +19,7 @@ type fakeBackend struct {
 	preflight atomic.Int64
 	creates   atomic.Int64
 	closes    atomic.Int64
+	runs      atomic.Int64
 	createErr error
 	runErr    error
 	runOut    []byte
@@ -32,6 +33,7 @@ type fakeBackend struct {
 	mu   sync.Mutex
 	reqs []backends.CreateRequest
 	sbs  []*fakeSandbox
+	envs []map[string]string // RunOptions.Env of every call
 }
 
 func (f *fakeBackend) Name() string { return "docker" }
@@ -92,7 +94,11 @@ func (s *fakeSandbox) Info() backends.Info {
 		Expires: s.created.Add(time.Hour), DiskCapStrategy: "fake disk", PidsCapStrategy: "fake pids", Running: !s.closed.Load()}
 }
 
-func (s *fakeSandbox) Run(ctx context.Context, cmd []string, _ backends.RunOptions) (backends.Result, error) {
+func (s *fakeSandbox) Run(ctx context.Context, cmd []string, opts backends.RunOptions) (backends.Result, error) {
+	s.f.runs.Add(1)
+	s.f.mu.Lock()
+	s.f.envs = append(s.f.envs, opts.Env)
+	s.f.mu.Unlock()
 	if s.closed.Load() {
 		return backends.Result{}, &model.Error{Class: model.SandboxGone, Message: "sandbox is gone: it was killed"}
 	}

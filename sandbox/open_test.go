@@ -68,8 +68,18 @@ func TestOpen_RefusalsProvisionNothing(t *testing.T) {
 		{"template for an empty tenant", Request{Spec: tplJSON, TenantID: "", SessionID: "s-1"}, "", ConfigurationError, "SBX-TEN-001", false},
 		{"template for a malformed session", Request{Spec: tplJSON, TenantID: "acme", SessionID: "s 1;rm"}, "", ConfigurationError, "SBX-TEN-002", false},
 		{"backend not in this build", Request{Spec: e2bJSON, TenantID: "acme", SessionID: "s-1"}, "", CapabilityNotSupported, "", false},
-		{"missing secret", Request{Spec: withSecretJSON, TenantID: "acme", SessionID: "s-1"}, "", ConfigurationError, "SBX-SEC-001", false},
-		{"undeclared secret", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1", Secrets: secrets}, "", ConfigurationError, "SBX-SEC-001", false},
+		{"missing secret", Request{Spec: withSecretJSON, TenantID: "acme", SessionID: "s-1"}, "", ConfigurationError, "SBX-RUN-001", false},
+		{"undeclared secret", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1", Secrets: secrets}, "", ConfigurationError, "SBX-RUN-001", false},
+		{"secret value too short", Request{Spec: withSecretJSON, TenantID: "acme", SessionID: "s-1",
+			Secrets: NewSecrets(map[string]string{"OPENAI_API_KEY": "sk-1234"})}, "", ConfigurationError, "SBX-RUN-002", false},
+		{"empty secret value", Request{Spec: withSecretJSON, TenantID: "acme", SessionID: "s-1",
+			Secrets: NewSecrets(map[string]string{"OPENAI_API_KEY": ""})}, "", ConfigurationError, "SBX-RUN-002", false},
+		{"env sets a secret name", Request{Spec: withSecretJSON, TenantID: "acme", SessionID: "s-1", Secrets: secrets,
+			Env: map[string]string{"OPENAI_API_KEY": "from-env-instead"}}, "", ConfigurationError, "SBX-SEC-003", false},
+		{"open timeout above timeout_seconds", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1", Timeout: 61 * time.Second},
+			"", ConfigurationError, "SBX-RUN-003", false},
+		{"extra labels on a per-tenant spec", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1", ExtraLabels: map[string]string{"run": "r1"}},
+			"", ConfigurationError, "SBX-RUN-004", false},
 		{"live tier below require_isolation", Request{Spec: gvisorJSON, TenantID: "acme", SessionID: "s-1"}, model.TierContainer,
 			ConfigurationError, "SBX-ISO-003", true},
 		{"live tier differs from the spec's", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1"}, model.TierGVisor,
@@ -221,6 +231,10 @@ func TestRun_RedactsOutputAndErrors(t *testing.T) {
 		f.runErr = nil
 		_, err = sb.Run(ctx, []string{"true"}, RunOptions{Env: map[string]string{"OPENAI_API_KEY": "x"}})
 		wantClass(t, err, ConfigurationError, "SBX-SEC-003")
+		// The fix names both ways of passing a secret, not the Go API's only.
+		if !strings.Contains(err.Error(), "the CLI reads declared secrets from its environment; the Go API takes Request.Secrets") {
+			t.Errorf("fix: %v", err)
+		}
 		return nil
 	})
 	if err != nil {
@@ -230,7 +244,7 @@ func TestRun_RedactsOutputAndErrors(t *testing.T) {
 		t.Fatalf("audit holds the value:\n%s", audit)
 	}
 	got := strings.Join(events(audit.records(t)), " ")
-	if got != "created/open exec/run limit_exceeded/run failed/run failed/run killed/close" {
+	if got != "created/open exec/run limit_exceeded/run failed/run refused/run killed/close" {
 		t.Fatalf("events: %s", got)
 	}
 	if !strings.Contains(audit.String(), `"limit":"memory"`) || !strings.Contains(audit.String(), `"secret_names":["OPENAI_API_KEY"]`) {

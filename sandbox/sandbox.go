@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -42,11 +43,13 @@ type Info struct {
 // RunOptions bound and shape one command.
 type RunOptions struct {
 	// Timeout bounds the call; 0 inherits the sandbox's (timeout_seconds),
-	// never "no limit".
+	// never "no limit". A timeout above timeout_seconds is refused
+	// (SBX-RUN-003): the template's timeout bounds every call.
 	Timeout time.Duration
 	Stdin   []byte
-	// Env adds environment variables for this call. Names in the spec's
-	// secret_names are refused here: secrets come only from Request.Secrets.
+	// Env adds environment variables for this call, over Request.Env.
+	// Names in the spec's secret_names are refused here (SBX-SEC-003):
+	// secrets come only from Request.Secrets.
 	Env     map[string]string
 	Workdir string
 }
@@ -69,6 +72,7 @@ type Sandbox struct {
 	b       backends.Sandbox
 	key     key
 	secrets Secrets
+	env     map[string]string // Request.Env, for every call
 	plan    plan
 	info    Info
 
@@ -104,6 +108,11 @@ func (s *Sandbox) Run(ctx context.Context, cmd []string, opts RunOptions) (Resul
 	})
 }
 
+// Languages lists the lang values RunCode accepts (the interpreter must
+// also be in the image), sorted; a caller can refuse any other before it
+// opens a sandbox, as the CLI's run-code does.
+func Languages() []string { return docker.Languages() }
+
 // RunCode runs a program in an interpreter of the image (python, sh, bash,
 // node, ruby). The program travels on standard input, or as a file when
 // opts.Stdin is set.
@@ -121,17 +130,26 @@ func (s *Sandbox) RunCode(ctx context.Context, lang, code string, opts RunOption
 func (s *Sandbox) exec(ctx context.Context, r Record, opts RunOptions, call func(backends.RunOptions) (backends.Result, error)) (Result, error) {
 	timeout := model.EffectiveTimeout(opts.Timeout, s.info.CallTimeout)
 	r.Timeouts.CallSeconds = seconds(timeout)
-	for k := range opts.Env {
-		if s.declares(k) {
-			err := &model.Error{Class: model.ConfigurationError, Rule: "SBX-SEC-003", Attribute: "env",
-				Message: fmt.Sprintf("%q is a secret name; a per-call env cannot set it", k),
-				Fix:     "secrets reach the sandbox only through Request.Secrets"}
-			s.finish(r, time.Now(), err)
-			return Result{}, err
-		}
+	// Refused before the call, as Open refuses them before provisioning
+	// (the CLI's --env and --timeout are refused there).
+	err := checkEnv(s.plan.spec, opts.Env)
+	if err == nil {
+		err = checkCallTimeout(opts.Timeout, s.info.CallTimeout, "the call's timeout (RunOptions.Timeout)")
+	}
+	if err != nil {
+		r.Event, r.Timeouts.CallSeconds = EventRefused, seconds(s.info.CallTimeout)
+		setError(&r, err)
+		r.DurationMS = 0
+		s.c.audit(r, s.secrets)
+		return Result{}, err
+	}
+	env := opts.Env
+	if len(s.env) > 0 {
+		env = maps.Clone(s.env)
+		maps.Copy(env, opts.Env)
 	}
 	start := time.Now()
-	res, err := call(backends.RunOptions{Timeout: opts.Timeout, Stdin: opts.Stdin, Env: opts.Env, Workdir: opts.Workdir})
+	res, err := call(backends.RunOptions{Timeout: opts.Timeout, Stdin: opts.Stdin, Env: env, Workdir: opts.Workdir})
 	if err != nil {
 		err = classify(err, s.info.Backend, r.Op, s.secrets)
 		s.finish(r, start, err)
@@ -140,15 +158,6 @@ func (s *Sandbox) exec(ctx context.Context, r Record, opts RunOptions, call func
 	r.ExitCode = ptr(res.ExitCode)
 	s.finish(r, start, nil)
 	return Result{ExitCode: res.ExitCode, Stdout: s.secrets.Redact(res.Stdout), Stderr: s.secrets.Redact(res.Stderr), Duration: res.Duration}, nil
-}
-
-func (s *Sandbox) declares(name string) bool {
-	for _, n := range s.plan.spec.SecretNames {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // Upload writes a file into the sandbox (mode 0 means 0644), within the

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -41,6 +42,29 @@ var (
 	vault     sync.Map // handle id -> map[string]string
 	vaultNext atomic.Uint64
 )
+
+// The run-time helper's own refusals of what its caller passes beside the
+// spec; internal/policycheck/catalog.go describes them for docs/policies.md.
+const (
+	ruleSecretValues = "SBX-RUN-001" // a declared secret without a value, or a value for an undeclared name
+	ruleShortSecret  = "SBX-RUN-002" // a secret value shorter than MinSecretLength
+	ruleCallTimeout  = "SBX-RUN-003" // a call timeout above the spec's timeout_seconds
+	ruleExtraLabels  = "SBX-RUN-004" // extra labels on a spec already rendered for a tenant
+)
+
+// MinSecretLength is the fewest characters a secret value may have; Open
+// refuses a shorter one (SBX-RUN-002), naming the secret, never its value.
+//
+// Redaction replaces every occurrence of a value, so a value must be unlikely
+// to occur by chance in ordinary output. A one-character secret "x" would
+// turn "file" into "fi[REDACTED]e" in every message and audit record, and
+// where [REDACTED] appears gives the value away; four characters still match
+// common words, numbers and hex digests. Real credentials (API keys, tokens,
+// passwords) are far longer, and 8 is the usual floor for a password (NIST SP
+// 800-63B), so no real credential is refused. An empty value is refused too:
+// it is almost always a variable exported by mistake (export KEY=$UNSET), and
+// the code would run without a credential it was declared to need.
+const MinSecretLength = 8
 
 // NewSecrets returns the secrets in m (copied), by name.
 func NewSecrets(m map[string]string) Secrets {
@@ -72,13 +96,50 @@ func SecretsFromEnv(names []string, lookup func(string) (string, bool)) (Secrets
 	for _, n := range names {
 		v, ok := lookup(n)
 		if !ok {
-			return Secrets{}, &model.Error{Class: model.ConfigurationError, Rule: "SBX-SEC-001", Attribute: "secret_names",
+			return Secrets{}, &model.Error{Class: model.ConfigurationError, Rule: ruleSecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("secret %q, named in the spec's secret_names, is not set in the environment", n),
 				Fix:     fmt.Sprintf("export %s with the secret's value in the environment of the caller (never in the spec, a DSN or Terraform)", n)}
 		}
 		m[n] = v
 	}
 	return NewSecrets(m), nil
+}
+
+// checkLengths refuses the first secret (by name) whose value is shorter
+// than MinSecretLength.
+func (s Secrets) checkLengths() error {
+	m := s.m()
+	for _, n := range s.Names() {
+		l := utf8.RuneCountInString(m[n])
+		if l >= MinSecretLength {
+			continue
+		}
+		msg := fmt.Sprintf("secret %q has a value of fewer than %d characters, too short to be redacted from output and errors without garbling them", n, MinSecretLength)
+		if l == 0 {
+			msg = fmt.Sprintf("secret %q has an empty value", n)
+		}
+		return &model.Error{Class: model.ConfigurationError, Rule: ruleShortSecret, Attribute: "secret_names", Message: msg,
+			Fix: fmt.Sprintf("supply the real credential for %s (at least %d characters; the CLI reads it from its environment, the Go API from Request.Secrets), or remove %s from the template's secret_names", n, MinSecretLength, n)}
+	}
+	return nil
+}
+
+// redactable returns the secrets whose values are long enough to redact.
+// A refusal of a short value is redacted with these only: redacting the
+// refusal's own text with the short value would garble it and give the
+// value away.
+func (s Secrets) redactable() Secrets {
+	m := s.m()
+	keep := make(map[string]string, len(m))
+	for n, v := range m {
+		if utf8.RuneCountInString(v) >= MinSecretLength {
+			keep[n] = v
+		}
+	}
+	if len(keep) == len(m) {
+		return s
+	}
+	return NewSecrets(keep)
 }
 
 // Names returns the secret names, sorted.

@@ -16,7 +16,7 @@ import (
 // warning during open, and an orphan's warning with the sandbox's labels.
 func TestOnWarning_Redacted(t *testing.T) {
 	tpl := template(t, withSecretNames("OPENAI_API_KEY", "TENANT_TOKEN"))
-	spec, sum := tenantSpec(t, tpl, "acme", "s-1")
+	spec, sum := tenantSpec(t, tpl, "acme-corp", "s-1")
 	f := &fakeBackend{
 		warnings: []model.Warning{{Class: model.UnverifiedIsolationWarning, Rule: "X-" + canary, Attribute: "runtime",
 			Message: "the daemon said " + canary, Fix: "do not echo " + canary,
@@ -35,19 +35,19 @@ func TestOnWarning_Redacted(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	withFake(c, f)
-	secrets := NewSecrets(map[string]string{"OPENAI_API_KEY": canary, "TENANT_TOKEN": "acme"})
-	sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1", Secrets: secrets})
+	secrets := NewSecrets(map[string]string{"OPENAI_API_KEY": canary, "TENANT_TOKEN": "acme-corp"})
+	sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme-corp", SessionID: "s-1", Secrets: secrets})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = sb.Close(context.Background()) // orphaned: warns with the labels, tenant "acme" among them
+	_ = sb.Close(context.Background()) // orphaned: warns with the labels, tenant "acme-corp" among them
 	mu.Lock()
 	defer mu.Unlock()
 	classes := map[model.WarningClass]bool{}
 	for _, w := range got {
 		classes[w.Class] = true
 		text := fmt.Sprintf("%s %s %s %s %s %s %v", w, w.Rule, w.Attribute, w.Message, w.Fix, w.SandboxID, w.Labels)
-		if strings.Contains(text, canary) || strings.Contains(text, "acme") {
+		if strings.Contains(text, canary) || strings.Contains(text, "acme-corp") {
 			t.Errorf("warning holds a secret value: %s", text)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policycheck"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
 func init() {
@@ -91,7 +92,7 @@ func (c *checkFlags) run(ctx context.Context, e *env, args []string) int {
 		data, err = os.ReadFile(name)
 	}
 	if err != nil {
-		return fail("read plan: %v", err)
+		return fail("read plan: %v; pass the JSON of `terraform show -json plan.bin` (or - for standard input)", err)
 	}
 	eng, err := policy.Load(ctx, c.policies)
 	if err != nil {
@@ -100,7 +101,9 @@ func (c *checkFlags) run(ctx context.Context, e *env, args []string) int {
 	opts := policycheck.Options{Now: e.now()}
 	if c.waivers != "" {
 		if opts.Waivers, err = verdict.LoadWaivers(c.waivers); err != nil {
-			return fail("%v", err)
+			// As the provider and `sandboxio run` report it.
+			return fail("load waivers: %v", &model.Error{Class: model.ConfigurationError, Rule: "SBX-POL-002", Attribute: "policy_waivers",
+				Message: err.Error(), Fix: "pass an existing waiver file (YAML or JSON) and fix the waiver the message names; see `sandboxio policy check --help` for the format"})
 		}
 	}
 	rep, err := policycheck.Check(ctx, eng, name, data, opts)

@@ -166,7 +166,8 @@ func writeCatalogue(w io.Writer, eng *policy.Engine, withTeam bool) error {
 
 	p("\n## Refusals made in Go\n\n")
 	p("These refusals come before an input document exists (the backend DSN and spec parsers, loading the policies\n")
-	p("and the waivers), or report what a plan cannot show. They are built-in and hard-mandatory like the Rego rules.\n\n")
+	p("and the waivers), check what the run-time helper's caller passes beside the spec (secret values, timeouts,\n")
+	p("labels: SBX-RUN-*), or report what a plan cannot show. They are built-in and hard-mandatory like the Rego rules.\n\n")
 	for _, r := range rules {
 		if r.Package == "go" {
 			writeRule(w, r)

@@ -25,9 +25,11 @@ exit code is passed through.
 The spec is data.sandboxio_tenant_sandbox's spec (rendered for --tenant and --session;
 any other tenant or session is refused), or a template's spec, which is rendered here for
 --tenant and --session (with --label). Before anything is provisioned the spec is checked:
-its sha256 (--spec-sha256), its tenant binding, the same policy bundle terraform plan
-evaluates (with --policy and --waivers as the provider's policy_paths and policy_waivers),
-and require_isolation against the tier of the live backend. A refusal provisions nothing.
+its sha256 against --spec-sha256 (without the flag the spec is not verified, and a warning
+says so), its tenant binding, the same policy bundle terraform plan evaluates (with
+--policy and --waivers as the provider's policy_paths and policy_waivers), and
+require_isolation against the tier of the live backend; --timeout must not exceed the
+spec's timeout_seconds. A refusal provisions nothing.
 
 Everything after -- is the command and its arguments, run without a shell (use sh -c for
 one). Its output is printed when it ends; a command killed at its timeout or at a cap

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
@@ -54,6 +55,13 @@ The checks before provisioning, the progress line, --audit and the timeout are t
 					fmt.Fprintf(e.stderr, "sandboxio run-code: cannot tell the language of %s: pass --lang (python, sh, bash, node or ruby)\n", args[0])
 					return exitUsage
 				}
+				// Before anything is read or opened: an unknown language
+				// would otherwise be refused only inside a new sandbox.
+				if !slices.Contains(sandbox.Languages(), strings.ToLower(l)) {
+					fmt.Fprintf(e.stderr, "sandboxio run-code: --lang %q is not a language run-code runs; use one of %s\n",
+						l, strings.Join(sandbox.Languages(), ", "))
+					return exitUsage
+				}
 				var code []byte
 				var err error
 				if args[0] == "-" {
@@ -67,7 +75,7 @@ The checks before provisioning, the progress line, --audit and the timeout are t
 					code, err = os.ReadFile(args[0])
 				}
 				if err != nil {
-					fmt.Fprintf(e.stderr, "sandboxio run-code: read code: %v\n", err)
+					fmt.Fprintf(e.stderr, "sandboxio run-code: read code: %v; pass the program's file, or - to read it from standard input\n", err)
 					return exitUsage
 				}
 				return f.runIn(ctx, e, func(ctx context.Context, sb *sandbox.Sandbox) (sandbox.Result, error) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +37,8 @@ const runExitCodesHelp = `Exit codes:
   64     ConfigurationError: refused, nothing provisioned (spec malformed or edited,
          sha256 mismatch, spec of another tenant or session, a policy refusal,
          require_isolation not met by the live backend, a secret named in the spec
-         missing from the environment)
+         missing from the environment or shorter than 8 characters, --env naming a
+         secret, --timeout above the spec's timeout_seconds)
   65     CapabilityNotSupported: the backend cannot enforce the spec (an egress allow
          list on Docker), or the spec's backend is not in this build
   66     CreateTimeout: the sandbox was not ready within the timeout
@@ -122,18 +124,41 @@ type runFlags struct {
 
 func (f *runFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.spec, "spec", "", "the spec `FILE` (data.sandboxio_tenant_sandbox spec, or a template spec); - reads standard input")
-	fs.StringVar(&f.specSHA, "spec-sha256", "", "the spec's expected sha256 (`HEX`, its spec_sha256 attribute); an edited spec is refused")
+	fs.StringVar(&f.specSHA, "spec-sha256", "", "the spec's expected sha256 (`HEX`, its spec_sha256 attribute); an edited spec is refused (without it the spec is not verified, and a warning says so)")
 	fs.StringVar(&f.tenant, "tenant", "", "the tenant `ID` the sandbox is for (required)")
 	fs.StringVar(&f.session, "session", "", "the session `ID` (required): one sandbox per tenant and session")
-	fs.DurationVar(&f.timeout, "timeout", 0, "bound of the create and of the command, e.g. 30s; 0 inherits the spec's timeout_seconds")
+	fs.Var(durationFlag{&f.timeout}, "timeout", "bound of the create and of the command, e.g. 30s, at most the spec's timeout_seconds; 0 inherits it")
 	fs.StringVar(&f.audit, "audit", "", "append one JSON audit record per event to `FILE`; - writes them to standard output")
 	fs.Var(&f.policies, "policy", "a team policy `DIR`ectory (or .rego file), as in the provider's policy_paths; repeatable")
 	fs.StringVar(&f.waivers, "waivers", "", "waiver `FILE` for soft-mandatory team rules, as in the provider's policy_waivers")
 	fs.Var(&f.labels, "label", "extra label `KEY=VALUE` when --spec is a template spec; repeatable")
-	fs.Var(&f.env, "env", "environment variable `NAME=VALUE` for the command (never a secret); repeatable")
+	fs.Var(&f.env, "env", "environment variable `NAME=VALUE` for the command; a name in secret_names is refused; repeatable")
 	fs.StringVar(&f.workdir, "workdir", "", "working `DIR`ectory of the command inside the sandbox")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on standard error")
 	fs.StringVar(&f.busybox, "busybox", "", "static busybox `PATH` used when the spec's image "+sandbox.LocalImage+" must be built (default /bin/busybox)")
+}
+
+// durationFlag is --timeout: a duration with its unit. A bare number gets a
+// hint instead of the flag package's "parse error".
+type durationFlag struct{ d *time.Duration }
+
+func (f durationFlag) String() string {
+	if f.d == nil {
+		return "0s"
+	}
+	return f.d.String()
+}
+
+func (f durationFlag) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err == nil {
+		*f.d = d
+		return nil
+	}
+	if _, nerr := strconv.ParseFloat(v, 64); nerr == nil {
+		return fmt.Errorf("a duration needs a unit: write e.g. %ss (units ms, s, m, h)", v)
+	}
+	return errors.New("not a duration: write a number with a unit, e.g. 30s, 2m or 1m30s")
 }
 
 // secretsHelp is shared by the help texts.
@@ -141,7 +166,9 @@ const secretsHelp = `Secrets: every name in the spec's secret_names is read from
 environment (export OPENAI_API_KEY=... before running). The value is injected into the
 sandbox's commands only, is removed from this process's environment once read, and is
 replaced with [REDACTED] in the command's output, in error messages and in audit records.
-It is never written to disk.`
+It is never written to disk. A value must have at least 8 characters (shorter ones,
+empty included, are refused: they could not be redacted without garbling the text
+around them), and --env cannot set a secret's name.`
 
 // session is everything a run-time command opens a sandbox with.
 type session struct {
@@ -177,7 +204,7 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 		data, err = os.ReadFile(f.spec)
 	}
 	if err != nil {
-		return usage("read spec: %v", err)
+		return usage("read spec: %v; pass the spec file Terraform rendered (terraform output -raw tenant_spec > spec.json), or - to read it from standard input", err)
 	}
 	fail := func(err error) (*session, int) {
 		fmt.Fprintf(e.stderr, "%s: %s\n", name, classLine(err))
@@ -186,6 +213,11 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 	spec, err := model.ParseSpec(data)
 	if err != nil {
 		return fail(err)
+	}
+	if f.specSHA == "" {
+		// Optional, so that a spec can be tried by hand; said every time,
+		// so that a script that forgot it does not pass silently.
+		fmt.Fprintf(e.stderr, "%s: warning: the spec was not verified against the plan's spec_sha256; pass --spec-sha256 \"$(terraform output -raw tenant_spec_sha256)\" to refuse a spec edited since Terraform rendered it\n", name)
 	}
 	secrets, err := sandbox.SecretsFromEnv(spec.SecretNames, os.LookupEnv)
 	if err != nil {
@@ -206,7 +238,7 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 	default:
 		file, err := os.OpenFile(f.audit, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 		if err != nil {
-			return usage("audit: %v", err)
+			return usage("audit: %v; --audit takes a file to append to, in an existing directory, or - for standard output", err)
 		}
 		auditOut = file
 		s.close = func() { _ = file.Close() }
@@ -232,7 +264,7 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 	}
 	s.client = client
 	s.req = sandbox.Request{Spec: data, SpecSHA256: f.specSHA, TenantID: f.tenant, SessionID: f.session,
-		ExtraLabels: f.labels, Secrets: secrets, Timeout: f.timeout}
+		ExtraLabels: f.labels, Secrets: secrets, Timeout: f.timeout, Env: f.env}
 
 	return s, 0
 }
@@ -286,5 +318,6 @@ func (f *runFlags) runIn(ctx context.Context, e *env, body func(context.Context,
 }
 
 func (f *runFlags) runOptions(stdin []byte) sandbox.RunOptions {
-	return sandbox.RunOptions{Timeout: f.timeout, Env: f.env, Workdir: f.workdir, Stdin: stdin}
+	// --env is in the request, refused at open when it names a secret.
+	return sandbox.RunOptions{Timeout: f.timeout, Workdir: f.workdir, Stdin: stdin}
 }

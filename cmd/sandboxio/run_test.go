@@ -65,7 +65,7 @@ func TestRunCLI_RefusalsExitWithTheirClass(t *testing.T) {
 		{[]string{"run", "--spec", e2b, "--tenant", "acme", "--session", "s-1", "--audit", audit, "--", "true"}, exitCapability,
 			"not available in this build"},
 		{[]string{"run-code", "--spec", secret, "--tenant", "acme", "--session", "s-1", "--lang", "sh", "--audit", audit, "-"}, exitConfiguration,
-			`secret "SANDBOXIO_TEST_NEVER_SET", named in the spec's secret_names, is not set in the environment`},
+			`secret "SANDBOXIO_TEST_NEVER_SET", named in the spec's secret_names, is not set in the environment [SBX-RUN-001, attribute secret_names]`},
 	} {
 		got, out, errOut := cli(t, "echo hi", tc.args...)
 		if got != tc.code || out != "" || !strings.Contains(errOut, tc.want) {
@@ -127,7 +127,9 @@ func TestRunCLI_Docker(t *testing.T) {
 		{"run-code from standard input", "echo code; exit 5", append(append([]string{"run-code"}, base...), "--lang", "sh", "-"), 5, "code\n", ""},
 		{"timeout", "", runArgs("--quiet", "--timeout", "1s", "--", "sh", "-c", "echo partial; sleep 30"), exitExecTimeout, "", "ExecutionTimeout"},
 		{"disk cap", "", runArgs("--", "dd", "if=/dev/zero", "of=/tmp/fill", "bs=1M", "count=512"), exitLimit, "", "ResourceLimitExceeded(disk)"},
-		{"lifetime", "", []string{"run", "--spec", expiring, "--tenant", "acme", "--session", "cli", "--audit", audit, "--timeout", "20s", "--", "sleep", "30"},
+		// The command inherits timeout_seconds (no --timeout can exceed
+		// it), equal to the lifetime, and starts after the lifetime did.
+		{"lifetime", "", []string{"run", "--spec", expiring, "--tenant", "acme", "--session", "cli", "--audit", audit, "--", "sleep", "30"},
 			exitGone, "", "SandboxGone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,25 +15,55 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// PathMapper turns a finding's dotted attribute (relative to the input
-// document, e.g. network.allow) into the attribute path of the resource
-// being planned. It returns an empty path when the attribute is not one of
-// the resource's own.
+// Mapper places a finding on the resource being planned: the attribute
+// path its diagnostic is attached to, and the name the detail text gives
+// the attribute ("Attribute: ..."). Findings name attributes relative to the
+// input document (network.allow), as on sandboxio_template.
+type Mapper interface {
+	Path(attribute string) path.Path
+	Name(attribute string) string
+}
+
+// PathMapper turns a finding's dotted attribute (e.g. network.allow) into
+// the attribute path of the resource being planned. It returns an empty
+// path when the attribute is not one of the resource's own. The text keeps
+// the finding's attribute as it is.
 type PathMapper func(attribute string) path.Path
 
-// StripPrefix maps attributes under prefix (e.g. "network.") onto the
-// resource's top-level attributes; others have no path.
-func StripPrefix(prefix string) PathMapper {
-	return func(attribute string) path.Path {
-		if !strings.HasPrefix(attribute, prefix) {
-			return path.Empty()
-		}
-		return Dotted(strings.TrimPrefix(attribute, prefix))
+// Path implements Mapper.
+func (m PathMapper) Path(attribute string) path.Path {
+	if m == nil {
+		return path.Empty()
 	}
+	return m(attribute)
+}
+
+// Name implements Mapper: the finding's own attribute.
+func (m PathMapper) Name(attribute string) string { return attribute }
+
+// StripPrefix maps attributes under prefix (e.g. "network.") onto the
+// resource's top-level attributes, in the path and in the text alike
+// (network.allow is allow on sandboxio_network_policy); others have no
+// path and keep their name.
+func StripPrefix(prefix string) Mapper { return prefixMapper(prefix) }
+
+type prefixMapper string
+
+func (p prefixMapper) Path(attribute string) path.Path {
+	if !strings.HasPrefix(attribute, string(p)) {
+		return path.Empty()
+	}
+	return Dotted(strings.TrimPrefix(attribute, string(p)))
+}
+
+func (p prefixMapper) Name(attribute string) string {
+	return strings.TrimPrefix(attribute, string(p))
 }
 
 // Dotted maps a dotted attribute onto nested attribute names.
-func Dotted(attribute string) path.Path {
+var Dotted PathMapper = dotted
+
+func dotted(attribute string) path.Path {
 	if attribute == "" {
 		return path.Empty()
 	}
@@ -47,7 +77,7 @@ func Dotted(attribute string) path.Path {
 
 // FromDecision appends one diagnostic per finding: refusals as errors,
 // warnings as warnings.
-func FromDecision(d policy.Decision, mapPath PathMapper) diag.Diagnostics {
+func FromDecision(d policy.Decision, mapPath Mapper) diag.Diagnostics {
 	var out diag.Diagnostics
 	for _, f := range d.Denies {
 		out.Append(fromFinding(f, mapPath, true))
@@ -58,17 +88,23 @@ func FromDecision(d policy.Decision, mapPath PathMapper) diag.Diagnostics {
 	return out
 }
 
-func fromFinding(f policy.Finding, mapPath PathMapper, isError bool) diag.Diagnostic {
+func fromFinding(f policy.Finding, mapPath Mapper, isError bool) diag.Diagnostic {
 	summary := f.Class
 	if f.Title != "" {
 		summary += ": " + f.Title
 	}
-	detail := Detail(f.Message, f.ID, f.Attribute, f.Fix)
-	p := path.Empty()
-	if mapPath != nil {
-		p = mapPath(f.Attribute)
-	}
+	p, name := place(mapPath, f.Attribute)
+	detail := Detail(f.Message, f.ID, name, f.Fix)
 	return newDiag(p, summary, detail, isError)
+}
+
+// place returns the path and the name of a finding's attribute; with no
+// mapper, no path and the attribute as it is.
+func place(mapPath Mapper, attribute string) (path.Path, string) {
+	if mapPath == nil {
+		return path.Empty(), attribute
+	}
+	return mapPath.Path(attribute), mapPath.Name(attribute)
 }
 
 // Detail is the shared detail text: what is wrong, the rule, the attribute
@@ -90,13 +126,10 @@ func Detail(message, rule, attribute, fix string) string {
 
 // FromError renders an error. A *model.Error keeps its class, rule and fix;
 // any other error is reported under summary as is.
-func FromError(err error, summary string, mapPath PathMapper) diag.Diagnostic {
+func FromError(err error, summary string, mapPath Mapper) diag.Diagnostic {
 	var me *model.Error
 	if errors.As(err, &me) {
-		p := path.Empty()
-		if mapPath != nil {
-			p = mapPath(me.Attribute)
-		}
+		p, name := place(mapPath, me.Attribute)
 		msg := me.Message
 		if me.Err != nil {
 			msg += ": " + me.Err.Error()
@@ -104,18 +137,15 @@ func FromError(err error, summary string, mapPath PathMapper) diag.Diagnostic {
 		if me.Limit != "" {
 			msg += " (limit: " + me.Limit + ")"
 		}
-		return newDiag(p, string(me.Class)+": "+summary, Detail(msg, me.Rule, me.Attribute, me.Fix), true)
+		return newDiag(p, string(me.Class)+": "+summary, Detail(msg, me.Rule, name, me.Fix), true)
 	}
 	return diag.NewErrorDiagnostic(summary, err.Error())
 }
 
 // FromWarning renders a model.Warning.
-func FromWarning(w model.Warning, mapPath PathMapper) diag.Diagnostic {
-	p := path.Empty()
-	if mapPath != nil {
-		p = mapPath(w.Attribute)
-	}
-	return newDiag(p, string(w.Class), Detail(w.String(), w.Rule, w.Attribute, ""), false)
+func FromWarning(w model.Warning, mapPath Mapper) diag.Diagnostic {
+	p, name := place(mapPath, w.Attribute)
+	return newDiag(p, string(w.Class), Detail(w.String(), w.Rule, name, ""), false)
 }
 
 func newDiag(p path.Path, summary, detail string, isError bool) diag.Diagnostic {

@@ -2,7 +2,6 @@ package diags
 
 import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
-	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 )
@@ -11,7 +10,7 @@ import (
 // advisory and waived findings as warnings. Built-in findings read exactly
 // as FromDecision renders them; team findings also name their enforcement
 // level, and waived ones the waiver and its reason.
-func FromVerdict(v verdict.Verdict, mapPath PathMapper) diag.Diagnostics {
+func FromVerdict(v verdict.Verdict, mapPath Mapper) diag.Diagnostics {
 	var out diag.Diagnostics
 	for _, r := range v.Results {
 		summary := r.Class
@@ -21,16 +20,13 @@ func FromVerdict(v verdict.Verdict, mapPath PathMapper) diag.Diagnostics {
 		if r.Outcome == verdict.Waived {
 			summary = "Waived " + summary
 		}
-		detail := Detail(r.Message, r.ID, r.Attribute, r.Fix)
+		p, name := place(mapPath, r.Attribute)
+		detail := Detail(r.Message, r.ID, name, r.Fix)
 		if !r.Builtin {
 			detail += "\nEnforcement: " + string(r.Enforcement)
 		}
 		if r.Note != "" {
 			detail += "\nWaiver: " + r.Note
-		}
-		p := path.Empty()
-		if mapPath != nil {
-			p = mapPath(r.Attribute)
 		}
 		out.Append(newDiag(p, summary, detail, r.Outcome == verdict.Fail))
 	}

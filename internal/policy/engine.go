@@ -93,6 +93,7 @@ type Engine struct {
 	refs     []ruleRef
 	rules    map[string]RuleInfo // by rule ID
 	compiler *ast.Compiler
+	reads    sync.Map // TeamReads' answers, by paths
 }
 
 type ruleRef struct {

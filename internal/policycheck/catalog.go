@@ -26,9 +26,10 @@ type RuleDoc struct {
 const CheckedAtApply = "SBX-CHK-001"
 
 // goRules are the refusals made in Go before an input document exists (the
-// DSN and spec parsers, policy and waiver loading) and the check's own
-// report of unknown values. Their text lives here because they have no
-// Rego METADATA.
+// DSN and spec parsers, policy and waiver loading), the run-time helper's
+// refusals of what its caller passes beside the spec (SBX-RUN-*), and the
+// check's own report of unknown values. Their text lives here because they
+// have no Rego METADATA.
 var goRules = []RuleDoc{
 	{ID: "SBX-DSN-001", Title: "no backend, not a DSN, or an unknown scheme", Class: "ConfigurationError", Attribute: "backend",
 		Description: "A template needs a backend to be checked against; a DSN the parser does not recognise names no backend whose capabilities are known.",
@@ -57,6 +58,18 @@ var goRules = []RuleDoc{
 	{ID: "SBX-SPC-005", Title: "a spec whose isolation tier the live backend does not give", Class: "ConfigurationError", Attribute: "isolation_tier",
 		Description: "The run-time helper asks the live backend which tier a sandbox would get before creating it; a spec claiming another tier was edited, or the backend (a Docker runtime, say) was reconfigured since the spec was rendered.",
 		Fix:         "Render the spec again (terraform apply) against this backend, and check the runtime registered on it."},
+	{ID: "SBX-RUN-001", Title: "secret values that do not match the spec's secret_names", Class: "ConfigurationError", Attribute: "secret_names",
+		Description: "The run-time helper injects exactly the secrets the template declares. A declared secret with no value would run the code without a credential it was written to need; a value for a name the spec does not declare would never reach the sandbox, which is a mistake worth saying.",
+		Fix:         "Supply a value for every name in secret_names, and only those: the CLI reads each from its own environment (export NAME=...), the Go API takes them in Request.Secrets."},
+	{ID: "SBX-RUN-002", Title: "a secret value too short to redact", Class: "ConfigurationError", Attribute: "secret_names",
+		Description: "Secret values are replaced with [REDACTED] wherever they occur in output, errors and audit records. A value of fewer than 8 characters occurs by chance in ordinary text: redacting it would garble that text and reveal the value by where [REDACTED] appears. An empty value is almost always a variable exported by mistake. The message names the secret, never its value.",
+		Fix:         "Use the real credential (API keys and tokens are far longer than 8 characters); if a short value was a placeholder, remove the name from secret_names or supply the real value."},
+	{ID: "SBX-RUN-003", Title: "a call timeout above the spec's timeout_seconds", Class: "ConfigurationError", Attribute: "timeout",
+		Description: "timeout_seconds bounds every create, run and run_code call of the template's sandboxes. A longer timeout passed at run time (the CLI's --timeout, Request.Timeout, RunOptions.Timeout) would let a call outlast what the plan checked.",
+		Fix:         "Pass a timeout of at most timeout_seconds (or none, to inherit it), or raise timeout_seconds in the template and apply."},
+	{ID: "SBX-RUN-004", Title: "extra labels on a spec already rendered for a tenant", Class: "ConfigurationError", Attribute: "labels",
+		Description: "A per-tenant spec's labels were fixed when data.sandboxio_tenant_sandbox rendered it, and its sha256 covers them; labels added at run time would change a spec that was already checked.",
+		Fix:         "Set extra_labels on data.sandboxio_tenant_sandbox, or pass the template spec, which the helper renders for the tenant with the extra labels."},
 	{ID: "SBX-POL-001", Title: "team policies cannot be loaded", Class: "ConfigurationError", Attribute: "policy_paths",
 		Description: "A team policy that does not parse or compile, sits in the reserved sandboxio or capabilities namespace, claims a reserved SBX- rule ID or declares an unknown enforcement level is refused as a whole, so that no bundle is half-loaded.",
 		Fix:         "Fix the policy the message names; run `sandboxio policy test` on its directory."},

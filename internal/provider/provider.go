@@ -95,7 +95,7 @@ func (p *sandboxioProvider) Configure(ctx context.Context, req provider.Configur
 	if pd.DefaultBackend != "" {
 		if _, err := backends.ParseDSN(pd.DefaultBackend); err != nil {
 			resp.Diagnostics.Append(diags.FromError(err, "invalid default_backend",
-				func(string) path.Path { return path.Root("default_backend") }))
+				diags.PathMapper(func(string) path.Path { return path.Root("default_backend") })))
 			return
 		}
 	}
@@ -108,7 +108,7 @@ func (p *sandboxioProvider) Configure(ctx context.Context, req provider.Configur
 	engine, err := policy.Load(ctx, pd.PolicyPaths)
 	if err != nil {
 		resp.Diagnostics.Append(diags.FromError(err, "policies not loaded",
-			func(string) path.Path { return path.Root("policy_paths") }))
+			diags.PathMapper(func(string) path.Path { return path.Root("policy_paths") })))
 		return
 	}
 	pd.Engine = engine

@@ -7,6 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -71,7 +74,16 @@ func (pd *ProviderData) defaultBackend() string {
 // evaluate decides on the document, through the same verdict.Check as
 // `sandboxio policy check` and the run-time helper, and appends the
 // findings to diagnostics.
-func evaluate(ctx context.Context, pd *ProviderData, in policy.Input, mapPath diags.PathMapper) diag.Diagnostics {
+func evaluate(ctx context.Context, pd *ProviderData, in policy.Input, mapPath diags.Mapper) diag.Diagnostics {
+	return evaluateWithPlaceholders(ctx, pd, in, mapPath, nil)
+}
+
+// evaluateWithPlaceholders decides on a document in which the attributes
+// named by placeholders hold placeholders for values unknown at plan. No
+// built-in rule decides on them (see decisionFree), so its findings stand.
+// A team package may read them: the findings of one that may are left to
+// apply, which checks the real values, and a warning says so.
+func evaluateWithPlaceholders(ctx context.Context, pd *ProviderData, in policy.Input, mapPath diags.Mapper, placeholders []string) diag.Diagnostics {
 	var out diag.Diagnostics
 	eng, err := pd.engine(ctx)
 	if err != nil {
@@ -85,8 +97,95 @@ func evaluate(ctx context.Context, pd *ProviderData, in policy.Input, mapPath di
 		out.Append(diags.FromError(err, "Policy evaluation failed", mapPath))
 		return out
 	}
+	if len(placeholders) == 0 {
+		out.Append(diags.FromVerdict(v, mapPath)...)
+		return out
+	}
+	paths := make([][]string, 0, len(placeholders))
+	for _, a := range placeholders {
+		paths = append(paths, policyPaths[a])
+	}
+	if eng.TeamReads(paths...) {
+		kept := v.Results[:0:0]
+		for _, r := range v.Results {
+			if r.Builtin || !eng.PackageReads(r.Package, paths...) {
+				kept = append(kept, r)
+			}
+		}
+		v.Results = kept
+		out.Append(teamPoliciesAtApply(placeholders))
+	}
 	out.Append(diags.FromVerdict(v, mapPath)...)
 	return out
+}
+
+// checkedAtApplyRule is the rule ID under which `sandboxio policy check`
+// reports values unknown in the plan (policycheck.CheckedAtApply).
+const checkedAtApplyRule = "SBX-CHK-001"
+
+// checkedAtApply is the warning of a plan that cannot decide on a resource:
+// a value a policy decision depends on is unknown until apply. CI running
+// `terraform plan` must not read the plan as a clean policy check.
+func checkedAtApply(resource string, unknown []string) diag.Diagnostic {
+	what := joinAnd(unknown)
+	verb := "are"
+	if len(unknown) == 1 {
+		verb = "is"
+	}
+	return diag.NewWarningDiagnostic("CheckedAtApply: policy checked at apply, not at plan",
+		diags.Detail(fmt.Sprintf("The policies cannot decide on this %s at plan: %s %s unknown until apply. "+
+			"They are checked at apply, before anything is created, and a refusal then fails the apply; "+
+			"this plan does not show whether the policies accept it.", resource, what, verb),
+			checkedAtApplyRule, "",
+			"nothing, if the values come from other resources: apply runs the same rules. To have the plan decide "+
+				"(in CI), give these attributes values known at plan time (constants or variables)"))
+}
+
+// teamPoliciesAtApply is the warning of a plan that decided with
+// placeholders while a team policy may read them.
+func teamPoliciesAtApply(placeholders []string) diag.Diagnostic {
+	what := make([]string, len(placeholders))
+	for i, a := range placeholders {
+		what[i] = a
+		if a != "image" {
+			what[i] = "values in " + a // env and labels: their keys are known
+		}
+	}
+	verb := "are"
+	if len(what) == 1 && what[0] == "image" {
+		verb = "is"
+	}
+	return diag.NewWarningDiagnostic("CheckedAtApply: team policies checked at apply, not at plan",
+		diags.Detail(fmt.Sprintf("The built-in rules decided at plan, but %s %s unknown until apply and a team policy "+
+			"(policy_paths) may read them: the team policies are checked at apply, before anything is created, and a "+
+			"refusal then fails the apply.", joinAnd(what), verb),
+			checkedAtApplyRule, "",
+			"nothing, if the values come from other resources: apply runs the same rules. To have the plan decide "+
+				"(in CI), give these attributes values known at plan time"))
+}
+
+// unknownOf names, in order, the attributes whose values are not fully
+// known, and the provider's default_backend when the resource waits for it.
+func unknownOf(attrs map[string]attr.Value, waitsForDefault bool) []string {
+	var out []string
+	for name, v := range attrs {
+		if !fullyKnown(v) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	if waitsForDefault && !slices.Contains(out, "backend") {
+		out = append(out, "the provider's default_backend")
+	}
+	return out
+}
+
+// joinAnd renders ["a", "b", "c"] as "a, b and c".
+func joinAnd(items []string) string {
+	if len(items) <= 1 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 func (pd *ProviderData) waivers() *verdict.Waivers {
@@ -97,11 +196,11 @@ func (pd *ProviderData) waivers() *verdict.Waivers {
 }
 
 // backendError renders a DSN error on the backend attribute.
-func backendError(err error, mapPath diags.PathMapper) diag.Diagnostic {
+func backendError(err error, mapPath diags.Mapper) diag.Diagnostic {
 	return backendErrorSummary(err, "invalid backend", mapPath)
 }
 
-func backendErrorSummary(err error, summary string, mapPath diags.PathMapper) diag.Diagnostic {
+func backendErrorSummary(err error, summary string, mapPath diags.Mapper) diag.Diagnostic {
 	var me *model.Error
 	if errors.As(err, &me) && me.Attribute == "" {
 		me.Attribute = "backend"

@@ -125,8 +125,11 @@ func (d *tenantSandboxDataSource) Read(ctx context.Context, req datasource.ReadR
 }
 
 // tenantPaths puts tenant findings on their attribute and template findings
-// on template_spec, where the fix belongs.
-func tenantPaths(attribute string) path.Path {
+// on template_spec, where the fix belongs; the text keeps naming the
+// template's attribute.
+var tenantPaths diags.PathMapper = tenantPath
+
+func tenantPath(attribute string) path.Path {
 	switch attribute {
 	case "tenant_id", "session_id":
 		return path.Root(attribute)

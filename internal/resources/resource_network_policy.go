@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -95,11 +96,9 @@ func (r *networkPolicyResource) Configure(_ context.Context, req resource.Config
 // decide normalizes the model, evaluates it and fills the computed values.
 // It returns false when a value is still unknown and the check must wait.
 func (r *networkPolicyResource) decide(ctx context.Context, m *networkPolicyModel) (bool, diag.Diagnostics) {
-	if m.Egress.IsUnknown() || m.Allow.IsUnknown() || m.Backend.IsUnknown() {
-		return false, nil
-	}
-	if r.pd.waitsForDefault(m.Backend.ValueString()) {
-		return false, nil
+	if waits := r.pd.waitsForDefault(m.Backend.ValueString()); waits || m.Egress.IsUnknown() || !fullyKnown(m.Allow) || m.Backend.IsUnknown() {
+		unknown := unknownOf(map[string]attr.Value{"egress": m.Egress, "allow": m.Allow, "backend": m.Backend}, waits)
+		return false, diag.Diagnostics{checkedAtApply("sandboxio_network_policy", unknown)}
 	}
 	allow, items := stringList(ctx, m.Allow)
 	in, n, err := inputs.NetworkPolicy{Egress: m.Egress.ValueString(), Allow: allow, Backend: m.Backend.ValueString()}.

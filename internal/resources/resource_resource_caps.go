@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -118,11 +119,11 @@ func (m *resourceCapsModel) request() model.CapsRequest {
 }
 
 func (r *resourceCapsResource) decide(ctx context.Context, m *resourceCapsModel) (bool, diag.Diagnostics) {
-	if m.CPU.IsUnknown() || m.MemoryMB.IsUnknown() || m.DiskMB.IsUnknown() || m.Pids.IsUnknown() || m.Backend.IsUnknown() {
-		return false, nil
-	}
-	if r.pd.waitsForDefault(m.Backend.ValueString()) {
-		return false, nil
+	if waits := r.pd.waitsForDefault(m.Backend.ValueString()); waits || m.CPU.IsUnknown() || m.MemoryMB.IsUnknown() ||
+		m.DiskMB.IsUnknown() || m.Pids.IsUnknown() || m.Backend.IsUnknown() {
+		unknown := unknownOf(map[string]attr.Value{"cpu": m.CPU, "memory_mb": m.MemoryMB, "disk_mb": m.DiskMB, "pids": m.Pids,
+			"backend": m.Backend}, waits)
+		return false, diag.Diagnostics{checkedAtApply("sandboxio_resource_caps", unknown)}
 	}
 	var items diag.Diagnostics
 	in, caps, err := inputs.ResourceCaps{Caps: m.request(), Backend: m.Backend.ValueString()}.Build(r.pd.defaultBackend())

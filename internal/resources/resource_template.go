@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -50,9 +52,10 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
 			},
 			"name": schema.StringAttribute{
-				Required:            true,
-				MarkdownDescription: "Template name; recorded on every sandbox as the `sandboxio.template` label.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Required: true,
+				MarkdownDescription: "Template name: 1 to 128 letters, digits, `.`, `_` or `-`, starting with a letter or digit " +
+					"(anything else is refused, SBX-LBL-003). Recorded on every sandbox as the `sandboxio.template` label.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 			},
 			"backend": schema.StringAttribute{
 				Optional: true, Computed: true,
@@ -92,8 +95,10 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Attributes: map[string]schema.Attribute{
 					"cpu":       schema.Float64Attribute{Optional: true, Computed: true, MarkdownDescription: "vCPUs."},
 					"memory_mb": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Memory (and swap) in MiB."},
-					"disk_mb":   schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Writable disk in MiB."},
-					"pids":      schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Process-count ceiling."},
+					"disk_mb": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Writable disk in MiB. On Docker " +
+						"without a per-container size (the tmpfs strategy) it is split over the writable paths: /tmp and /work 40% each, " +
+						"/var/tmp 10%, /root and /home 5% each, so one path holds about 40% of it; tmpfs pages also count against memory."},
+					"pids": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Process-count ceiling."},
 				},
 			},
 			"timeout_seconds": schema.Int64Attribute{
@@ -142,8 +147,9 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			},
 			"disk_cap_strategy": schema.StringAttribute{
 				Computed: true,
-				MarkdownDescription: "Docker: how this daemon enforces `disk_mb` (a per-container size where the storage driver " +
-					"supports it, otherwise a read-only root filesystem with size-bounded tmpfs mounts). Never dropped.",
+				MarkdownDescription: "Docker: how this daemon enforces `disk_mb`, with each mount's size: a per-container size of the " +
+					"writable layer where the storage driver supports it, otherwise a read-only root filesystem with tmpfs mounts " +
+					"/tmp and /work (40% each), /var/tmp (10%), /root and /home (5% each) adding up to `disk_mb`. Never dropped.",
 			},
 			"pids_cap_strategy": schema.StringAttribute{
 				Computed:            true,
@@ -169,18 +175,133 @@ var templatePaths diags.PathMapper = diags.Dotted
 type templateConfig struct {
 	inputs.Template
 	BackendSet bool
+	// Placeholders names the attributes unknown at plan that no rule of the
+	// bundle decides on (see decisionFree): they hold placeholders, so
+	// that the plan can still decide, and whatever is computed from them
+	// stays unknown until apply.
+	Placeholders []string
+	// Unknown names the attributes unknown at plan that a decision depends
+	// on: the check waits for apply.
+	Unknown []string
+}
+
+// decisionFree are the attributes no rule of the bundle decides on, and the
+// placeholder each takes while unknown at plan. The image only appears in
+// the text of SBX-RES-002 (the empty placeholder reads "the backend's
+// template" there). env and labels are decision-free only in their values,
+// once the map itself, hence its keys, is known: SBX-SEC-003, SBX-LBL-001
+// and SBX-LBL-002 decide on the keys, no refusal on a value (SBX-SEC-002
+// warns on a value shaped like a credential: with the placeholder, that
+// warning comes when apply evaluates the real value).
+// TestDecisionFree_PlaceholdersDecideAsRealValues holds the bundle to this.
+// Team rules may read them: see policyPaths.
+var decisionFree = map[string]string{"image": "", "env": "", "labels": ""}
+
+// policyPaths are the input paths of the decision-free attributes, for
+// Engine.TeamReads.
+var policyPaths = map[string][]string{
+	"image":  {"template", "image"},
+	"env":    {"template", "env"},
+	"labels": {"template", "labels"},
 }
 
 // readTemplateConfig reads the configuration. It returns known=false while
-// any value is unknown: the check then waits for apply.
+// a value a decision depends on is unknown (c.Unknown names them): the check
+// then waits for apply. Unknown values no decision depends on are replaced
+// by placeholders (c.Placeholders names them).
 func readTemplateConfig(v tftypes.Value) (c templateConfig, known bool, err error) {
 	if !v.IsFullyKnown() {
+		return readPartlyKnown(v)
+	}
+	attrs, err := rawObject(v)
+	if err != nil {
+		return c, true, err
+	}
+	return readTemplateAttrs(attrs)
+}
+
+// readPartlyKnown reads a configuration with unknown values, off the path
+// of a fully known one.
+func readPartlyKnown(v tftypes.Value) (c templateConfig, known bool, err error) {
+	if !v.IsKnown() {
+		c.Unknown = []string{"the whole configuration"}
 		return c, false, nil
 	}
 	attrs, err := rawObject(v)
 	if err != nil {
 		return c, true, err
 	}
+	var placeholders []string
+	for name, a := range attrs {
+		if a.IsFullyKnown() {
+			continue
+		}
+		placeholder, free := decisionFree[name]
+		switch {
+		case free && name == "image":
+			attrs[name] = stringValue(placeholder)
+		case free && a.IsKnown():
+			// a map of strings whose keys are known: only values are not
+			if attrs[name], err = withPlaceholders(a, placeholder); err != nil {
+				return c, true, err
+			}
+		default:
+			c.Unknown = append(c.Unknown, unknownAttributes(name, a)...)
+			continue
+		}
+		placeholders = append(placeholders, name)
+	}
+	if len(c.Unknown) > 0 {
+		sort.Strings(c.Unknown)
+		// the backend, when known, says whether the provider default is
+		// awaited too
+		c.Backend, _ = rawString(attrs["backend"])
+		return c, false, nil
+	}
+	c, known, err = readTemplateAttrs(attrs)
+	sort.Strings(placeholders)
+	c.Placeholders = placeholders
+	return c, known, err
+}
+
+// withPlaceholders replaces the unknown elements of a known map of strings.
+func withPlaceholders(m tftypes.Value, placeholder string) (tftypes.Value, error) {
+	var elems map[string]tftypes.Value
+	if err := m.As(&elems); err != nil {
+		return m, fmt.Errorf("read map: %w", err)
+	}
+	out := make(map[string]tftypes.Value, len(elems))
+	for k, e := range elems {
+		if !e.IsKnown() {
+			e = stringValue(placeholder)
+		}
+		out[k] = e
+	}
+	return tftypes.NewValue(m.Type(), out), nil
+}
+
+// unknownAttributes names what is unknown in an attribute: the attribute,
+// or, in a known object (network, resources), its unknown attributes.
+func unknownAttributes(name string, v tftypes.Value) []string {
+	if v.IsKnown() {
+		if attrs, err := rawObject(v); err == nil && v.Type().Is(tftypes.Object{}) {
+			var out []string
+			for k, a := range attrs {
+				if !a.IsFullyKnown() {
+					out = append(out, name+"."+k)
+				}
+			}
+			if len(out) > 0 {
+				return out
+			}
+		}
+	}
+	return []string{name}
+}
+
+// readTemplateAttrs reads the attributes of a configuration with no
+// unknown value left.
+func readTemplateAttrs(attrs map[string]tftypes.Value) (c templateConfig, known bool, err error) {
 	for name, dst := range map[string]*string{
 		"name": &c.Name, "backend": &c.Backend, "image": &c.Image, "runtime": &c.Runtime, "require_isolation": &c.RequireIsolation,
 	} {
@@ -261,21 +382,29 @@ func (r *templateResource) decide(ctx context.Context, config, base, prior tftyp
 		d.Append(diags.FromError(err, "Reading the template configuration failed", templatePaths))
 		return base, model.Spec{}, true, d
 	}
-	if !known || r.pd.waitsForDefault(c.Backend) {
-		return base, model.Spec{}, false, nil
+	if r.pd.waitsForDefault(c.Backend) && !slices.Contains(c.Unknown, "backend") {
+		c.Unknown = append(c.Unknown, "the provider's default_backend")
+		known = false
+	}
+	if !known {
+		d.Append(checkedAtApply("sandboxio_template", c.Unknown))
+		return base, model.Spec{}, false, d
 	}
 	spec, in, d := r.render(c)
 	if d.HasError() {
 		return base, model.Spec{}, true, d
 	}
-	d.Append(evaluate(ctx, r.pd, in, templatePaths)...)
+	d.Append(evaluateWithPlaceholders(ctx, r.pd, in, templatePaths, c.Placeholders)...)
 	if d.HasError() {
 		return base, model.Spec{}, true, d
 	}
-	canon, sum, err := spec.Canonical()
-	if err != nil {
-		d.AddError("Spec rendering failed", err.Error())
-		return base, model.Spec{}, true, d
+	var canon []byte
+	var sum string
+	if len(c.Placeholders) == 0 {
+		if canon, sum, err = spec.Canonical(); err != nil {
+			d.AddError("Spec rendering failed", err.Error())
+			return base, model.Spec{}, true, d
+		}
 	}
 	attrs, err := rawObject(base)
 	if err != nil {
@@ -302,11 +431,21 @@ func (r *templateResource) decide(ctx context.Context, config, base, prior tftyp
 	attrs["timeout_seconds"] = intValue(spec.TimeoutSeconds)
 	attrs["lifetime_seconds"] = intValue(spec.LifetimeSeconds)
 	attrs["isolation_tier"] = stringValue(string(spec.IsolationTier))
+	if len(c.Placeholders) > 0 {
+		// The spec holds the values unknown until apply, and so does what
+		// the live check finds from it.
+		attrs["spec"] = unknownString
+		attrs["spec_sha256"] = unknownString
+		setLiveFacts(attrs, spec, "", tftypes.Value{})
+		return tftypes.NewValue(objType, attrs), spec, true, d
+	}
 	attrs["spec"] = stringValue(string(canon))
 	attrs["spec_sha256"] = stringValue(sum)
 	setLiveFacts(attrs, spec, sum, prior)
 	return tftypes.NewValue(objType, attrs), spec, true, d
 }
+
+var unknownString = tftypes.NewValue(tftypes.String, tftypes.UnknownValue)
 
 func (r *templateResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {

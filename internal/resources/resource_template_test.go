@@ -211,6 +211,16 @@ func TestAccTemplate_Refused(t *testing.T) {
 		{"malformed label", templateConfig("docker://", `  labels = { "bad key!" = "x" }`), "ConfigurationError", "SBX-LBL-002"},
 		{"secret value in secret_names", templateConfig("docker://", `  secret_names = ["sk-live-1234567890abcdef"]`), "ConfigurationError", "SBX-SEC-001"},
 		{"secret also in env", templateConfig("docker://", "  secret_names = [\"API_TOKEN\"]\n  env = { API_TOKEN = \"x\" }"), "ConfigurationError", "SBX-SEC-003"},
+		{"empty name", providerBlock("docker://") + `resource "sandboxio_template" "test" {
+  name  = ""
+  image = "python:3.12-slim"
+}
+`, "ConfigurationError", "SBX-LBL-003"},
+		{"name that is no label value", providerBlock("docker://") + `resource "sandboxio_template" "test" {
+  name  = "my template"
+  image = "python:3.12-slim"
+}
+`, "ConfigurationError", "SBX-LBL-003"},
 	})
 }
 

@@ -53,9 +53,12 @@
 // the writable layer is bounded; otherwise (overlay2 on ext4, this project's
 // machines) the root filesystem is read-only and the writable paths /tmp,
 // /work, /var/tmp, /root and /home are tmpfs mounts whose sizes add up to the
-// cap. tmpfs pages are also charged to the memory cap. The strategy in use is
-// reported in Info.DiskCapStrategy and by Preflight; the cap is never
-// dropped.
+// cap: /var/tmp 10%, /root and /home 5% each, /tmp and /work 40% each (see
+// writablePaths). So under the tmpfs strategy disk_mb is the total, not what
+// one path holds: with disk_mb = 256 a file in /work can grow to about 102 MB.
+// tmpfs pages are also charged to the memory cap. The strategy in use, with
+// each mount's size, is reported in Info.DiskCapStrategy and by Preflight
+// (the template's disk_cap_strategy); the cap is never dropped.
 //
 // # Commands, timeouts and caps exceeded
 //

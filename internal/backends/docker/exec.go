@@ -186,7 +186,10 @@ var errContainerDied = errors.New("the container is not running")
 func (s *sandbox) execIn(ctx context.Context, cmd []string, stdin []byte, env []string, workdir string, wrap bool) (execResult, error) {
 	var res execResult
 	if wrap {
-		cmd = append([]string{"/bin/sh", "-c", wrapperScript, "sandboxio"}, cmd...)
+		// $0 of the wrapper is "sh": a shell error about the command
+		// ("sh: exec: line 0: python3: not found") reads as the command's
+		// own, never as a line of the sandboxio CLI.
+		cmd = append([]string{"/bin/sh", "-c", wrapperScript, "sh"}, cmd...)
 	}
 	cli := s.b.cli
 	cr, err := cli.ContainerExecCreate(ctx, s.id, container.ExecOptions{

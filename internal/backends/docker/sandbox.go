@@ -485,6 +485,9 @@ var interpreters = map[string][]string{
 	"ruby":       {"ruby", "-"},
 }
 
+// Languages lists the lang values RunCode accepts, sorted.
+func Languages() []string { return slices.Sorted(maps.Keys(interpreters)) }
+
 var codeExt = map[string]string{"python3": ".py", "sh": ".sh", "bash": ".sh", "node": ".js", "ruby": ".rb"}
 
 // RunCode runs a program in an interpreter of the image. The program goes on

@@ -216,7 +216,7 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 		v, ok := req.Secrets[name]
 		if !ok && checkSecrets {
 			// Name only: the value is never part of an error.
-			return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-SEC-001", Attribute: "secret_names",
+			return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-RUN-001", Attribute: "secret_names",
 				Message: fmt.Sprintf("no value was supplied for secret %q", name),
 				Fix:     "pass the secret's value at run time (from the environment of the caller)"}
 		}
