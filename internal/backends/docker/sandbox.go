@@ -430,6 +430,20 @@ func (s *sandbox) completed(ctx context.Context, res execResult, started time.Ti
 		return capErr(s.pidsError("the command left the sandbox at its process ceiling", nil))
 	case perr != nil && !s.running(context.WithoutCancel(ctx)):
 		return backends.Result{}, s.died(ctx, started, perr, res.stderr, oom)
+	case perr != nil && !oom:
+		// The sandbox runs but could not be looked into in time: a fork
+		// bomb that keeps the ceiling full leaves no room for the probe.
+		// The command's own report of refused forks, or a full ceiling, is
+		// the evidence then; never a plain result. Either way what the
+		// command left running is stopped.
+		if forkRefused(res.stderr) || s.atCeiling(ictx) {
+			return capErr(s.pidsError("a process in the sandbox could not fork: the process ceiling was reached", nil))
+		}
+		if st := s.stopSession(ctx, res.pid, inspectBudget); st.gone {
+			s.markGone(s.goneError("it ended during the command"))
+			s.b.events.forget(s.id)
+		}
+		return result, nil
 	}
 	if perr == nil && s.oomHit(pr) {
 		oom = true
