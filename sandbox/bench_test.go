@@ -4,15 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/client"
-	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest/rawapi"
 )
 
 // The benchmarks compare the helper with what it wraps, in the same run,
@@ -25,53 +22,6 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-// rawOpenRunClose is the Engine API sequence the helper's open -> run `true`
-// -> close comes down to, made directly with the very container
-// configuration the helper produced: create, start, exec (create, attach,
-// inspect), remove.
-func rawOpenRunClose(ctx context.Context, cli *client.Client, cfg *container.Config, hc *container.HostConfig) error {
-	resp, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, "sandboxio-raw-"+fmt.Sprint(time.Now().UnixNano()))
-	if err != nil {
-		return err
-	}
-	if err = cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err == nil {
-		err = rawExec(ctx, cli, resp.ID, []string{"true"})
-	}
-	if rerr := cli.ContainerRemove(ctx, resp.ID, container.RemoveOptions{Force: true}); err == nil {
-		err = rerr
-	}
-	return err
-}
-
-func rawExec(ctx context.Context, cli *client.Client, id string, cmd []string) error {
-	ex, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{AttachStdout: true, AttachStderr: true, Cmd: cmd})
-	if err != nil {
-		return err
-	}
-	hj, err := cli.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
-	if err != nil {
-		return err
-	}
-	_, err = stdcopy.StdCopy(io.Discard, io.Discard, hj.Reader)
-	hj.Close()
-	if err != nil {
-		return err
-	}
-	for {
-		ins, err := cli.ContainerExecInspect(ctx, ex.ID)
-		if err != nil {
-			return err
-		}
-		if !ins.Running {
-			if ins.ExitCode != 0 {
-				return fmt.Errorf("exit %d", ins.ExitCode)
-			}
-			return nil
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // helperOpenRunClose is the helper's whole path: parse, digest, tenancy
@@ -121,7 +71,7 @@ func BenchmarkOpenRunClose(b *testing.B) {
 		run  func() error
 	}{
 		{"helper", func() error { return helperOpenRunClose(ctx, c, spec, sum, "acme", "bench") }},
-		{"raw-api", func() error { return rawOpenRunClose(ctx, cli, cfg, hc) }},
+		{"raw-api", func() error { return rawapi.OpenRunClose(ctx, cli, cfg, hc) }},
 	}
 	for _, v := range variants { // warm up
 		if err := v.run(); err != nil {
@@ -192,7 +142,7 @@ func BenchmarkFiftyTenants(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i] = rawOpenRunClose(ctx, cli, cfg, hc)
+				errs[i] = rawapi.OpenRunClose(ctx, cli, cfg, hc)
 			}()
 		}
 		wg.Wait()

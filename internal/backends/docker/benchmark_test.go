@@ -3,16 +3,13 @@ package docker
 import (
 	"context"
 	"fmt"
-	"io"
 	"os/exec"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/pkg/stdcopy"
-
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest/rawapi"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -29,54 +26,6 @@ func median(d []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// rawOpenRunClose makes the same Engine API calls the backend makes for
-// open -> run `true` -> close, directly, with the same container
-// configuration.
-func rawOpenRunClose(ctx context.Context, b *dockerBackend, cfg *container.Config, hc *container.HostConfig) error {
-	cli := b.cli
-	resp, err := cli.ContainerCreate(ctx, cfg, hc, nil, nil, "sandboxio-raw-"+randomHex(6))
-	if err != nil {
-		return err
-	}
-	if err = cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err == nil {
-		err = rawExec(ctx, b, resp.ID, []string{"true"})
-	}
-	if rerr := cli.ContainerRemove(ctx, resp.ID, container.RemoveOptions{Force: true}); err == nil {
-		err = rerr
-	}
-	return err
-}
-
-func rawExec(ctx context.Context, b *dockerBackend, id string, cmd []string) error {
-	cli := b.cli
-	ex, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{AttachStdout: true, AttachStderr: true, Cmd: cmd})
-	if err != nil {
-		return err
-	}
-	hj, err := cli.ContainerExecAttach(ctx, ex.ID, container.ExecAttachOptions{})
-	if err != nil {
-		return err
-	}
-	_, err = stdcopy.StdCopy(io.Discard, io.Discard, hj.Reader)
-	hj.Close()
-	if err != nil {
-		return err
-	}
-	for {
-		ins, err := cli.ContainerExecInspect(ctx, ex.ID)
-		if err != nil {
-			return err
-		}
-		if !ins.Running {
-			if ins.ExitCode != 0 {
-				return fmt.Errorf("exit %d", ins.ExitCode)
-			}
-			return nil
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 // dockerRunArgs is `docker run --rm` with the flags the backend sets.
 func dockerRunArgs(p createPlan, labels map[string]string) []string {
@@ -125,7 +74,7 @@ func BenchmarkOpenRunClose(b *testing.B) {
 			}
 			return err
 		}},
-		{"raw-api", func() error { return rawOpenRunClose(ctx, be, cfg, hc) }},
+		{"raw-api", func() error { return rawapi.OpenRunClose(ctx, be.cli, cfg, hc) }},
 		{"docker-run", func() error {
 			out, err := exec.Command("docker", runArgs...).CombinedOutput()
 			if err != nil {
@@ -186,7 +135,7 @@ func BenchmarkRun(b *testing.B) {
 	}
 	rawRun := func() {
 		start := time.Now()
-		if err := rawExec(ctx, be, sb.id, []string{"true"}); err != nil {
+		if err := rawapi.Exec(ctx, be.cli, sb.id, []string{"true"}); err != nil {
 			b.Fatal(err)
 		}
 		rawT = append(rawT, time.Since(start))
