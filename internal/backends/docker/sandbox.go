@@ -400,14 +400,17 @@ func (s *sandbox) completed(ctx context.Context, res execResult, started time.Ti
 	// A command that hit a cap is over: what it left running is stopped. No
 	// timeout is running here, so the killer gets a generous budget.
 	sessionLeft := -1 // unknown
-	capErr := func(err error) (backends.Result, error) {
+	stopLeft := func() {
 		if sessionLeft == 0 {
-			return backends.Result{}, err
+			return
 		}
 		if st := s.stopSession(ctx, res.pid, inspectBudget); st.gone {
 			s.markGone(s.goneError("it ended during the command"))
 			s.b.events.forget(s.id)
 		}
+	}
+	capErr := func(err error) (backends.Result, error) {
+		stopLeft()
 		return backends.Result{}, err
 	}
 
@@ -439,10 +442,7 @@ func (s *sandbox) completed(ctx context.Context, res execResult, started time.Ti
 		if forkRefused(res.stderr) || s.atCeiling(ictx) {
 			return capErr(s.pidsError("a process in the sandbox could not fork: the process ceiling was reached", nil))
 		}
-		if st := s.stopSession(ctx, res.pid, inspectBudget); st.gone {
-			s.markGone(s.goneError("it ended during the command"))
-			s.b.events.forget(s.id)
-		}
+		stopLeft()
 		return result, nil
 	}
 	if perr == nil && s.oomHit(pr) {
