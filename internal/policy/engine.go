@@ -5,6 +5,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/metrics"
@@ -86,15 +88,35 @@ type RuleInfo struct {
 }
 
 // Engine evaluates the compiled bundle. It is safe for concurrent use.
+//
+// The built-in rules and the team's rules are two separate evaluations:
+// the built-in one runs on a compiler that holds the embedded bundle only,
+// so no team package, however it is written, can change what a built-in
+// rule decides. Team rules run on a second compiler (the bundle plus the
+// team's modules, so that team rules can use the bundle's helpers) and only
+// when there are any.
 type Engine struct {
-	query    ast.Body // compiled once; evaluated per input
+	builtin  decisionQuery
+	team     *decisionQuery // nil without team decision rules
 	store    storage.Store
-	base     capsBaseCache // data.capabilities, shared read-only by every evaluation
-	refs     []ruleRef
+	base     capsBaseCache       // data.capabilities, shared read-only by every evaluation
 	rules    map[string]RuleInfo // by rule ID
-	compiler *ast.Compiler
+	compiler *ast.Compiler       // the bundle plus the team's modules: annotations, team checks, reads
+	budget   time.Duration
 	reads    sync.Map // TeamReads' answers, by paths
 }
+
+// decisionQuery is one compiled query over a compiler's deny and warn sets.
+type decisionQuery struct {
+	compiler *ast.Compiler
+	query    ast.Body
+	refs     []ruleRef
+}
+
+// DefaultBudget bounds one evaluation. The bundle decides in well under a
+// millisecond; a team rule that loops or waits until the budget runs out is
+// refused (SBX-POL-004), never read as "no findings".
+const DefaultBudget = 5 * time.Second
 
 type ruleRef struct {
 	pkg     string // e.g. sandboxio.network
@@ -173,13 +195,25 @@ func New(ctx context.Context, policyPaths []string) (*Engine, error) {
 		modules["team:"+file] = m
 	}
 
-	compiler := ast.NewCompiler().
-		WithEnablePrintStatements(false).
-		WithUseTypeCheckAnnotations(true)
-	compiler.Compile(modules)
-	if compiler.Failed() {
-		return nil, configErr("policy_paths", "the policies do not compile: "+compiler.Errors.Error(),
-			"fix the team policy named in the error; run `opa check --strict` on it")
+	if err := checkDecisionForms(modules); err != nil {
+		return nil, err
+	}
+	builtinModules := map[string]*ast.Module{}
+	for k, m := range modules {
+		if strings.HasPrefix(k, "builtin:") {
+			builtinModules[k] = m
+		}
+	}
+	builtinCompiler, err := compile(builtinModules)
+	if err != nil {
+		return nil, fmt.Errorf("bundle compile: %w", err)
+	}
+	compiler := builtinCompiler
+	if len(modules) > len(builtinModules) {
+		if compiler, err = compile(modules); err != nil {
+			return nil, configErr("policy_paths", "the policies do not compile: "+err.Error(),
+				"fix the team policy named in the error; run `opa check --strict` on it")
+		}
 	}
 
 	capData, err := policies.Bundle.ReadFile(policies.CapabilitiesPath)
@@ -194,23 +228,20 @@ func New(ctx context.Context, policyPaths []string) (*Engine, error) {
 	}
 	store := inmem.NewFromObjectWithOpts(map[string]any{"capabilities": capObj}, inmem.OptReturnASTValuesOnRead(true))
 
-	e := &Engine{compiler: compiler, rules: map[string]RuleInfo{}}
-	e.refs = decisionRules(compiler)
-	if len(e.refs) == 0 {
+	e := &Engine{compiler: compiler, rules: map[string]RuleInfo{}, budget: DefaultBudget}
+	builtinRefs, teamRefs := splitRefs(decisionRules(compiler))
+	if len(builtinRefs) == 0 {
 		return nil, fmt.Errorf("bundle: no deny or warn rules compiled")
 	}
-	terms := make([]*ast.Term, len(e.refs))
-	for i, r := range e.refs {
-		kind := "warn"
-		if r.deny {
-			kind = "deny"
-		}
-		terms[i] = ast.RefTerm(append(ast.MustParseRef("data."+r.pkg), ast.StringTerm(kind))...)
+	if e.builtin, err = prepare(builtinCompiler, builtinRefs); err != nil {
+		return nil, err
 	}
-	query := ast.NewBody(ast.Equality.Expr(ast.VarTerm(resultVar), ast.ArrayTerm(terms...)))
-	e.query, err = compiler.QueryCompiler().Compile(query)
-	if err != nil {
-		return nil, fmt.Errorf("policy prepare: %w", err)
+	if len(teamRefs) > 0 {
+		q, err := prepare(compiler, teamRefs)
+		if err != nil {
+			return nil, err
+		}
+		e.team = &q
 	}
 	e.store = store
 	if e.base, err = readCapabilities(ctx, store); err != nil {
@@ -240,6 +271,102 @@ func readCapabilities(ctx context.Context, store storage.Store) (capsBaseCache, 
 		return c, fmt.Errorf("capabilities read: %w", err)
 	}
 	return c, nil
+}
+
+func compile(modules map[string]*ast.Module) (*ast.Compiler, error) {
+	c := ast.NewCompiler().
+		WithEnablePrintStatements(false).
+		WithUseTypeCheckAnnotations(true)
+	c.Compile(modules)
+	if c.Failed() {
+		return nil, c.Errors
+	}
+	return c, nil
+}
+
+// prepare compiles the query that reads every listed deny and warn set.
+// Each set is read through an array comprehension, [v | v := data.pkg.deny]:
+// a comprehension is always defined, so a set that is undefined gives an
+// empty array instead of taking the whole query's result away, which an
+// evaluation would otherwise read as "no findings".
+func prepare(c *ast.Compiler, refs []ruleRef) (decisionQuery, error) {
+	terms := make([]*ast.Term, len(refs))
+	for i, r := range refs {
+		kind := "warn"
+		if r.deny {
+			kind = "deny"
+		}
+		ref := ast.RefTerm(append(ast.MustParseRef("data."+r.pkg), ast.StringTerm(kind))...)
+		v := ast.VarTerm(fmt.Sprintf("%s%d", resultVar, i))
+		terms[i] = ast.ArrayComprehensionTerm(v, ast.NewBody(ast.Assign.Expr(v, ref)))
+	}
+	query := ast.NewBody(ast.Equality.Expr(ast.VarTerm(resultVar), ast.ArrayTerm(terms...)))
+	compiled, err := c.QueryCompiler().Compile(query)
+	if err != nil {
+		return decisionQuery{}, fmt.Errorf("policy prepare: %w", err)
+	}
+	return decisionQuery{compiler: c, query: compiled, refs: refs}, nil
+}
+
+func splitRefs(refs []ruleRef) (builtin, team []ruleRef) {
+	for _, r := range refs {
+		if r.builtin {
+			builtin = append(builtin, r)
+		} else {
+			team = append(team, r)
+		}
+	}
+	return builtin, team
+}
+
+// checkDecisionForms refuses a deny or warn that is not a partial set rule
+// (`deny contains f if { ... }`). A complete rule (`deny := ...`), a
+// function (`deny(x) := ...`), a default, an object (`deny[k] := v`) or a
+// nested reference (`deny.x contains ...`) has a value that can be
+// undefined or of another shape, and the evaluation decides on sets.
+func checkDecisionForms(modules map[string]*ast.Module) error {
+	var problems []string
+	for key, m := range modules {
+		for _, r := range m.Rules {
+			ref := r.Head.Ref()
+			if len(ref) == 0 {
+				continue
+			}
+			name, ok := ref[0].Value.(ast.Var)
+			if !ok || (name != "deny" && name != "warn") {
+				continue
+			}
+			if r.Default || len(r.Head.Args) > 0 || len(ref) != 1 || r.Head.RuleKind() != ast.MultiValue {
+				where := strings.TrimPrefix(strings.TrimPrefix(key, "team:"), "builtin:")
+				if r.Location != nil {
+					where = fmt.Sprintf("%s:%d", r.Location.File, r.Location.Row)
+				}
+				problems = append(problems, fmt.Sprintf("%s: %s in package %s is %s, not a partial set rule",
+					where, name, packageName(m.Package.Path), describeRuleForm(r)))
+			}
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	sort.Strings(problems)
+	return configErr("policy_paths", "team policies refused: "+strings.Join(problems, "; "),
+		"write each decision as a partial set rule, one finding per element: "+
+			"`deny contains msg if { <conditions>; msg := \"...\" }` (and `warn contains msg if { ... }`); "+
+			"a set with no elements means no findings")
+}
+
+func describeRuleForm(r *ast.Rule) string {
+	switch {
+	case r.Default:
+		return "a default rule"
+	case len(r.Head.Args) > 0:
+		return "a function"
+	case len(r.Head.Ref()) != 1:
+		return fmt.Sprintf("a rule on the reference %s", r.Head.Ref())
+	default:
+		return "a complete rule (:=), whose value can be undefined"
+	}
 }
 
 func parseModule(name string, src []byte) (*ast.Module, error) {
@@ -391,41 +518,75 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (d Decision, err error)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			d, err = Decision{}, fmt.Errorf("policy eval: the evaluator failed on this input (%v); this is a bug, please report it", p)
+			d, err = Decision{}, evalErr("SBX-POL-003", fmt.Sprintf("the evaluator failed on this input (%v)", p))
 		}
 	}()
 	return e.evaluate(ctx, in)
 }
 
 func (e *Engine) evaluate(ctx context.Context, in Input) (Decision, error) {
+	budget := e.budget
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	input := ast.NewTerm(in.Value())
+	var d Decision
+	if err := e.run(ctx, &e.builtin, input, &d); err != nil {
+		return Decision{}, err
+	}
+	if e.team != nil {
+		if err := e.run(ctx, e.team, input, &d); err != nil {
+			return Decision{}, err
+		}
+	}
+	sortFindings(d.Denies)
+	sortFindings(d.Warnings)
+	return d, nil
+}
+
+// run evaluates one decision query and adds its findings to d. Anything but
+// exactly one result of the expected shape is an error: an evaluation that
+// cannot say what it decided has not decided "clean".
+func (e *Engine) run(ctx context.Context, q *decisionQuery, input *ast.Term, d *Decision) error {
 	txn, err := e.store.NewTransaction(ctx)
 	if err != nil {
-		return Decision{}, fmt.Errorf("policy eval: %w", err)
+		return fmt.Errorf("policy eval: %w", err)
 	}
 	defer e.store.Abort(ctx, txn)
 	vc := getEvalCache()
 	defer putEvalCache(vc)
-	var d Decision
-	err = topdown.NewQuery(e.query).
-		WithCompiler(e.compiler).
+	// topdown checks a Cancel between steps (and inside long built-ins such
+	// as numbers.range); the context's deadline is the evaluation budget.
+	c := topdown.NewCancel()
+	stop := context.AfterFunc(ctx, c.Cancel)
+	defer stop()
+	results := 0
+	err = topdown.NewQuery(q.query).
+		WithCompiler(q.compiler).
 		WithStore(e.store).
 		WithTransaction(txn).
-		WithInput(ast.NewTerm(in.Value())).
+		WithInput(input).
 		WithMetrics(metrics.NoOp()).
 		WithVirtualCache(vc).
 		WithBaseCache(e.base).
 		WithStrictBuiltinErrors(true).
+		WithCancel(c).
 		Iter(ctx, func(qr topdown.QueryResult) error {
-			sets, ok := qr[ast.Var(resultVar)].Value.(*ast.Array)
-			if !ok || sets.Len() != len(e.refs) {
-				return fmt.Errorf("unexpected result shape")
+			results++
+			if results > 1 {
+				return errShape("more than one result")
 			}
-			for i := range e.refs {
-				set, ok := sets.Elem(i).Value.(ast.Set)
-				if !ok || set.Len() == 0 {
-					continue
+			sets, ok := qr[ast.Var(resultVar)].Value.(*ast.Array)
+			if !ok || sets.Len() != len(q.refs) {
+				return errShape("the result is not one entry per package")
+			}
+			for i, ref := range q.refs {
+				set, err := decisionSet(ref, sets.Elem(i).Value)
+				if err != nil {
+					return err
 				}
-				ref := e.refs[i]
 				set.Foreach(func(t *ast.Term) {
 					f := e.finding(ref, t.Value)
 					if ref.deny {
@@ -437,12 +598,57 @@ func (e *Engine) evaluate(ctx context.Context, in Input) (Decision, error) {
 			}
 			return nil
 		})
-	if err != nil {
-		return Decision{}, fmt.Errorf("policy eval: %w", err)
+	switch {
+	case err == nil && results == 1:
+		return nil
+	case err == nil:
+		return evalErr("SBX-POL-003", "the policy query returned no result, so nothing was decided")
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &model.Error{Class: model.ConfigurationError, Rule: "SBX-POL-004", Attribute: "policy_paths",
+			Message: fmt.Sprintf("policy evaluation did not finish within its budget of %s, so the configuration is refused rather than passed", e.budget),
+			Fix:     "a team rule is looping over a very large collection or waiting on something: make it cheaper (run `opa eval --profile` on it), or remove it from policy_paths"}
+	case ctx.Err() != nil:
+		return fmt.Errorf("policy eval: %w", ctx.Err())
+	default:
+		var me *model.Error
+		if errors.As(err, &me) {
+			return me
+		}
+		return evalErr("SBX-POL-003", "policy evaluation failed: "+err.Error())
 	}
-	sortFindings(d.Denies)
-	sortFindings(d.Warnings)
-	return d, nil
+}
+
+// decisionSet reads one package's entry of the result: [] when its deny or
+// warn is undefined, [set] otherwise.
+func decisionSet(ref ruleRef, v ast.Value) (ast.Set, error) {
+	arr, ok := v.(*ast.Array)
+	if !ok || arr.Len() > 1 {
+		return nil, errShape(fmt.Sprintf("data.%s.%s was not read as one value", ref.pkg, ref.kind()))
+	}
+	if arr.Len() == 0 {
+		return ast.NewSet(), nil
+	}
+	set, ok := arr.Elem(0).Value.(ast.Set)
+	if !ok {
+		return nil, errShape(fmt.Sprintf("data.%s.%s is %s, not a set", ref.pkg, ref.kind(), ast.ValueName(arr.Elem(0).Value)))
+	}
+	return set, nil
+}
+
+func (r ruleRef) kind() string {
+	if r.deny {
+		return "deny"
+	}
+	return "warn"
+}
+
+func errShape(what string) error {
+	return evalErr("SBX-POL-003", "the policy result has the wrong shape ("+what+"), so nothing was decided")
+}
+
+func evalErr(rule, msg string) *model.Error {
+	return &model.Error{Class: model.ConfigurationError, Rule: rule, Attribute: "policy_paths", Message: msg + "; the configuration is refused rather than passed",
+		Fix: "fix the team policy the message names (run `opa eval` on it with this input), or remove it from policy_paths; if no team policy is loaded, this is a bug in sandboxio: please report it"}
 }
 
 // finding converts one rule result. Built-in rules return objects; team
@@ -502,4 +708,11 @@ func sortFindings(fs []Finding) {
 
 func configErr(attr, msg, fix string) *model.Error {
 	return &model.Error{Class: model.ConfigurationError, Rule: "SBX-POL-001", Attribute: attr, Message: msg, Fix: fix}
+}
+
+// WithBudget returns a copy of the engine whose evaluations are bounded by
+// d instead of DefaultBudget.
+func (e *Engine) WithBudget(d time.Duration) *Engine {
+	c := &Engine{builtin: e.builtin, team: e.team, store: e.store, base: e.base, rules: e.rules, compiler: e.compiler, budget: d}
+	return c
 }

@@ -37,7 +37,8 @@ func TestEvaluate_NonFiniteCPUIsConfigurationError(t *testing.T) {
 func TestEvaluate_PanicBecomesError(t *testing.T) {
 	var e policy.Engine
 	_, err := e.Evaluate(context.Background(), templateInput())
-	if err == nil || !strings.Contains(err.Error(), "policy eval") {
+	var me *model.Error
+	if !errors.As(err, &me) || me.Rule != "SBX-POL-003" || !strings.Contains(err.Error(), "refused rather than passed") {
 		t.Fatalf("Evaluate on a broken engine: %v, want an error", err)
 	}
 }

@@ -37,8 +37,11 @@ func (e *Engine) PackageReads(pkg string, paths ...[]string) bool {
 // TeamReads reports whether any team package may read the input at one of
 // paths (see PackageReads). With no team policies it is false.
 func (e *Engine) TeamReads(paths ...[]string) bool {
-	for _, r := range e.refs {
-		if !r.builtin && e.PackageReads(r.pkg, paths...) {
+	if e.team == nil {
+		return false
+	}
+	for _, r := range e.team.refs {
+		if e.PackageReads(r.pkg, paths...) {
 			return true
 		}
 	}
