@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"errors"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -102,14 +103,28 @@ func (d *tenantSandboxDataSource) Read(ctx context.Context, req datasource.ReadR
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// Sandbox checks the spec as the run-time helper does before any rule
+	// runs: a backend of its own, and the isolation tier its backend gives
+	// (recomputed from the capability data, never read from the spec).
 	spec, in, err := inputs.Tenant{TenantID: m.TenantID.ValueString(), SessionID: m.SessionID.ValueString(), ExtraLabels: extra}.
 		Sandbox(template)
 	if err != nil {
-		resp.Diagnostics.Append(diags.FromError(err, "template_spec has an invalid backend", onAttribute("template_spec")))
+		resp.Diagnostics.Append(diags.FromError(err, specRefusal(err), onAttribute("template_spec")))
 		return
 	}
 	// ValidateConfig already reported the warnings of the tenant part.
 	resp.Diagnostics.Append(errorsOnly(evaluate(ctx, d.pd, in, tenantPaths))...)
+	// The rendered spec is what the run-time helper is given: decide it as
+	// that helper will, with the same document (kind "spec") and the same
+	// bundle (team policy_paths and waivers included), so that a team rule
+	// on either kind refuses here rather than at run time. A refusal found
+	// in both documents is reported once.
+	run, _, err := inputs.Spec(spec)
+	if err != nil {
+		resp.Diagnostics.Append(diags.FromError(err, specRefusal(err), onAttribute("template_spec")))
+		return
+	}
+	resp.Diagnostics.Append(errorsOnly(evaluate(ctx, d.pd, run, tenantPaths))...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -122,6 +137,16 @@ func (d *tenantSandboxDataSource) Read(ctx context.Context, req datasource.ReadR
 	m.SpecSHA256 = types.StringValue(sum)
 	m.Labels = mapValue(spec.Labels)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// specRefusal is the summary of a refusal by the spec checks that come
+// before the rules.
+func specRefusal(err error) string {
+	var me *model.Error
+	if errors.As(err, &me) && me.Attribute == "isolation_tier" {
+		return "template_spec states an isolation tier its backend does not give"
+	}
+	return "template_spec has an invalid backend"
 }
 
 // tenantPaths puts tenant findings on their attribute and template findings

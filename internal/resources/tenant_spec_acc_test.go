@@ -173,3 +173,38 @@ func TestAccTenantSandbox_IsolationTierFilledIn(t *testing.T) {
 		}},
 	})
 }
+
+// handSpecWithProvider is handSpec under another provider block.
+func handSpecWithProvider(provider string, overrides map[string]string) string {
+	return provider + strings.TrimPrefix(handSpec(overrides), providerBlock(""))
+}
+
+// The provider's team policies (policy_paths) decide a hand-written spec
+// too: the example bundle refuses an image from an unapproved registry.
+func TestAccTenantSandbox_TeamPolicy(t *testing.T) {
+	planRefused(t, handSpecWithProvider(teamProvider(examplesDir(t), ""), nil), "ConfigurationError", "TEAM-IMG-001")
+}
+
+// A team rule written for the run-time helper's document (kind "spec"),
+// which the helper would apply before provisioning, refuses at plan.
+func TestAccTenantSandbox_TeamRuleOnRunTimeDocument(t *testing.T) {
+	dir := t.TempDir()
+	writeTeamFile(t, dir, "runtime.rego", `package team.runtime
+
+import data.sandboxio.lib
+
+# METADATA
+# title: no python at run time
+# custom:
+#   id: TEAM-RUN-001
+#   class: ConfigurationError
+#   attribute: image
+#   fix: use another image
+deny contains f if {
+	input.kind == "spec"
+	startswith(input.template.image, "python:")
+	f := lib.finding(rego.metadata.rule(), "python images are not run")
+}
+`)
+	planRefused(t, handSpecWithProvider(teamProvider(dir, ""), nil), "ConfigurationError", "TEAM-RUN-001")
+}
