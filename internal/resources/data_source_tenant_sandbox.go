@@ -43,11 +43,18 @@ func (d *tenantSandboxDataSource) Schema(_ context.Context, _ datasource.SchemaR
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Renders the spec of one tenant's sandbox from a template's `spec`: the tenant and session ids, and " +
 			"the reserved labels `sandboxio.tenant_id`, `sandboxio.session_id` and `sandboxio.template` that reach the backend's " +
-			"native labels so every sandbox (and every orphan) can be traced to its tenant. The result is checked by the same " +
-			"policy bundle as the template; the run-time helper checks it again, and its sha256, before provisioning.",
+			"native labels so every sandbox (and every orphan) can be traced to its tenant. The spec is checked at plan as the " +
+			"run-time helper checks it before provisioning, so that a spec written by hand is refused by the plan rather than " +
+			"at run time: it must name its backend (a spec never falls back to `default_backend`); its `isolation_tier` is " +
+			"recomputed from the backend's capability data, filled in when left out and refused when it says anything else " +
+			"(`SBX-SPC-005`); and the rendered spec is decided by the same policy bundle, the provider's `policy_paths` and " +
+			"`policy_waivers` included. The run-time helper checks it again, and its sha256, before provisioning.",
 		Attributes: map[string]schema.Attribute{
 			"template_spec": schema.StringAttribute{Required: true,
-				MarkdownDescription: "A template's `spec` (`sandboxio_template.NAME.spec`)."},
+				MarkdownDescription: "A template's `spec` (`sandboxio_template.NAME.spec`). A spec written by hand " +
+					"(`jsonencode(...)`) is checked as the run-time helper checks it: a backend of its own, the isolation tier " +
+					"that backend gives, and the policy bundle. When it is unknown at plan, the data source is read, and " +
+					"checked, at apply."},
 			"tenant_id": schema.StringAttribute{Required: true,
 				MarkdownDescription: "Tenant id: 1 to 128 letters, digits, `.`, `_` or `-`."},
 			"session_id": schema.StringAttribute{Required: true,
