@@ -208,3 +208,20 @@ deny contains f if {
 `)
 	planRefused(t, handSpecWithProvider(teamProvider(dir, ""), nil), "ConfigurationError", "TEAM-RUN-001")
 }
+
+// A template_spec unknown at plan is read, and decided, at apply, as the
+// rest of the provider does: the plan succeeds, and the apply refuses the
+// spec before anything reads it.
+func TestAccTenantSandbox_UnknownSpecCheckedAtApply(t *testing.T) {
+	config := strings.Replace(handSpec(map[string]string{"isolation_tier": "terraform_data.later.output"}),
+		"\ndata ", unknownSource+"\ndata ", 1)
+	config = strings.Replace(config, `input = "python:3.12-slim"`, `input = "LOL"`, 1)
+	resource.ParallelTest(t, resource.TestCase{
+		PreCheck:                 func() { testAccPreCheck(t) },
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: config, PlanOnly: true, ExpectNonEmptyPlan: true},
+			{Config: config, ExpectError: expectSpecRefusal("ConfigurationError", "SBX-SPC-005")},
+		},
+	})
+}
