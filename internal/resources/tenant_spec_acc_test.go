@@ -62,12 +62,12 @@ data "sandboxio_tenant_sandbox" "test" {
 `, b.String())
 }
 
-// expectSpecRefusal matches the refusal's class and rule, and that it is
-// reported on template_spec.
+// expectSpecRefusal matches the refusal's class, rule, attribute (within
+// the spec) and fix, and that it is reported on template_spec.
 func expectSpecRefusal(class, rule string) *regexp.Regexp {
 	return regexp.MustCompile(`(?s)` + regexp.QuoteMeta(class) + `: [^\n]*\n\s*with data\.sandboxio_tenant_sandbox\.test,` +
 		`\s*on [^\n]* line \d+, in data "sandboxio_tenant_sandbox" "test":\s*\d+:\s*template_spec = ` +
-		`.*Rule: ` + regexp.QuoteMeta(rule) + `\n`)
+		`.*Rule: ` + regexp.QuoteMeta(rule) + `\n.*Attribute: \S.*Fix: \S`)
 }
 
 func planRefused(t *testing.T, config, class, rule string) {
