@@ -31,7 +31,9 @@
 // its backend is in this build; Request.Timeout is at most the spec's
 // timeout_seconds, which bounds every call (SBX-RUN-003); and, against the
 // live backend, the tier satisfies require_isolation (SBX-ISO-003) and
-// matches the spec's isolation_tier (SBX-SPC-005). A backend the policy
+// matches the spec's isolation_tier (SBX-SPC-005), which the policy step
+// has already compared with the tier the capability data gives the spec's
+// backend, as data.sandboxio_tenant_sandbox does at plan. A backend the policy
 // accepts but this build cannot provision on (e2b, modal, vercel, daytona)
 // is refused with CapabilityNotSupported. Run and RunCode refuse, before the
 // call, a RunOptions.Timeout above timeout_seconds and a RunOptions.Env

@@ -6,6 +6,9 @@
 package inputs
 
 import (
+	"fmt"
+	"strconv"
+
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -168,15 +171,18 @@ func (t Tenant) Part() policy.Input {
 }
 
 // Sandbox renders the per-tenant spec of a template spec and its document.
-// The backend comes from the spec alone: a rendered spec never falls back to
-// a provider default.
+// The spec is checked as Spec checks it, so what the data source and
+// `sandboxio policy check` accept at plan is what the run-time helper
+// accepts: the backend comes from the spec alone (a rendered spec never
+// falls back to a provider default), and the isolation tier is the one the
+// capability data gives that backend, filled in when the spec leaves it out.
 func (t Tenant) Sandbox(template model.Spec) (model.Spec, policy.Input, error) {
-	ref, _, err := Backend(template.Backend, template.Runtime, "")
+	spec := template.ForTenant(t.TenantID, t.SessionID, t.ExtraLabels)
+	in, tier, err := Spec(spec)
 	if err != nil {
 		return model.Spec{}, policy.Input{}, err
 	}
-	spec := template.ForTenant(t.TenantID, t.SessionID, t.ExtraLabels)
-	in := policy.FromSpec(spec, ref)
+	spec.IsolationTier = tier
 	in.Kind = policy.KindTenantSandbox
 	in.Tenant = t.input()
 	return spec, in, nil
@@ -190,12 +196,83 @@ func (t Tenant) input() *policy.TenantInput {
 	return &policy.TenantInput{TenantID: t.TenantID, SessionID: t.SessionID, Labels: extra}
 }
 
-// Spec returns the document of a rendered spec, as the run-time helper
-// evaluates it before provisioning anything.
-func Spec(s model.Spec) (policy.Input, error) {
+// Spec returns the document of a spec, as the run-time helper evaluates it
+// before provisioning anything (and as Sandbox builds it at plan), and the
+// isolation tier of its backend. It refuses, before any rule runs, what
+// no rule can decide:
+//
+//   - a spec with no backend (SBX-DSN-001): a spec names its backend, and
+//     never falls back to a provider's default_backend;
+//   - a spec whose isolation_tier is not the tier the capability data gives
+//     its backend and runtime (SBX-SPC-005). The tier is never taken from
+//     the spec: it is a statement about the backend, and a spec that states
+//     another was edited (or written) wrongly. Refusing rather than
+//     correcting it keeps a user who wrote MICROVM from getting CONTAINER
+//     without being told; require_isolation is what asks for a tier.
+//
+// A spec that leaves isolation_tier out claims nothing and gets its
+// backend's. A backend without a descriptor gives UNKNOWN and is left to
+// the rules (SBX-ISO-005), which refuse it.
+func Spec(s model.Spec) (policy.Input, model.Tier, error) {
 	ref, _, err := Backend(s.Backend, s.Runtime, "")
 	if err != nil {
-		return policy.Input{}, err
+		return policy.Input{}, "", err
 	}
-	return policy.FromSpec(s, ref), nil
+	if ref == nil {
+		return policy.Input{}, "", &model.Error{
+			Class: model.ConfigurationError, Rule: backends.RuleDSNUnknown, Attribute: "backend",
+			Message: "the spec has no backend: a spec names its backend, it never falls back to the provider's default_backend",
+			Fix:     `set "backend" in the spec (for example "docker://"), or pass the spec of a sandboxio_template (sandboxio_template.NAME.spec), which names it`,
+		}
+	}
+	tier, err := specTier(s, ref)
+	if err != nil {
+		return policy.Input{}, "", err
+	}
+	return policy.FromSpec(s, ref), tier, nil
+}
+
+// ruleSpecTier is the refusal of a spec whose isolation tier is not its
+// backend's, at plan (here) and against the live backend (the run-time
+// helper).
+const ruleSpecTier = "SBX-SPC-005"
+
+// specTier returns the tier the capability data gives the backend and
+// refuses a spec that states another.
+func specTier(s model.Spec, ref *policy.BackendRef) (model.Tier, error) {
+	d, ok := backends.Lookup(ref.Key)
+	if !ok {
+		return model.TierUnknown, nil
+	}
+	claim := s.IsolationTier
+	if claim == "" || claim == d.Tier {
+		return d.Tier, nil
+	}
+	fix := fmt.Sprintf(`set isolation_tier to %q, or leave it out and it is filled in; better, pass sandboxio_template.NAME.spec, which computes it`, d.Tier)
+	var msg string
+	if _, known := claim.Rank(); !known {
+		msg = fmt.Sprintf("isolation_tier %s is not an isolation tier; backend %s gives %s", quoteTier(claim), ref.Key, d.Tier)
+	} else {
+		msg = fmt.Sprintf("the spec says isolation_tier %s but backend %s gives %s: the tier comes from the backend and its runtime, never from the spec",
+			claim, ref.Key, d.Tier)
+		if r, _ := claim.Rank(); r > tierRank(d.Tier) {
+			fix = fmt.Sprintf(`to run at %s, use a backend or runtime that gives it (runsc for GVISOR; kata, E2B or Vercel for MICROVM) and set require_isolation = %q, so that nothing weaker is accepted; otherwise %s`,
+				claim, claim, fix)
+		}
+	}
+	return "", &model.Error{Class: model.ConfigurationError, Rule: ruleSpecTier, Attribute: "isolation_tier", Message: msg, Fix: fix}
+}
+
+func tierRank(t model.Tier) int {
+	r, _ := t.Rank()
+	return r
+}
+
+// quoteTier quotes a tier that is not one, clipped: it is written by hand.
+func quoteTier(t model.Tier) string {
+	s := string(t)
+	if len(s) > 32 {
+		s = s[:32] + "…"
+	}
+	return strconv.Quote(s)
 }

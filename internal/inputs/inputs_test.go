@@ -86,8 +86,59 @@ func TestTenant(t *testing.T) {
 		in.Kind != policy.KindTenantSandbox {
 		t.Fatalf("tenant sandbox: %+v %+v", spec, in)
 	}
-	sin, err := Spec(spec)
+	sin, _, err := Spec(spec)
 	if err != nil || sin.Kind != policy.KindSpec || sin.Backend.Key != "docker/runc" {
 		t.Fatalf("spec: %+v %v", sin, err)
+	}
+}
+
+// Spec recomputes the isolation tier from the capability data: a spec that
+// leaves it out gets its backend's, one that states another is refused
+// (SBX-SPC-005), and one without a backend is refused (SBX-DSN-001). A
+// backend without a descriptor is left to the rules (SBX-ISO-005).
+func TestSpecTierAndBackend(t *testing.T) {
+	tmpl, _, err := Template{Name: "p", Image: "img", Runtime: "runsc"}.Build("docker://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tmpl.IsolationTier != model.TierGVisor {
+		t.Fatalf("template tier %s", tmpl.IsolationTier)
+	}
+	refused := func(s model.Spec, rule, attr string) {
+		t.Helper()
+		_, _, err := Spec(s)
+		var me *model.Error
+		if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Rule != rule || me.Attribute != attr || me.Fix == "" {
+			t.Fatalf("%+v: got %v, want %s on %s", s, err, rule, attr)
+		}
+		if _, _, err := (Tenant{TenantID: "acme", SessionID: "s-1"}).Sandbox(s); !errors.As(err, &me) || me.Rule != rule {
+			t.Fatalf("Sandbox: got %v, want %s", err, rule)
+		}
+	}
+	for _, claim := range []model.Tier{"LOL", model.TierContainer, model.TierMicroVM, model.TierUnknown, "gvisor"} {
+		s := tmpl
+		s.IsolationTier = claim
+		refused(s, "SBX-SPC-005", "isolation_tier")
+	}
+	s := tmpl
+	s.Backend = ""
+	refused(s, "SBX-DSN-001", "backend")
+
+	s = tmpl
+	s.IsolationTier = ""
+	_, tier, err := Spec(s)
+	if err != nil || tier != model.TierGVisor {
+		t.Fatalf("no claim: %s %v", tier, err)
+	}
+	rendered, _, err := Tenant{TenantID: "acme", SessionID: "s-1"}.Sandbox(s)
+	if err != nil || rendered.IsolationTier != model.TierGVisor {
+		t.Fatalf("rendered tier %q %v", rendered.IsolationTier, err)
+	}
+
+	s = tmpl
+	s.Runtime = "youki"
+	in, tier, err := Spec(s)
+	if err != nil || tier != model.TierUnknown || in.Backend.Key != "docker/youki" {
+		t.Fatalf("undescribed runtime: %+v %s %v", in.Backend, tier, err)
 	}
 }

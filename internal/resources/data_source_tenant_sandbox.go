@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"errors"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -42,11 +43,18 @@ func (d *tenantSandboxDataSource) Schema(_ context.Context, _ datasource.SchemaR
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "Renders the spec of one tenant's sandbox from a template's `spec`: the tenant and session ids, and " +
 			"the reserved labels `sandboxio.tenant_id`, `sandboxio.session_id` and `sandboxio.template` that reach the backend's " +
-			"native labels so every sandbox (and every orphan) can be traced to its tenant. The result is checked by the same " +
-			"policy bundle as the template; the run-time helper checks it again, and its sha256, before provisioning.",
+			"native labels so every sandbox (and every orphan) can be traced to its tenant. The spec is checked at plan as the " +
+			"run-time helper checks it before provisioning, so that a spec written by hand is refused by the plan rather than " +
+			"at run time: it must name its backend (a spec never falls back to `default_backend`); its `isolation_tier` is " +
+			"recomputed from the backend's capability data, filled in when left out and refused when it says anything else " +
+			"(`SBX-SPC-005`); and the rendered spec is decided by the same policy bundle, the provider's `policy_paths` and " +
+			"`policy_waivers` included. The run-time helper checks it again, and its sha256, before provisioning.",
 		Attributes: map[string]schema.Attribute{
 			"template_spec": schema.StringAttribute{Required: true,
-				MarkdownDescription: "A template's `spec` (`sandboxio_template.NAME.spec`)."},
+				MarkdownDescription: "A template's `spec` (`sandboxio_template.NAME.spec`). A spec written by hand " +
+					"(`jsonencode(...)`) is checked as the run-time helper checks it: a backend of its own, the isolation tier " +
+					"that backend gives, and the policy bundle. When it is unknown at plan, the data source is read, and " +
+					"checked, at apply."},
 			"tenant_id": schema.StringAttribute{Required: true,
 				MarkdownDescription: "Tenant id: 1 to 128 letters, digits, `.`, `_` or `-`."},
 			"session_id": schema.StringAttribute{Required: true,
@@ -102,14 +110,28 @@ func (d *tenantSandboxDataSource) Read(ctx context.Context, req datasource.ReadR
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	// Sandbox checks the spec as the run-time helper does before any rule
+	// runs: a backend of its own, and the isolation tier its backend gives
+	// (recomputed from the capability data, never read from the spec).
 	spec, in, err := inputs.Tenant{TenantID: m.TenantID.ValueString(), SessionID: m.SessionID.ValueString(), ExtraLabels: extra}.
 		Sandbox(template)
 	if err != nil {
-		resp.Diagnostics.Append(diags.FromError(err, "template_spec has an invalid backend", onAttribute("template_spec")))
+		resp.Diagnostics.Append(diags.FromError(err, specRefusal(err), onAttribute("template_spec")))
 		return
 	}
 	// ValidateConfig already reported the warnings of the tenant part.
 	resp.Diagnostics.Append(errorsOnly(evaluate(ctx, d.pd, in, tenantPaths))...)
+	// The rendered spec is what the run-time helper is given: decide it as
+	// that helper will, with the same document (kind "spec") and the same
+	// bundle (team policy_paths and waivers included), so that a team rule
+	// on either kind refuses here rather than at run time. A refusal found
+	// in both documents is reported once.
+	run, _, err := inputs.Spec(spec)
+	if err != nil {
+		resp.Diagnostics.Append(diags.FromError(err, specRefusal(err), onAttribute("template_spec")))
+		return
+	}
+	resp.Diagnostics.Append(errorsOnly(evaluate(ctx, d.pd, run, tenantPaths))...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -122,6 +144,16 @@ func (d *tenantSandboxDataSource) Read(ctx context.Context, req datasource.ReadR
 	m.SpecSHA256 = types.StringValue(sum)
 	m.Labels = mapValue(spec.Labels)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// specRefusal is the summary of a refusal by the spec checks that come
+// before the rules.
+func specRefusal(err error) string {
+	var me *model.Error
+	if errors.As(err, &me) && me.Attribute == "isolation_tier" {
+		return "template_spec states an isolation tier its backend does not give"
+	}
+	return "template_spec has an invalid backend"
 }
 
 // tenantPaths puts tenant findings on their attribute and template findings
