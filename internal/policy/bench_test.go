@@ -3,6 +3,8 @@ package policy_test
 import (
 	"context"
 	"testing"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 )
 
 // BenchmarkEvaluateTemplate evaluates one accepted template against the whole
@@ -33,6 +35,25 @@ func BenchmarkEvaluateRefusedTemplate(b *testing.B) {
 	for b.Loop() {
 		d, err := e.Evaluate(ctx, in)
 		if err != nil || d.Allowed() {
+			b.Fatalf("evaluate: %v", err)
+		}
+	}
+}
+
+// BenchmarkEvaluateTemplateWithTeamPolicies adds the example team bundle:
+// the built-in rules and the team's are two evaluations.
+func BenchmarkEvaluateTemplateWithTeamPolicies(b *testing.B) {
+	e, err := policy.New(context.Background(), []string{"../../examples/policies"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := templateInput()
+	in.Template.Image = "registry.internal.example/python:3.12"
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := e.Evaluate(ctx, in); err != nil {
 			b.Fatalf("evaluate: %v", err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -111,6 +112,7 @@ type decisionQuery struct {
 	compiler *ast.Compiler
 	query    ast.Body
 	refs     []ruleRef
+	wrapped  bool // each set read as [] or [set]
 }
 
 // DefaultBudget bounds one evaluation. The bundle decides in well under a
@@ -233,11 +235,11 @@ func New(ctx context.Context, policyPaths []string) (*Engine, error) {
 	if len(builtinRefs) == 0 {
 		return nil, fmt.Errorf("bundle: no deny or warn rules compiled")
 	}
-	if e.builtin, err = prepare(builtinCompiler, builtinRefs); err != nil {
+	if e.builtin, err = prepare(builtinCompiler, builtinRefs, false); err != nil {
 		return nil, err
 	}
 	if len(teamRefs) > 0 {
-		q, err := prepare(compiler, teamRefs)
+		q, err := prepare(compiler, teamRefs, true)
 		if err != nil {
 			return nil, err
 		}
@@ -285,18 +287,20 @@ func compile(modules map[string]*ast.Module) (*ast.Compiler, error) {
 }
 
 // prepare compiles the query that reads every listed deny and warn set.
-// Each set is read through an array comprehension, [v | v := data.pkg.deny]:
-// a comprehension is always defined, so a set that is undefined gives an
-// empty array instead of taking the whole query's result away, which an
-// evaluation would otherwise read as "no findings".
-func prepare(c *ast.Compiler, refs []ruleRef) (decisionQuery, error) {
+// A team's set is read through an array comprehension, [v | v :=
+// data.pkg.deny]: a comprehension is always defined, so a set that is
+// undefined gives an empty array instead of taking the whole query's result
+// away. The built-in sets are read directly (each is a partial set rule,
+// checked at load, so never undefined); should one ever be, the query has
+// no result, which run refuses as SBX-POL-003.
+func prepare(c *ast.Compiler, refs []ruleRef, wrap bool) (decisionQuery, error) {
 	terms := make([]*ast.Term, len(refs))
 	for i, r := range refs {
-		kind := "warn"
-		if r.deny {
-			kind = "deny"
+		ref := ast.RefTerm(append(ast.MustParseRef("data."+r.pkg), ast.StringTerm(r.kind()))...)
+		if !wrap {
+			terms[i] = ref
+			continue
 		}
-		ref := ast.RefTerm(append(ast.MustParseRef("data."+r.pkg), ast.StringTerm(kind))...)
 		v := ast.VarTerm(fmt.Sprintf("%s%d", resultVar, i))
 		terms[i] = ast.ArrayComprehensionTerm(v, ast.NewBody(ast.Assign.Expr(v, ref)))
 	}
@@ -305,7 +309,7 @@ func prepare(c *ast.Compiler, refs []ruleRef) (decisionQuery, error) {
 	if err != nil {
 		return decisionQuery{}, fmt.Errorf("policy prepare: %w", err)
 	}
-	return decisionQuery{compiler: c, query: compiled, refs: refs}, nil
+	return decisionQuery{compiler: c, query: compiled, refs: refs, wrapped: wrap}, nil
 }
 
 func splitRefs(refs []ruleRef) (builtin, team []ruleRef) {
@@ -529,15 +533,15 @@ func (e *Engine) evaluate(ctx context.Context, in Input) (Decision, error) {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
-	ctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
+	now := time.Now()
+	bc := &budgetCancel{ctx: ctx, start: now, deadline: now.Add(budget)}
 	input := ast.NewTerm(in.Value())
 	var d Decision
-	if err := e.run(ctx, &e.builtin, input, &d); err != nil {
+	if err := e.run(ctx, bc, &e.builtin, input, &d); err != nil {
 		return Decision{}, err
 	}
 	if e.team != nil {
-		if err := e.run(ctx, e.team, input, &d); err != nil {
+		if err := e.run(ctx, bc, e.team, input, &d); err != nil {
 			return Decision{}, err
 		}
 	}
@@ -549,7 +553,7 @@ func (e *Engine) evaluate(ctx context.Context, in Input) (Decision, error) {
 // run evaluates one decision query and adds its findings to d. Anything but
 // exactly one result of the expected shape is an error: an evaluation that
 // cannot say what it decided has not decided "clean".
-func (e *Engine) run(ctx context.Context, q *decisionQuery, input *ast.Term, d *Decision) error {
+func (e *Engine) run(ctx context.Context, bc *budgetCancel, q *decisionQuery, input *ast.Term, d *Decision) error {
 	txn, err := e.store.NewTransaction(ctx)
 	if err != nil {
 		return fmt.Errorf("policy eval: %w", err)
@@ -557,11 +561,6 @@ func (e *Engine) run(ctx context.Context, q *decisionQuery, input *ast.Term, d *
 	defer e.store.Abort(ctx, txn)
 	vc := getEvalCache()
 	defer putEvalCache(vc)
-	// topdown checks a Cancel between steps (and inside long built-ins such
-	// as numbers.range); the context's deadline is the evaluation budget.
-	c := topdown.NewCancel()
-	stop := context.AfterFunc(ctx, c.Cancel)
-	defer stop()
 	results := 0
 	err = topdown.NewQuery(q.query).
 		WithCompiler(q.compiler).
@@ -572,7 +571,7 @@ func (e *Engine) run(ctx context.Context, q *decisionQuery, input *ast.Term, d *
 		WithVirtualCache(vc).
 		WithBaseCache(e.base).
 		WithStrictBuiltinErrors(true).
-		WithCancel(c).
+		WithCancel(bc).
 		Iter(ctx, func(qr topdown.QueryResult) error {
 			results++
 			if results > 1 {
@@ -583,9 +582,12 @@ func (e *Engine) run(ctx context.Context, q *decisionQuery, input *ast.Term, d *
 				return errShape("the result is not one entry per package")
 			}
 			for i, ref := range q.refs {
-				set, err := decisionSet(ref, sets.Elem(i).Value)
+				set, err := decisionSet(ref, sets.Elem(i).Value, q.wrapped)
 				if err != nil {
 					return err
+				}
+				if set.Len() == 0 {
+					continue // most sets are empty: no closure for them
 				}
 				set.Foreach(func(t *ast.Term) {
 					f := e.finding(ref, t.Value)
@@ -603,9 +605,9 @@ func (e *Engine) run(ctx context.Context, q *decisionQuery, input *ast.Term, d *
 		return nil
 	case err == nil:
 		return evalErr("SBX-POL-003", "the policy query returned no result, so nothing was decided")
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case bc.expired.Load():
 		return &model.Error{Class: model.ConfigurationError, Rule: "SBX-POL-004", Attribute: "policy_paths",
-			Message: fmt.Sprintf("policy evaluation did not finish within its budget of %s, so the configuration is refused rather than passed", e.budget),
+			Message: fmt.Sprintf("policy evaluation did not finish within its budget of %s, so the configuration is refused rather than passed", bc.budget()),
 			Fix:     "a team rule is looping over a very large collection or waiting on something: make it cheaper (run `opa eval --profile` on it), or remove it from policy_paths"}
 	case ctx.Err() != nil:
 		return fmt.Errorf("policy eval: %w", ctx.Err())
@@ -618,9 +620,51 @@ func (e *Engine) run(ctx context.Context, q *decisionQuery, input *ast.Term, d *
 	}
 }
 
-// decisionSet reads one package's entry of the result: [] when its deny or
-// warn is undefined, [set] otherwise.
-func decisionSet(ref ruleRef, v ast.Value) (ast.Set, error) {
+// budgetCancel stops an evaluation when its budget is spent or its context
+// is done. topdown asks Cancelled between evaluation steps (and inside long
+// built-ins such as numbers.range); reading the clock every 128th time keeps
+// that cheap, and unlike a context with a deadline it costs no timer.
+type budgetCancel struct {
+	ctx      context.Context
+	deadline time.Time
+	start    time.Time
+	calls    atomic.Uint32
+	expired  atomic.Bool // the budget was spent
+	stopped  atomic.Bool
+}
+
+var _ topdown.Cancel = (*budgetCancel)(nil)
+
+func (c *budgetCancel) Cancel() { c.stopped.Store(true) }
+
+func (c *budgetCancel) Cancelled() bool {
+	if c.stopped.Load() {
+		return true
+	}
+	if c.calls.Add(1)&127 != 0 {
+		return false
+	}
+	if time.Now().After(c.deadline) {
+		c.expired.Store(true)
+		c.stopped.Store(true)
+	} else if c.ctx.Err() != nil {
+		c.stopped.Store(true)
+	}
+	return c.stopped.Load()
+}
+
+func (c *budgetCancel) budget() time.Duration { return c.deadline.Sub(c.start) }
+
+// decisionSet reads one package's entry of the result: a wrapped entry is
+// [] when its deny or warn is undefined, [set] otherwise.
+func decisionSet(ref ruleRef, v ast.Value, wrapped bool) (ast.Set, error) {
+	if !wrapped {
+		set, ok := v.(ast.Set)
+		if !ok {
+			return nil, errShape(fmt.Sprintf("data.%s.%s is %s, not a set", ref.pkg, ref.kind(), ast.ValueName(v)))
+		}
+		return set, nil
+	}
 	arr, ok := v.(*ast.Array)
 	if !ok || arr.Len() > 1 {
 		return nil, errShape(fmt.Sprintf("data.%s.%s was not read as one value", ref.pkg, ref.kind()))
