@@ -2,7 +2,7 @@
 # title: sandboxio shared helpers
 # description: >-
 #   Finding constructors, message helpers, allow-list address
-#   classification, tier comparison and credential heuristics shared by the
+#   classification and parsing, tier comparison and credential heuristics shared by the
 #   sandboxio rule packages. Nothing here refuses anything by itself.
 package sandboxio.lib
 
@@ -145,10 +145,82 @@ address_kind(entry) := "domain" if {
 	regex.match(domain_pattern, entry)
 }
 
-# open_cidr holds for a CIDR that covers the whole address space.
-open_cidr(entry) if {
-	address_kind(entry) == "cidr"
-	endswith(entry, "/0")
+# ---------------------------------------------------------------------------
+# Allow-list blocks
+#
+# Addresses are parsed with OPA's net.* built-ins, never compared as text:
+# ip_block is the canonical CIDR block an address entry stands for (an IP is
+# its /32 or /128), as net.cidr_merge prints it: the network address with
+# its host bits zero, the prefix length in decimal without leading zeros,
+# IPv6 in lowercase with the longest run of zero groups compressed, and an
+# IPv4-mapped IPv6 block (::ffff:10.0.0.0/104) as the IPv4 block it is
+# (10.0.0.0/8). It is undefined for an entry that is not a CIDR or an IP.
+# ---------------------------------------------------------------------------
+
+ip_block(entry) := b if {
+	some b in net.cidr_merge([as_cidr(entry)])
+}
+
+as_cidr(entry) := entry if address_kind(entry) == "cidr"
+
+# Each IP gets its own host prefix: net.cidr_merge would give a bare IPv4
+# address its classful mask (1.2.3.4 as 1.2.3.4/8) and refuse a bare IPv6
+# one.
+as_cidr(entry) := concat("", [entry, "/128"]) if {
+	address_kind(entry) == "ip"
+	contains(entry, ":")
+}
+
+as_cidr(entry) := concat("", [entry, "/32"]) if {
+	address_kind(entry) == "ip"
+	not contains(entry, ":")
+}
+
+# canonical_entry is how the entry must be written: its canonical block for
+# a CIDR, the block's address for an IP.
+canonical_entry(entry) := ip_block(entry) if address_kind(entry) == "cidr"
+
+canonical_entry(entry) := split(ip_block(entry), "/")[0] if address_kind(entry) == "ip"
+
+# A canonical block is IPv6 when it has a ":" (IPv4-mapped blocks have
+# become IPv4 by then).
+block_family(b) := "IPv6" if contains(b, ":")
+
+block_family(b) := "IPv4" if not contains(b, ":")
+
+# The block that holds every address of a family.
+whole_family := {"IPv4": "0.0.0.0/0", "IPv6": "::/0"}
+
+# holds_mapped: an IPv6 block that holds every IPv4-mapped address
+# (::ffff:0:0/96), and with them every IPv4 address. Blocks of /96 or longer
+# inside ::ffff:0:0/96 are printed as IPv4 already; a shorter block holds
+# ::ffff:0:0 exactly when it holds ::fffe:0:0, which differs from it in bit
+# 95 only (net.cidr_contains never matches an IPv6 block against a mapped
+# address, so the probe has to be unmapped).
+holds_mapped(b) if {
+	contains(b, ":")
+	to_number(split(b, "/")[1]) <= 95
+	net.cidr_contains(b, "::fffe:0:0")
+}
+
+# covers_alone: the entry's block holds every address of the family by itself.
+covers_alone(entry, fam) if ip_block(entry) == whole_family[fam]
+
+covers_alone(entry, "IPv4") if holds_mapped(ip_block(entry))
+
+# family_blocks: the blocks of a list in one address family, IPv6 blocks that
+# hold all of IPv4 counting as 0.0.0.0/0.
+family_blocks(allow, "IPv4") := {b | some e in allow; b := ip_block(e); not contains(b, ":")} | {"0.0.0.0/0" | some e in allow; holds_mapped(ip_block(e))}
+
+family_blocks(allow, "IPv6") := {b | some e in allow; b := ip_block(e); contains(b, ":")}
+
+# open_families: the address families whose every address the list admits,
+# once its blocks are merged (0.0.0.0/1 and 128.0.0.0/1 together are
+# 0.0.0.0/0). The families are merged apart: net.cidr_merge given both
+# returns ::/0 alone for 0.0.0.0/0 and ::/0.
+open_families(allow) := {fam |
+	some fam, whole in whole_family
+	whole in net.cidr_merge(family_blocks(allow, fam))
 }
 
 # ---------------------------------------------------------------------------
