@@ -162,9 +162,15 @@ msg_kind_not_taken(i, entry, kind) := sprintf(
 # title: allow-list entry is not an address
 # description: >-
 #   Every allow-list entry must be a CIDR block (10.0.0.0/8), an IP address
-#   (IPv4 or IPv6) or a domain name of at least two labels, optionally with a
-#   leading "*." wildcard. The entry is not repeated in the message, in case
-#   it is something that should not be printed (a URL with credentials).
+#   (IPv4 or IPv6) or a domain name: at least two labels of 1 to 63
+#   letters, digits and inner hyphens, 253 characters at most, no trailing
+#   dot, a last label that starts with a letter, and a wildcard only as one
+#   leading "*." label before at least two more (*.example.com; not "*",
+#   "*.com", "a.*.b.com", "*foo.com" or "**.x.com"). An IPv4 address with
+#   leading zeros (010.0.0.1) is refused too: some parsers read it as
+#   octal. The entry is not repeated in the message, in case it is
+#   something that should not be printed (a URL with credentials); the
+#   message says what is wrong with it.
 # custom:
 #   id: SBX-NET-006
 #   class: ConfigurationError
@@ -295,7 +301,7 @@ deny contains f if {
 }
 
 msg_open_list(allow, families) := sprintf(
-	"%s, so this allow list is open egress without the explicit opt-in",
+	`%s, so this allow list is open egress in disguise; open egress is egress = "allow", explicit and warned`,
 	[concat("; ", [open_family_reason(allow, fam) | some fam in sort(families)])],
 )
 
@@ -314,7 +320,7 @@ family_entries(allow, fam) := [sprintf("allow[%d] %q", [i, e]) |
 	lib.block_family(lib.ip_block(e)) == fam
 ]
 
-mapped_note(allow, "IPv4") := "; an IPv6 block holding ::ffff:0:0/96 holds every IPv4-mapped address, which is every IPv4 address" if {
+mapped_note(allow, "IPv4") := " (an IPv6 block that holds ::ffff:0:0/96 holds every IPv4-mapped address, and so every IPv4 address)" if {
 	some e in allow
 	lib.holds_mapped(lib.ip_block(e))
 } else := ""
@@ -359,7 +365,7 @@ noncanonical_reason(entry, canonical) := "its prefix length has a leading zero" 
 } else := "it is an IPv4 address written as IPv4-mapped IPv6" if {
 	contains(entry, ":")
 	not contains(canonical, ":")
-} else := "its host bits are not zero, so it admits the whole block, not the one address written" if {
+} else := "its host bits are not zero, so it reads like one address but admits the whole block" if {
 	contains(entry, "/")
 	address := split(entry, "/")[0]
 	lib.canonical_entry(address) != split(canonical, "/")[0]

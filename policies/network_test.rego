@@ -416,7 +416,7 @@ test_open_list_names_entries_that_merge if {
 
 test_open_list_names_entry_that_opens_alone if {
 	fs := network.deny with input as fx.network_input("e2b", {"allow": ["0.0.0.0/1", "128.0.0.0/1", "0.0.0.0/00"]})
-	fx.mentions(fs, "SBX-NET-009", `every IPv4 address is admitted by allow[2] "0.0.0.0/00", so`)
+	fx.mentions(fs, "SBX-NET-009", `every IPv4 address is admitted by allow[2] "0.0.0.0/00", so this allow list is open egress in disguise; open egress is egress = "allow", explicit and warned`)
 	not fx.mentions(fs, "SBX-NET-009", "together")
 	not fx.mentions(fs, "SBX-NET-009", "IPv4-mapped")
 }
