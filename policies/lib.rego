@@ -158,29 +158,28 @@ address_kind(entry) := "domain" if {
 # ---------------------------------------------------------------------------
 
 ip_block(entry) := b if {
-	some b in net.cidr_merge([as_cidr(entry)])
+	is_string(entry)
+	cidr := as_cidr(entry)
+	net.cidr_is_valid(cidr)
+	some b in net.cidr_merge([cidr])
 }
 
-as_cidr(entry) := entry if address_kind(entry) == "cidr"
-
-# Each IP gets its own host prefix: net.cidr_merge would give a bare IPv4
-# address its classful mask (1.2.3.4 as 1.2.3.4/8) and refuse a bare IPv6
-# one.
-as_cidr(entry) := concat("", [entry, "/128"]) if {
-	address_kind(entry) == "ip"
+# as_cidr gives each IP its own host prefix: net.cidr_merge would give a bare
+# IPv4 address its classful mask (1.2.3.4 as 1.2.3.4/8) and refuse a bare
+# IPv6 one. (ip_block checks the result before net.cidr_merge sees it, so
+# the built-in never fails on an entry.)
+as_cidr(entry) := entry if {
+	contains(entry, "/")
+} else := concat("", [entry, "/128"]) if {
 	contains(entry, ":")
-}
-
-as_cidr(entry) := concat("", [entry, "/32"]) if {
-	address_kind(entry) == "ip"
-	not contains(entry, ":")
-}
+} else := concat("", [entry, "/32"])
 
 # canonical_entry is how the entry must be written: its canonical block for
 # a CIDR, the block's address for an IP.
-canonical_entry(entry) := ip_block(entry) if address_kind(entry) == "cidr"
-
-canonical_entry(entry) := split(ip_block(entry), "/")[0] if address_kind(entry) == "ip"
+canonical_entry(entry) := block if {
+	block := ip_block(entry)
+	contains(entry, "/")
+} else := split(ip_block(entry), "/")[0]
 
 # A canonical block is IPv6 when it has a ":" (IPv4-mapped blocks have
 # become IPv4 by then).
@@ -208,19 +207,16 @@ covers_alone(entry, fam) if ip_block(entry) == whole_family[fam]
 
 covers_alone(entry, "IPv4") if holds_mapped(ip_block(entry))
 
-# family_blocks: the blocks of a list in one address family, IPv6 blocks that
-# hold all of IPv4 counting as 0.0.0.0/0.
-family_blocks(allow, "IPv4") := {b | some e in allow; b := ip_block(e); not contains(b, ":")} | {"0.0.0.0/0" | some e in allow; holds_mapped(ip_block(e))}
-
-family_blocks(allow, "IPv6") := {b | some e in allow; b := ip_block(e); contains(b, ":")}
-
 # open_families: the address families whose every address the list admits,
 # once its blocks are merged (0.0.0.0/1 and 128.0.0.0/1 together are
-# 0.0.0.0/0). The families are merged apart: net.cidr_merge given both
-# returns ::/0 alone for 0.0.0.0/0 and ::/0.
-open_families(allow) := {fam |
-	some fam, whole in whole_family
-	whole in net.cidr_merge(family_blocks(allow, fam))
+# 0.0.0.0/0), IPv6 blocks that hold all of IPv4 counting as 0.0.0.0/0. The
+# families are merged apart: net.cidr_merge given both returns ::/0 alone
+# for 0.0.0.0/0 and ::/0.
+open_families(allow) := families if {
+	blocks := {b | some e in allow; b := ip_block(e)}
+	v4 := {b | some b in blocks; not contains(b, ":")} | {"0.0.0.0/0" | some b in blocks; holds_mapped(b)}
+	v6 := {b | some b in blocks; contains(b, ":")}
+	families := {"IPv4" | "0.0.0.0/0" in net.cidr_merge(v4)} | {"IPv6" | "::/0" in net.cidr_merge(v6)}
 }
 
 # ---------------------------------------------------------------------------
