@@ -352,12 +352,15 @@ deny contains f if {
 	canonical := lib.canonical_entry(entry)
 	canonical != entry
 	meta := rego.metadata.rule()
-	f := lib.finding_fix(
-		meta,
-		sprintf("allow[%d] %q is not in canonical form: %s; it admits %s", [i, entry, noncanonical_reason(entry, canonical), lib.ip_block(entry)]),
-		sprintf("Write allow[%d] as %q. %s", [i, canonical, lib.custom(meta, "fix")]),
-	)
+	f := lib.finding_fix(meta, msg_noncanonical(i, entry, canonical), fix_noncanonical(meta, i, canonical))
 }
+
+msg_noncanonical(i, entry, canonical) := sprintf(
+	"allow[%d] %q is not in canonical form: %s; it admits %s",
+	[i, entry, noncanonical_reason(entry, canonical), lib.ip_block(entry)],
+)
+
+fix_noncanonical(meta, i, canonical) := sprintf("Write allow[%d] as %q. %s", [i, canonical, lib.custom(meta, "fix")])
 
 # noncanonical_reason names the first difference found.
 noncanonical_reason(entry, canonical) := "its prefix length has a leading zero" if {
