@@ -175,11 +175,13 @@ as_cidr(entry) := entry if {
 } else := concat("", [entry, "/32"])
 
 # canonical_entry is how the entry must be written: its canonical block for
-# a CIDR, the block's address for an IP.
-canonical_entry(entry) := block if {
-	block := ip_block(entry)
+# a CIDR, the block's address for an IP. canonical_form does the same from a
+# block already parsed.
+canonical_entry(entry) := canonical_form(entry, ip_block(entry))
+
+canonical_form(entry, block) := block if {
 	contains(entry, "/")
-} else := split(ip_block(entry), "/")[0]
+} else := split(block, "/")[0]
 
 # A canonical block is IPv6 when it has a ":" (IPv4-mapped blocks have
 # become IPv4 by then).
@@ -209,14 +211,35 @@ covers_alone(entry, "IPv4") if holds_mapped(ip_block(entry))
 
 # open_families: the address families whose every address the list admits,
 # once its blocks are merged (0.0.0.0/1 and 128.0.0.0/1 together are
-# 0.0.0.0/0), IPv6 blocks that hold all of IPv4 counting as 0.0.0.0/0. The
-# families are merged apart: net.cidr_merge given both returns ::/0 alone
-# for 0.0.0.0/0 and ::/0.
-open_families(allow) := families if {
-	blocks := {b | some e in allow; b := ip_block(e)}
+# 0.0.0.0/0), IPv6 blocks that hold all of IPv4 counting as 0.0.0.0/0.
+open_families(allow) := open_block_families({b | some e in allow; b := ip_block(e)})
+
+# open_block_families does it for a collection of canonical blocks (a set,
+# or an object whose values are blocks). The families are merged apart:
+# net.cidr_merge given both returns ::/0 alone for 0.0.0.0/0 and ::/0.
+#
+# The merge runs only when some block is wide enough to take part in
+# covering a family: n blocks of prefix length p or more hold at most
+# n * 2^(bits - p) addresses, so a family of 2^bits needs a block with
+# 2^p <= n, and then p < n. A short list of narrow blocks stops there.
+open_block_families(blocks) := families if {
+	any_wide(blocks)
 	v4 := {b | some b in blocks; not contains(b, ":")} | {"0.0.0.0/0" | some b in blocks; holds_mapped(b)}
 	v6 := {b | some b in blocks; contains(b, ":")}
 	families := {"IPv4" | "0.0.0.0/0" in net.cidr_merge(v4)} | {"IPv6" | "::/0" in net.cidr_merge(v6)}
+} else := set()
+
+# any_wide: some block may take part in covering a family (a constant
+# value, so OPA stops at the first block found).
+any_wide(blocks) if {
+	n := count(blocks)
+	some b in blocks
+	to_number(split(b, "/")[1]) < n
+}
+
+any_wide(blocks) if {
+	some b in blocks
+	holds_mapped(b)
 }
 
 # ---------------------------------------------------------------------------

@@ -274,6 +274,13 @@ deny contains f if {
 
 msg_cannot_deny := sprintf("backend %s cannot block egress, so a deny policy would not be enforced", [lib.backend_key])
 
+# allow_blocks maps each CIDR or IP entry of the allow list to its canonical
+# block (lib.ip_block), parsed once for SBX-NET-009 and SBX-NET-011.
+allow_blocks := {entry: block |
+	some entry in input.network.allow
+	block := lib.ip_block(entry)
+}
+
 # METADATA
 # title: allow list that opens all egress
 # description: >-
@@ -294,9 +301,9 @@ msg_cannot_deny := sprintf("backend %s cannot block egress, so a deny policy wou
 deny contains f if {
 	_ = input.network.allow[0]
 	not input.network.egress == "allow"
-	allow := input.network.allow
-	families := lib.open_families(allow)
+	families := lib.open_block_families(allow_blocks)
 	count(families) > 0
+	allow := input.network.allow
 	f := lib.finding(rego.metadata.rule(), msg_open_list(allow, families))
 }
 
@@ -349,7 +356,7 @@ mapped_note(_, "IPv6") := ""
 deny contains f if {
 	_ = input.network.allow[0]
 	some i, entry in input.network.allow
-	canonical := lib.canonical_entry(entry)
+	canonical := lib.canonical_form(entry, allow_blocks[entry])
 	canonical != entry
 	meta := rego.metadata.rule()
 	f := lib.finding_fix(meta, msg_noncanonical(i, entry, canonical), fix_noncanonical(meta, i, canonical))
