@@ -2,7 +2,7 @@
 # title: sandboxio shared helpers
 # description: >-
 #   Finding constructors, message helpers, allow-list address
-#   classification, tier comparison and credential heuristics shared by the
+#   classification and parsing, tier comparison and credential heuristics shared by the
 #   sandboxio rule packages. Nothing here refuses anything by itself.
 package sandboxio.lib
 
@@ -145,10 +145,101 @@ address_kind(entry) := "domain" if {
 	regex.match(domain_pattern, entry)
 }
 
-# open_cidr holds for a CIDR that covers the whole address space.
-open_cidr(entry) if {
-	address_kind(entry) == "cidr"
-	endswith(entry, "/0")
+# ---------------------------------------------------------------------------
+# Allow-list blocks
+#
+# Addresses are parsed with OPA's net.* built-ins, never compared as text:
+# ip_block is the canonical CIDR block an address entry stands for (an IP is
+# its /32 or /128), as net.cidr_merge prints it: the network address with
+# its host bits zero, the prefix length in decimal without leading zeros,
+# IPv6 in lowercase with the longest run of zero groups compressed, and an
+# IPv4-mapped IPv6 block (::ffff:10.0.0.0/104) as the IPv4 block it is
+# (10.0.0.0/8). It is undefined for an entry that is not a CIDR or an IP.
+# ---------------------------------------------------------------------------
+
+ip_block(entry) := b if {
+	is_string(entry)
+	cidr := as_cidr(entry)
+	net.cidr_is_valid(cidr)
+	some b in net.cidr_merge([cidr])
+}
+
+# as_cidr gives each IP its own host prefix: net.cidr_merge would give a bare
+# IPv4 address its classful mask (1.2.3.4 as 1.2.3.4/8) and refuse a bare
+# IPv6 one. (ip_block checks the result before net.cidr_merge sees it, so
+# the built-in never fails on an entry.)
+as_cidr(entry) := entry if {
+	contains(entry, "/")
+} else := concat("", [entry, "/128"]) if {
+	contains(entry, ":")
+} else := concat("", [entry, "/32"])
+
+# canonical_entry is how the entry must be written: its canonical block for
+# a CIDR, the block's address for an IP. canonical_form does the same from a
+# block already parsed.
+canonical_entry(entry) := canonical_form(entry, ip_block(entry))
+
+canonical_form(entry, block) := block if {
+	contains(entry, "/")
+} else := split(block, "/")[0]
+
+# A canonical block is IPv6 when it has a ":" (IPv4-mapped blocks have
+# become IPv4 by then).
+block_family(b) := "IPv6" if contains(b, ":")
+
+block_family(b) := "IPv4" if not contains(b, ":")
+
+# The block that holds every address of a family.
+whole_family := {"IPv4": "0.0.0.0/0", "IPv6": "::/0"}
+
+# holds_mapped: an IPv6 block that holds every IPv4-mapped address
+# (::ffff:0:0/96), and with them every IPv4 address. Blocks of /96 or longer
+# inside ::ffff:0:0/96 are printed as IPv4 already; a shorter block holds
+# ::ffff:0:0 exactly when it holds ::fffe:0:0, which differs from it in bit
+# 95 only (net.cidr_contains never matches an IPv6 block against a mapped
+# address, so the probe has to be unmapped).
+holds_mapped(b) if {
+	contains(b, ":")
+	to_number(split(b, "/")[1]) <= 95
+	net.cidr_contains(b, "::fffe:0:0")
+}
+
+# covers_alone: the entry's block holds every address of the family by itself.
+covers_alone(entry, fam) if ip_block(entry) == whole_family[fam]
+
+covers_alone(entry, "IPv4") if holds_mapped(ip_block(entry))
+
+# open_families: the address families whose every address the list admits,
+# once its blocks are merged (0.0.0.0/1 and 128.0.0.0/1 together are
+# 0.0.0.0/0), IPv6 blocks that hold all of IPv4 counting as 0.0.0.0/0.
+open_families(allow) := open_block_families({b | some e in allow; b := ip_block(e)})
+
+# open_block_families does it for a collection of canonical blocks (a set,
+# or an object whose values are blocks). The families are merged apart:
+# net.cidr_merge given both returns ::/0 alone for 0.0.0.0/0 and ::/0.
+#
+# The merge runs only when some block is wide enough to take part in
+# covering a family: n blocks of prefix length p or more hold at most
+# n * 2^(bits - p) addresses, so a family of 2^bits needs a block with
+# 2^p <= n, and then p < n. A short list of narrow blocks stops there.
+open_block_families(blocks) := families if {
+	any_wide(blocks)
+	v4 := {b | some b in blocks; not contains(b, ":")} | {"0.0.0.0/0" | some b in blocks; holds_mapped(b)}
+	v6 := {b | some b in blocks; contains(b, ":")}
+	families := {"IPv4" | "0.0.0.0/0" in net.cidr_merge(v4)} | {"IPv6" | "::/0" in net.cidr_merge(v6)}
+} else := set()
+
+# any_wide: some block may take part in covering a family (a constant
+# value, so OPA stops at the first block found).
+any_wide(blocks) if {
+	n := count(blocks)
+	some b in blocks
+	to_number(split(b, "/")[1]) < n
+}
+
+any_wide(blocks) if {
+	some b in blocks
+	holds_mapped(b)
 }
 
 # ---------------------------------------------------------------------------

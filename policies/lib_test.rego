@@ -41,11 +41,64 @@ test_not_addresses if {
 	}
 }
 
-test_open_cidr if {
-	lib.open_cidr("0.0.0.0/0")
-	lib.open_cidr("::/0")
-	not lib.open_cidr("10.0.0.0/0x")
-	not lib.open_cidr("10.0.0.0/8")
+test_ip_block_parses if {
+	lib.ip_block("10.0.0.0/8") == "10.0.0.0/8"
+	lib.ip_block("10.1.2.3/8") == "10.0.0.0/8"
+	lib.ip_block("0.0.0.0/00") == "0.0.0.0/0"
+	lib.ip_block("1.2.3.4") == "1.2.3.4/32"
+	lib.ip_block("2001:DB8:0000::/32") == "2001:db8::/32"
+	lib.ip_block("2001:db8::1") == "2001:db8::1/128"
+	lib.ip_block("::ffff:10.0.0.0/104") == "10.0.0.0/8"
+	lib.ip_block("::ffff:0:0/96") == "0.0.0.0/0"
+	lib.ip_block("::ffff:1.2.3.4") == "1.2.3.4/32"
+	every entry in ["pypi.org", "not an address", "10.0.0.0/33", 7, null] {
+		not lib.ip_block(entry)
+	}
+}
+
+test_canonical_entry if {
+	lib.canonical_entry("10.0.0.0/8") == "10.0.0.0/8"
+	lib.canonical_entry("10.1.2.3/8") == "10.0.0.0/8"
+	lib.canonical_entry("10.0.0.0/008") == "10.0.0.0/8"
+	lib.canonical_entry("1.2.3.4") == "1.2.3.4"
+	lib.canonical_entry("2001:0DB8::0001") == "2001:db8::1"
+	lib.canonical_entry("::ffff:1.2.3.4") == "1.2.3.4"
+	not lib.canonical_entry("pypi.org")
+}
+
+test_block_family if {
+	lib.block_family("10.0.0.0/8") == "IPv4"
+	lib.block_family("::/0") == "IPv6"
+}
+
+test_holds_mapped if {
+	every b in ["::/0", "::/1", "::/64", "::/80", "::ffff:0:0/95"] {
+		lib.holds_mapped(b)
+	}
+	every b in ["0.0.0.0/0", "8000::/1", "::/96", "::fffe:0:0/96", "2001:db8::/32", "::1/128"] {
+		not lib.holds_mapped(b)
+	}
+}
+
+test_open_families if {
+	every allow in [["0.0.0.0/0"], ["0.0.0.0/00"], ["0.0.0.0/1", "128.0.0.0/1"], ["::ffff:0:0/96"], ["1.2.3.4", "0.0.0.0/1", "128.0.0.0/1", "pypi.org"], ["::ffff:0.0.0.0/97", "128.0.0.0/1"], ["::/80"], ["10.0.0.0/8", "::/1"], ["0.0.0.0/2", "64.0.0.0/2", "128.0.0.0/2", "192.0.0.0/2"]] {
+		lib.open_families(allow) == {"IPv4"}
+	}
+	every allow in [["::/00"], ["::/1", "8000::/1"], ["::/1", "8000::/2", "c000::/2"]] {
+		lib.open_families(allow) == {"IPv4", "IPv6"}
+	}
+	lib.open_families(["8000::/1", "::/1"]) == {"IPv4", "IPv6"}
+	every allow in [[], ["pypi.org"], ["0.0.0.0/1"], ["0.0.0.0/1", "128.0.0.0/2"], ["10.0.0.0/8", "2001:db8::/32"], ["8000::/1"], ["0.0.0.0/0x"], ["0.0.0.0/1", "::ffff:128.0.0.0/98"]] {
+		lib.open_families(allow) == set()
+	}
+}
+
+test_covers_alone if {
+	lib.covers_alone("0.0.0.0/0", "IPv4")
+	lib.covers_alone("::/0", "IPv6")
+	lib.covers_alone("::/0", "IPv4")
+	not lib.covers_alone("0.0.0.0/1", "IPv4")
+	not lib.covers_alone("0.0.0.0/0", "IPv6")
 }
 
 test_tier_order if {

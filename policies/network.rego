@@ -162,9 +162,15 @@ msg_kind_not_taken(i, entry, kind) := sprintf(
 # title: allow-list entry is not an address
 # description: >-
 #   Every allow-list entry must be a CIDR block (10.0.0.0/8), an IP address
-#   (IPv4 or IPv6) or a domain name of at least two labels, optionally with a
-#   leading "*." wildcard. The entry is not repeated in the message, in case
-#   it is something that should not be printed (a URL with credentials).
+#   (IPv4 or IPv6) or a domain name: at least two labels of 1 to 63
+#   letters, digits and inner hyphens, 253 characters at most, no trailing
+#   dot, a last label that starts with a letter, and a wildcard only as one
+#   leading "*." label before at least two more (*.example.com; not "*",
+#   "*.com", "a.*.b.com", "*foo.com" or "**.x.com"). An IPv4 address with
+#   leading zeros (010.0.0.1) is refused too: some parsers read it as
+#   octal. The entry is not repeated in the message, in case it is
+#   something that should not be printed (a URL with credentials); the
+#   message says what is wrong with it.
 # custom:
 #   id: SBX-NET-006
 #   class: ConfigurationError
@@ -184,24 +190,51 @@ msg_not_an_address(i, entry) := sprintf(
 	[i, entry_hint(entry)],
 )
 
-entry_hint(entry) := " (it looks like a URL: give the host name only)" if {
-	is_string(entry)
+# entry_hint says what is wrong with an entry without repeating it; the one
+# thing it may print is the decimal reading of a dotted quad with leading
+# zeros, which holds nothing but digits and dots.
+entry_hint(entry) := sprintf(" (it is a %s, not a string)", [type_name(entry)]) if {
+	not is_string(entry)
+} else := " (it looks like a URL: give the host name only)" if {
 	contains(entry, "://")
-}
-
-entry_hint(entry) := " (it contains a port or a path: give the host or block only)" if {
-	is_string(entry)
-	not contains(entry, "://")
+} else := " (it contains a port or a path: give the host or block only)" if {
 	regex.match(`^[A-Za-z0-9.*-]+(:[0-9]+|/[^0-9])`, entry)
-}
+} else := leading_zero_hint(entry) if {
+	regex.match(`^[0-9]+(\.[0-9]+){3}(/[0-9]+)?$`, entry)
+	regex.match(`(^|\.)0[0-9]`, entry)
+} else := " (it looks like an IPv4 address, but an IPv4 address is four numbers from 0 to 255 and a prefix length at most 32)" if {
+	regex.match(`^[0-9./]+$`, entry)
+} else := " (it is empty)" if {
+	entry == ""
+} else := " (it looks like an IPv6 address or block, but is not a valid one)" if {
+	contains(entry, ":")
+} else := " (a wildcard is allowed only as one leading \"*.\" label before a domain of at least two labels, as in *.example.com)" if {
+	contains(entry, "*")
+} else := " (a domain name holds only letters, digits, hyphens and dots)" if {
+	regex.match(`[^A-Za-z0-9.-]`, entry)
+} else := " (it ends in a dot: leave the final dot out)" if {
+	endswith(entry, ".")
+} else := " (it is longer than 253 characters, the most a domain name can have)" if {
+	count(entry) > 253
+} else := " (a label is empty or longer than 63 characters)" if {
+	some label in split(entry, ".")
+	not count(label) in numbers.range(1, 63)
+} else := " (a domain name needs at least two labels, as in pypi.org)" if {
+	not contains(entry, ".")
+} else := " (a label starts or ends with a hyphen)" if {
+	regex.match(`(^|\.)-|-($|\.)`, entry)
+} else := " (its last label starts with a digit, which no top-level domain does)"
 
-entry_hint(entry) := "" if {
-	is_string(entry)
-	not contains(entry, "://")
-	not regex.match(`^[A-Za-z0-9.*-]+(:[0-9]+|/[^0-9])`, entry)
-}
+# The last hint is the one failure left: a name of letters, digits, hyphens
+# and dots, in labels of 1 to 63 characters that neither start nor end with
+# a hyphen, fails the domain pattern only when its last label starts with a
+# digit.
 
-entry_hint(entry) := sprintf(" (it is a %s, not a string)", [type_name(entry)]) if not is_string(entry)
+# leading_zero_hint: 010.0.0.1 is 10.0.0.1 to some parsers and 8.0.0.1 to
+# others (octal), so it is refused; the hint gives the decimal reading.
+leading_zero_hint(entry) := sprintf(" (a number with a leading zero is octal to some parsers: if decimal was meant, write %s)", [decimal]) if {
+	decimal := lib.canonical_entry(regex.replace(entry, `(^|[./])0+([0-9])`, "${1}${2}"))
+} else := " (a number with a leading zero is octal to some parsers; write each number in decimal without leading zeros)"
 
 # METADATA
 # title: open egress
@@ -241,26 +274,112 @@ deny contains f if {
 
 msg_cannot_deny := sprintf("backend %s cannot block egress, so a deny policy would not be enforced", [lib.backend_key])
 
+# allow_blocks maps each CIDR or IP entry of the allow list to its canonical
+# block (lib.ip_block), parsed once for SBX-NET-009 and SBX-NET-011.
+allow_blocks := {entry: block |
+	some entry in input.network.allow
+	block := lib.ip_block(entry)
+}
+
 # METADATA
 # title: allow list that opens all egress
 # description: >-
-#   An allow-list entry of 0.0.0.0/0 or ::/0 admits every address, which is
-#   open egress disguised as a deny policy: it would bypass the explicit
-#   opt-in and the warning that egress = "allow" carries.
+#   An allow list whose entries together hold every address of a family
+#   (0.0.0.0/0 or ::/0, but also 0.0.0.0/1 with 128.0.0.0/1, or ::/1 with
+#   8000::/1, or an IPv6 block holding all IPv4-mapped addresses,
+#   ::ffff:0:0/96) is open egress disguised as a restriction: it would bypass
+#   the explicit opt-in and the warning that egress = "allow" carries. The
+#   entries are parsed and merged, never compared as text. Refused whatever
+#   the egress mode, except "allow", where SBX-NET-004 refuses any list.
 # custom:
 #   id: SBX-NET-009
 #   class: ConfigurationError
 #   attribute: network.allow
 #   fix: >-
-#     List only the blocks the code needs, or, if open egress is really
-#     intended, say so with egress = "allow" and no allow list.
+#     List only the blocks the code needs. Open egress is egress = "allow"
+#     with no allow list: explicit, and always warned (SBX-NET-007).
 deny contains f if {
-	input.network.egress == "deny"
+	_ = input.network.allow[0]
+	not input.network.egress == "allow"
+	families := lib.open_block_families(allow_blocks)
+	count(families) > 0
+	allow := input.network.allow
+	f := lib.finding(rego.metadata.rule(), msg_open_list(allow, families))
+}
+
+msg_open_list(allow, families) := sprintf(
+	`%s, so this allow list is open egress in disguise; open egress is egress = "allow", explicit and warned`,
+	[concat("; ", [open_family_reason(allow, fam) | some fam in sort(families)])],
+)
+
+# open_family_reason names the entries that open a family: those that do it
+# alone, or else every entry of the family, which together do.
+open_family_reason(allow, fam) := sprintf("every %s address is admitted by %s%s", [fam, lib.join_and(alone), mapped_note(allow, fam)]) if {
+	alone := [sprintf("allow[%d] %q", [i, e]) | some i, e in allow; lib.covers_alone(e, fam)]
+	count(alone) > 0
+} else := sprintf(
+	"every %s address is admitted by %s together (they merge to %s)%s",
+	[fam, lib.join_and(family_entries(allow, fam)), lib.whole_family[fam], mapped_note(allow, fam)],
+)
+
+family_entries(allow, fam) := [sprintf("allow[%d] %q", [i, e]) |
+	some i, e in allow
+	lib.block_family(lib.ip_block(e)) == fam
+]
+
+mapped_note(allow, "IPv4") := " (an IPv6 block that holds ::ffff:0:0/96 holds every IPv4-mapped address, and so every IPv4 address)" if {
+	some e in allow
+	lib.holds_mapped(lib.ip_block(e))
+} else := ""
+
+mapped_note(_, "IPv6") := ""
+
+# METADATA
+# title: allow-list address not written in canonical form
+# description: >-
+#   A CIDR block or IP address in an allow list must be written the one way
+#   it prints: the network address with its host bits zero (10.0.0.0/8, not
+#   10.1.2.3/8, which admits all of 10.0.0.0/8 while reading like one
+#   host), a prefix length without leading zeros (/8, not /08 or /00), IPv6
+#   in lowercase with zeros compressed (2001:db8::/32), and an IPv4 block in
+#   IPv4 notation rather than IPv4-mapped IPv6. A form that reads as
+#   something narrower than what it admits, or that the backend may parse
+#   differently, is refused with the form to write.
+# custom:
+#   id: SBX-NET-011
+#   class: ConfigurationError
+#   attribute: network.allow
+#   fix: >-
+#     Write the entry in canonical form: network address with host bits zero,
+#     prefix length without leading zeros, IPv6 in lowercase with zeros
+#     compressed, IPv4 in IPv4 notation.
+deny contains f if {
 	_ = input.network.allow[0]
 	some i, entry in input.network.allow
-	lib.open_cidr(entry)
-	f := lib.finding(rego.metadata.rule(), sprintf("allow[%d] %q admits every address, which makes the deny policy open egress", [i, entry]))
+	canonical := lib.canonical_form(entry, allow_blocks[entry])
+	canonical != entry
+	meta := rego.metadata.rule()
+	f := lib.finding_fix(meta, msg_noncanonical(i, entry, canonical), fix_noncanonical(meta, i, canonical))
 }
+
+msg_noncanonical(i, entry, canonical) := sprintf(
+	"allow[%d] %q is not in canonical form: %s; it admits %s",
+	[i, entry, noncanonical_reason(entry, canonical), lib.ip_block(entry)],
+)
+
+fix_noncanonical(meta, i, canonical) := sprintf("Write allow[%d] as %q. %s", [i, canonical, lib.custom(meta, "fix")])
+
+# noncanonical_reason names the first difference found.
+noncanonical_reason(entry, canonical) := "its prefix length has a leading zero" if {
+	regex.match(`/0[0-9]`, entry)
+} else := "it is an IPv4 address written as IPv4-mapped IPv6" if {
+	contains(entry, ":")
+	not contains(canonical, ":")
+} else := "its host bits are not zero, so it reads like one address but admits the whole block" if {
+	contains(entry, "/")
+	address := split(entry, "/")[0]
+	lib.canonical_entry(address) != split(canonical, "/")[0]
+} else := "IPv6 is written in lowercase, without leading zeros in a group, with the longest run of zero groups as ::"
 
 # METADATA
 # title: open egress on a backend that cannot give it

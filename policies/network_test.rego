@@ -255,6 +255,75 @@ test_valid_entries_accepted if {
 	count(fs) == 0
 }
 
+# Each malformed entry gets the hint that says what is wrong, without the
+# entry itself.
+malformed_hints := {
+	"010.0.0.1": "if decimal was meant, write 10.0.0.1",
+	"010.001.2.3/08": "if decimal was meant, write 10.0.0.0/8",
+	"010.0.0.1/32": "if decimal was meant, write 10.0.0.1/32",
+	"010.1.2.3/8": "if decimal was meant, write 10.0.0.0/8",
+	"010.0.0.1/40": "write each number in decimal",
+	"300.1.1.1": "four numbers from 0 to 255",
+	"10.0.0.0/33": "prefix length at most 32",
+	"1.2.3": "four numbers from 0 to 255",
+	"*": "wildcard is allowed only as one leading",
+	"*.com": "wildcard is allowed only as one leading",
+	"a.*.b.com": "wildcard is allowed only as one leading",
+	"*foo.com": "wildcard is allowed only as one leading",
+	"**.x.com": "wildcard is allowed only as one leading",
+	"*.*.x.com": "wildcard is allowed only as one leading",
+	"pypi.org.": "ends in a dot",
+	"*.pypi.org.": "wildcard is allowed only as one leading",
+	concat("", [concat(".", ["abcdefghij" | some _ in numbers.range(1, 23)]), ".org"]): "longer than 253 characters",
+	concat("", [concat("", ["x" | some _ in numbers.range(1, 64)]), ".org"]): "longer than 63 characters",
+	"a..org": "a label is empty",
+	".pypi.org": "a label is empty",
+	"localhost": "at least two labels",
+	"example.123": "last label starts with a digit",
+	"example.4ex": "last label starts with a digit",
+	"-x.org": "starts or ends with a hyphen",
+	"x-.org": "starts or ends with a hyphen",
+	"x_y.org": "only letters, digits, hyphens and dots",
+	"not an address": "only letters, digits, hyphens and dots",
+	"pypi.org/8": "only letters, digits, hyphens and dots",
+	"2001:db8::/129": "IPv6",
+	"::g": "IPv6",
+	"": "it is empty",
+}
+
+test_malformed_entries_hinted if {
+	every entry, hint in malformed_hints {
+		fs := network.deny with input as fx.network_input("e2b", {"allow": ["pypi.org", entry]})
+		fx.has(fs, "SBX-NET-006", "ConfigurationError", "network.allow")
+		fx.count_of(fs, "SBX-NET-006") == 1
+		fx.mentions(fs, "SBX-NET-006", "allow[1]")
+		fx.mentions(fs, "SBX-NET-006", hint)
+	}
+}
+
+test_malformed_entries_not_repeated if {
+	every entry, _ in malformed_hints {
+		fs := network.deny with input as fx.network_input("e2b", {"allow": [entry]})
+		fx.has(fs, "SBX-NET-006", "ConfigurationError", "network.allow")
+		short_or_not_leaked(fs, entry)
+	}
+}
+
+short_or_not_leaked(_, entry) if count(entry) < 6
+
+short_or_not_leaked(fs, entry) if not fx.leaks(fs, entry)
+
+test_domains_at_their_limits_accepted if {
+	label63 := concat("", ["x" | some _ in numbers.range(1, 63)])
+	long := concat(".", [label63, label63, label63, concat("", ["y" | some _ in numbers.range(1, 57)]), "org"])
+	count(long) == 253
+	fs := network.deny with input as fx.network_input("e2b", {"allow": [
+		"*.pythonhosted.org", "*.co.uk", sprintf("%s.org", [label63]), long,
+		"a.b.c.d.example.com", "x1.io", "xn--bcher-kva.example",
+	]})
+	count(fs) == 0
+}
+
 # --- SBX-NET-007: open egress warning --------------------------------------
 
 test_open_egress_warned if {
@@ -300,12 +369,84 @@ test_allow_everything_refused if {
 		fs := network.deny with input as fx.network_input("e2b", {"allow": ["pypi.org", entry]})
 		fx.has(fs, "SBX-NET-009", "ConfigurationError", "network.allow")
 		fx.mentions(fs, "SBX-NET-009", "allow[1]")
+		fx.fix_mentions(fs, "SBX-NET-009", `egress = "allow"`)
+		fx.fix_mentions(fs, "SBX-NET-009", "warned")
 	}
 }
 
-test_narrow_blocks_accepted if {
-	fs := network.deny with input as fx.network_input("e2b", {"allow": ["0.0.0.0/8", "10.0.0.0/8", "2001:db8::/32"]})
+# The lists of issue 8: each passed as a deny policy on e2b, because the rule
+# compared the text's ending with "/0".
+open_lists := [
+	["0.0.0.0/00", "::/00"],
+	["0.0.0.0/1", "128.0.0.0/1"],
+	["::/1", "8000::/1"],
+	["::ffff:0:0/96"],
+	["0.0.0.0/1", "::ffff:128.0.0.0/97"],
+	["0.0.0.0/2", "64.0.0.0/2", "128.0.0.0/2", "192.0.0.0/3", "224.0.0.0/4", "240.0.0.0/4"],
+	["::/80"],
+	["0.0.0.0/1", "128.0.0.0/2", "192.0.0.0/2", "pypi.org"],
+]
+
+test_lists_that_merge_to_everything_refused if {
+	every allow in open_lists {
+		every key in allowlist_keys {
+			fs := network.deny with input as fx.network_input(key, {"allow": allow})
+			fx.has(fs, "SBX-NET-009", "ConfigurationError", "network.allow")
+			fx.count_of(fs, "SBX-NET-009") == 1
+			fx.mentions(fs, "SBX-NET-009", "open egress")
+		}
+	}
+}
+
+test_open_list_refused_in_template_and_spec if {
+	fs := network.deny with input as fx.template_with("vercel", {"network": {"egress": "deny", "allow": ["0.0.0.0/1", "128.0.0.0/1"]}})
+	fx.has(fs, "SBX-NET-009", "ConfigurationError", "network.allow")
+	gs := network.deny with input as object.union(fx.spec_input("modal", {"tenant_id": "acme", "session_id": "s-1"}), {"network": {"egress": "deny", "allow": ["0.0.0.0/1", "128.0.0.0/1"]}})
+	fx.has(gs, "SBX-NET-009", "ConfigurationError", "network.allow")
+}
+
+test_open_list_names_entries_that_merge if {
+	fs := network.deny with input as fx.network_input("e2b", {"allow": ["10.0.0.0/8", "0.0.0.0/1", "128.0.0.0/1"]})
+	fx.mentions(fs, "SBX-NET-009", `every IPv4 address is admitted by allow[0] "10.0.0.0/8", allow[1] "0.0.0.0/1" and allow[2] "128.0.0.0/1" together (they merge to 0.0.0.0/0)`)
+	gs := network.deny with input as fx.network_input("e2b", {"allow": ["::/1", "8000::/1"]})
+	fx.mentions(gs, "SBX-NET-009", `every IPv4 address is admitted by allow[0] "::/1"`)
+	fx.mentions(gs, "SBX-NET-009", "every IPv4-mapped address")
+	fx.mentions(gs, "SBX-NET-009", `every IPv6 address is admitted by allow[0] "::/1" and allow[1] "8000::/1" together (they merge to ::/0)`)
+}
+
+test_open_list_names_entry_that_opens_alone if {
+	fs := network.deny with input as fx.network_input("e2b", {"allow": ["0.0.0.0/1", "128.0.0.0/1", "0.0.0.0/00"]})
+	fx.mentions(fs, "SBX-NET-009", `every IPv4 address is admitted by allow[2] "0.0.0.0/00", so this allow list is open egress in disguise; open egress is egress = "allow", explicit and warned`)
+	not fx.mentions(fs, "SBX-NET-009", "together")
+	not fx.mentions(fs, "SBX-NET-009", "IPv4-mapped")
+}
+
+# Whatever the egress mode but "allow", where SBX-NET-004 refuses any list.
+test_open_list_refused_whatever_the_mode if {
+	every egress in ["deny", "learn", "block", null] {
+		fs := network.deny with input as fx.network_input("e2b", {"egress": egress, "allow": ["0.0.0.0/1", "128.0.0.0/1"]})
+		fx.has(fs, "SBX-NET-009", "ConfigurationError", "network.allow")
+	}
+	gs := network.deny with input as {"kind": "network_policy", "network": {"allow": ["0.0.0.0/0"]}}
+	fx.has(gs, "SBX-NET-009", "ConfigurationError", "network.allow")
+}
+
+test_open_list_with_open_egress_left_to_net_004 if {
+	fs := network.deny with input as fx.network_input("e2b", {"egress": "allow", "allow": ["0.0.0.0/0"]})
 	fx.lacks(fs, "SBX-NET-009")
+	fx.has(fs, "SBX-NET-004", "ConfigurationError", "network.allow")
+}
+
+test_narrow_blocks_accepted if {
+	every allow in [
+		["0.0.0.0/8", "10.0.0.0/8", "2001:db8::/32"],
+		["0.0.0.0/1", "128.0.0.0/2", "192.0.0.0/3"],
+		["8000::/1", "::ffff:10.0.0.0/104"],
+		["::/96", "::fffe:0:0/96", "2001:db8::/32", "1.2.3.4"],
+	] {
+		fs := network.deny with input as fx.network_input("e2b", {"allow": allow})
+		fx.lacks(fs, "SBX-NET-009")
+	}
 }
 
 # --- SBX-NET-010: open egress on a backend that cannot give it -------------
@@ -348,4 +489,49 @@ test_backend_without_open_egress_refused if {
 	fs := network.deny with input as fx.with_caps(fx.template_with("e2b", {"network": {"egress": "allow"}}), caps)
 	fx.has(fs, "SBX-NET-010", "CapabilityNotSupported", "network.egress")
 	fx.mentions(fs, "SBX-NET-010", "allow_internet_access=false")
+}
+
+# --- SBX-NET-011: address not in canonical form ---------------------------
+
+noncanonical := {
+	"0.0.0.0/00": ["0.0.0.0/0", "leading zero"],
+	"::/00": ["::/0", "leading zero"],
+	"10.0.0.0/08": ["10.0.0.0/8", "leading zero"],
+	"10.1.2.3/8": ["10.0.0.0/8", "host bits are not zero"],
+	"151.101.1.1/16": ["151.101.0.0/16", "host bits are not zero"],
+	"2001:db8::1/32": ["2001:db8::/32", "host bits are not zero"],
+	"2001:DB8::/32": ["2001:db8::/32", "IPv6 is written in lowercase"],
+	"2001:0db8:0000:0000::/32": ["2001:db8::/32", "IPv6 is written in lowercase"],
+	"2001:DB8::1": ["2001:db8::1", "IPv6 is written in lowercase"],
+	"2001:db8:0:0:0:0:0:1": ["2001:db8::1", "IPv6 is written in lowercase"],
+	"::ffff:10.0.0.0/104": ["10.0.0.0/8", "IPv4-mapped IPv6"],
+	"::ffff:1.2.3.4": ["1.2.3.4", "IPv4-mapped IPv6"],
+	"::FFFF:0A00:0001": ["10.0.0.1", "IPv4-mapped IPv6"],
+}
+
+test_noncanonical_refused_with_canonical_form if {
+	every entry, want in noncanonical {
+		fs := network.deny with input as fx.network_input("modal", {"allow": ["10.0.0.0/8", entry]})
+		fx.has(fs, "SBX-NET-011", "ConfigurationError", "network.allow")
+		fx.count_of(fs, "SBX-NET-011") == 1
+		fx.mentions(fs, "SBX-NET-011", sprintf("allow[1] %q", [entry]))
+		fx.mentions(fs, "SBX-NET-011", want[1])
+		fx.fix_mentions(fs, "SBX-NET-011", sprintf("Write allow[1] as %q.", [want[0]]))
+	}
+}
+
+test_noncanonical_refused_without_backend if {
+	fs := network.deny with input as fx.network_only({"allow": ["10.1.2.3/8"]})
+	fx.has(fs, "SBX-NET-011", "ConfigurationError", "network.allow")
+	fx.mentions(fs, "SBX-NET-011", "it admits 10.0.0.0/8")
+}
+
+test_canonical_accepted if {
+	fs := network.deny with input as fx.network_only({"allow": [
+		"10.0.0.0/8", "1.2.3.4", "1.2.3.4/32", "0.0.0.0/8", "2001:db8::/32", "2001:db8::1",
+		"2001:db8::1/128", "::1", "fe80::/10", "2001:db8:0:1::/64", "::/96",
+		"pypi.org", "PyPI.org",
+	]})
+	fx.lacks(fs, "SBX-NET-011")
+	count(fs) == 0
 }
