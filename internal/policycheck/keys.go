@@ -152,7 +152,7 @@ func (k keyRef) equal(data []byte, o keyRef) bool {
 // ["a.b"] for anything else.
 func joinPath(path, key string) string {
 	ident := key != "" && strings.IndexFunc(key, func(r rune) bool {
-		return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		return r != '_' && r != '-' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9')
 	}) < 0 && (key[0] < '0' || key[0] > '9')
 	if !ident {
 		return path + "[" + strconv.Quote(key) + "]"
