@@ -8,6 +8,10 @@ import (
 	"os"
 )
 
+// DefaultLimit bounds the files sandboxio reads when the caller sets no
+// other limit (policy files, waiver files): 64 MiB, far above any real one.
+const DefaultLimit = 64 << 20
+
 // FileError is a file ReadFile refuses to read: not a regular file, or
 // larger than the limit. The file is not read (or not beyond the limit).
 type FileError struct {
