@@ -64,6 +64,10 @@ func checkInfo(path string, fi fs.FileInfo, limit int64) error {
 // may grow while it is read).
 func ReadFile(path string, limit int64) ([]byte, error) {
 	if _, err := CheckRegular(path, limit); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			pe.Op = "open" // as os.ReadFile says it: "open x: no such file or directory"
+		}
 		return nil, err
 	}
 	f, err := os.Open(path)
