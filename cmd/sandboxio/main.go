@@ -38,7 +38,8 @@ const exitCodesHelp = `Exit codes:
 
 // overviewExitCodesHelp ends the command list.
 const overviewExitCodesHelp = exitCodesHelp + `
-run and run-code pass the sandboxed command's exit code through; their own refusals,
+policy check exits 3 with --fail-on-deferred when nothing is refused but something is
+checked only at apply. run and run-code pass the sandboxed command's exit code through; their own refusals,
 timeouts and exceeded caps exit 64-70, one code per error class (see sandboxio run --help).`
 
 // env is what a command may touch, so tests can run commands in-process.

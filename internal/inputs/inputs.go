@@ -54,12 +54,19 @@ type NetworkPolicy struct {
 	Egress  string
 	Allow   []string
 	Backend string
+	// EgressEmpty says egress was configured as the empty string, not
+	// left unset: the document keeps "" so that a rule refuses it
+	// (SBX-NET-002) instead of it passing as the default, deny.
+	EgressEmpty bool
 }
 
 // Build returns the input document and the effective (normalized) policy.
 // A DSN error is returned as is, a *model.Error on the backend attribute.
 func (c NetworkPolicy) Build(defaultBackend string) (policy.Input, model.NetworkPolicy, error) {
 	n := model.NetworkPolicy{Egress: c.Egress, Allow: c.Allow}.Normalized()
+	if c.EgressEmpty && c.Egress == "" {
+		n.Egress = ""
+	}
 	ref, _, err := Backend(c.Backend, "", defaultBackend)
 	if err != nil {
 		return policy.Input{}, n, err
@@ -88,11 +95,14 @@ func (c ResourceCaps) Build(defaultBackend string) (policy.Input, model.Caps, er
 type Template struct {
 	Name, Backend, Image, Runtime, RequireIsolation string
 	Egress                                          string
-	Allow                                           []string
-	Caps                                            model.CapsRequest
-	TimeoutSeconds, LifetimeSeconds                 *int64
-	Env, Labels                                     map[string]string
-	SecretNames                                     []string
+	// EgressEmpty says network.egress was configured as the empty string,
+	// not left unset (see NetworkPolicy.EgressEmpty).
+	EgressEmpty                     bool
+	Allow                           []string
+	Caps                            model.CapsRequest
+	TimeoutSeconds, LifetimeSeconds *int64
+	Env, Labels                     map[string]string
+	SecretNames                     []string
 }
 
 // Build normalizes the template into its input document and its spec
@@ -111,6 +121,9 @@ func (c Template) Build(defaultBackend string) (model.Spec, policy.Input, error)
 		}
 	}
 	network := model.NetworkPolicy{Egress: c.Egress, Allow: c.Allow}.Normalized()
+	if c.EgressEmpty && c.Egress == "" {
+		network.Egress = ""
+	}
 	caps := c.Caps.Resolve()
 	timeout, lifetime := int64(model.DefaultTimeoutSeconds), int64(model.DefaultLifetimeSeconds)
 	if c.TimeoutSeconds != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"sort"
 	"strconv"
@@ -61,9 +60,17 @@ func (r *planResource) build() (document, error) {
 		}
 		var err error
 		if r.Type == typeNetworkPolicy {
-			doc.in, _, err = inputs.NetworkPolicy{Egress: v.str("egress"), Allow: v.strList("allow"), Backend: backend}.Build(r.defaultBackend)
+			// An empty egress stays empty, as in the provider, so that
+			// SBX-NET-002 refuses it.
+			doc.in, _, err = inputs.NetworkPolicy{Egress: v.str("egress"), Allow: v.strList("allow"), Backend: backend,
+				EgressEmpty: v.m["egress"] == ""}.Build(r.defaultBackend)
 		} else {
-			caps := model.CapsRequest{CPU: v.float("cpu"), MemoryMB: v.int("memory_mb"), DiskMB: v.int("disk_mb"), Pids: v.int("pids")}
+			cpu, cpuErr := v.cpu("cpu")
+			caps := model.CapsRequest{CPU: cpu, MemoryMB: v.int("memory_mb"), DiskMB: v.int("disk_mb"), Pids: v.int("pids")}
+			if v.err == nil && cpuErr != nil {
+				doc.refusal = refusalOf(cpuErr, "resources.cpu")
+				return doc, nil
+			}
 			doc.in, _, err = inputs.ResourceCaps{Caps: caps, Backend: backend}.Build(r.defaultBackend)
 		}
 		if v.err != nil {
@@ -82,16 +89,23 @@ func (r *planResource) build() (document, error) {
 		}
 		if network := v.object("network"); network != nil {
 			n := values{addr: r.Address + ".network", m: network}
-			t.Egress, t.Allow = n.str("egress"), n.strList("allow")
+			t.Egress, t.Allow, t.EgressEmpty = n.str("egress"), n.strList("allow"), network["egress"] == ""
 			v.keep(n.err)
 		}
+		var cpuErr error
 		if caps := v.object("resources"); caps != nil {
 			c := values{addr: r.Address + ".resources", m: caps}
-			t.Caps = model.CapsRequest{CPU: c.float("cpu"), MemoryMB: c.int("memory_mb"), DiskMB: c.int("disk_mb"), Pids: c.int("pids")}
+			var cpu *float64
+			cpu, cpuErr = c.cpu("cpu")
+			t.Caps = model.CapsRequest{CPU: cpu, MemoryMB: c.int("memory_mb"), DiskMB: c.int("disk_mb"), Pids: c.int("pids")}
 			v.keep(c.err)
 		}
 		if v.err != nil {
 			return doc, v.err
+		}
+		if cpuErr != nil {
+			doc.refusal = refusalOf(cpuErr, "resources.cpu")
+			return doc, nil
 		}
 		if t.Backend == "" && r.defaultUnknown {
 			doc.deferred = []string{"the provider's default_backend"}
@@ -200,7 +214,8 @@ func (v *values) number(key string) *big.Float {
 	case nil:
 		return nil
 	case json.Number:
-		f, _, err := big.ParseFloat(string(x), 10, 64, big.ToNearestEven)
+		// At Terraform's precision, so that cpu reads as written.
+		f, _, err := big.ParseFloat(string(x), 10, 512, big.ToNearestEven)
 		if err != nil {
 			v.wrong(key, "a number", x)
 			return nil
@@ -227,17 +242,19 @@ func (v *values) int(key string) *int64 {
 	return &i
 }
 
-func (v *values) float(key string) *float64 {
+// cpu reads a cpu as the provider does (inputs.CPU): a value a float64
+// cannot hold as written is a refusal (SBX-RES-001), returned apart from
+// type errors, which stay in v.err.
+func (v *values) cpu(key string) (*float64, error) {
 	f := v.number(key)
 	if f == nil {
-		return nil
+		return nil, nil
 	}
-	x, _ := f.Float64()
-	if math.IsInf(x, 0) {
-		v.wrong(key, "a number in the 64-bit floating-point range", v.m[key])
-		return nil
+	x, err := inputs.CPU(f, "resources."+key)
+	if err != nil {
+		return nil, err
 	}
-	return &x
+	return &x, nil
 }
 
 func (v *values) strList(key string) []string {

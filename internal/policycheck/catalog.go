@@ -25,6 +25,11 @@ type RuleDoc struct {
 // whose values Terraform only knows at apply: it is not silently passed.
 const CheckedAtApply = "SBX-CHK-001"
 
+// NotChecked is the rule ID under which the check reports a sandboxio
+// resource it did not decide on (deleted, deferred by Terraform to a later
+// plan, of a type it has no rules for), so that nothing is passed unseen.
+const NotChecked = "SBX-CHK-002"
+
 // goRules are the refusals made in Go before an input document exists (the
 // DSN and spec parsers, policy and waiver loading), the run-time helper's
 // refusals of what its caller passes beside the spec (SBX-RUN-*), and the
@@ -84,7 +89,10 @@ var goRules = []RuleDoc{
 		Fix:         "Make the team rule cheaper (`opa eval --profile` shows where the time goes), or remove it from policy_paths."},
 	{ID: CheckedAtApply, Title: "checked at apply: values unknown in the plan", Class: "CheckedAtApply", Attribute: "",
 		Description: "Terraform knows some values of the resource only at apply. The provider checks the resource again then, before anything is stored; the plan alone cannot be passed as clean for it.",
-		Fix:         "Nothing to fix if the values come from other resources; apply runs the same rules. To check in CI, make the values known at plan (constants or variables)."},
+		Fix:         "Nothing to fix if the values come from other resources; apply runs the same rules. To check in CI, make the values known at plan (constants or variables). --fail-on-deferred makes `sandboxio policy check` fail (exit 3) on it."},
+	{ID: NotChecked, Title: "not checked: a sandboxio resource the check does not decide on", Class: "NotChecked", Attribute: "",
+		Description: "The plan holds a sandboxio resource that the check reports without deciding on: it is being deleted, Terraform deferred it to a later plan, it is left out of a -target plan, or its type is one this build has no rules for (data.sandboxio_backend, a newer provider's type, a type written in another case). It is listed so that nothing in the plan passes unseen.",
+		Fix:         "Nothing, for a deletion or data.sandboxio_backend. For a deferred or untargeted resource, check the plan that includes it; for an unknown type, use the CLI of the provider's version."},
 }
 
 func goRule(id string) (RuleDoc, bool) {
@@ -118,7 +126,7 @@ func catalogue(eng *policy.Engine) []RuleDoc {
 	})
 	for _, r := range goRules {
 		r.Package, r.Builtin = "go", true
-		r.Deny = r.ID != CheckedAtApply
+		r.Deny = r.ID != CheckedAtApply && r.ID != NotChecked
 		r.Enforcement, r.Severity = policy.HardMandatory, "high"
 		if !r.Deny {
 			r.Enforcement, r.Severity = policy.Advisory, "low"

@@ -44,7 +44,10 @@ type ResourceReport struct {
 	// Deferred lists what is unknown until apply. With Kind empty the
 	// whole resource is checked at apply; otherwise only part of it.
 	Deferred []string
-	Results  []verdict.Result
+	// Skipped says why the check did not decide on the resource (deleted,
+	// deferred to a later plan, a type without rules); empty when it did.
+	Skipped string
+	Results []verdict.Result
 }
 
 // Checked reports whether the resource was decided on at plan: a document
@@ -68,6 +71,8 @@ type WaiverReport struct {
 type Summary struct {
 	Resources, Failed, Warnings, Waived, Deferred int
 	FailedResources                               int
+	// Skipped counts the sandboxio resources the check did not decide on.
+	Skipped int
 }
 
 // Summary counts findings and resources.
@@ -84,6 +89,9 @@ func (r *Report) Summary() Summary {
 		if len(res.Deferred) > 0 {
 			s.Deferred++
 		}
+		if res.Skipped != "" {
+			s.Skipped++
+		}
 	}
 	return s
 }
@@ -93,6 +101,16 @@ func (r *Report) Summary() Summary {
 func (r *Report) Passed(failOnWarn bool) bool {
 	s := r.Summary()
 	return s.Failed == 0 && (!failOnWarn || s.Warnings == 0)
+}
+
+// Undecided reports whether anything is checked only at apply (wholly or
+// in part): what --fail-on-deferred fails on.
+func (r *Report) Undecided() bool { return r.Summary().Deferred > 0 }
+
+// PassedWith reports whether the plan passes under the render options:
+// Passed, and with FailOnDeferred nothing left to apply.
+func (r *Report) PassedWith(o RenderOptions) bool {
+	return r.Passed(o.FailOnWarn) && (!o.FailOnDeferred || !r.Undecided())
 }
 
 // Check reads plan JSON and decides on every sandboxio resource in it. An
@@ -108,6 +126,9 @@ func Check(ctx context.Context, eng *policy.Engine, name string, data []byte, op
 	}
 	docs := make([]document, len(res))
 	for i, r := range res {
+		if r.skip != "" {
+			continue
+		}
 		if docs[i], err = r.build(); err != nil {
 			return nil, &InputError{File: name, Msg: err.Error()}
 		}
@@ -159,6 +180,10 @@ func decide(ctx context.Context, eng *policy.Engine, r *planResource, doc docume
 	rr := ResourceReport{Address: r.Address, Type: r.Type, Action: r.Action, Deferred: doc.deferred}
 	if r.Mode == "data" {
 		rr.Type = "data." + r.Type
+	}
+	if r.skip != "" {
+		rr.Skipped = r.skip
+		return rr, nil
 	}
 	opts := verdict.Options{Address: r.Address, Waivers: w, Now: now}
 	if doc.refusal != nil {

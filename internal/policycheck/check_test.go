@@ -202,8 +202,8 @@ func TestCheck_BuiltinRefusals(t *testing.T) {
 	if w := ids(got["sandboxio_template.open"], verdict.Warn); len(w) != 1 || w[0] != "SBX-NET-007" {
 		t.Errorf("open egress: %v", w)
 	}
-	if _, ok := got["sandboxio_template.gone"]; ok {
-		t.Error("a deleted resource was checked")
+	if g := got["sandboxio_template.gone"]; g.Checked() || !strings.Contains(g.Skipped, "deleted") {
+		t.Errorf("a deleted resource was checked, or not reported as not checked: %+v", g)
 	}
 	// The DSN refusal never echoes the credential.
 	for _, x := range got["sandboxio_template.credential"].Results {

@@ -24,6 +24,23 @@ type plan struct {
 	ResourceChanges []resourceChange    `json:"resource_changes"`
 	Configuration   *configuration      `json:"configuration"`
 	Errored         bool                `json:"errored"`
+	// PriorState holds the data sources Terraform read while planning:
+	// they are in neither resource_changes nor planned_values.
+	PriorState *priorState `json:"prior_state"`
+	// DeferredChanges are changes Terraform left for a later plan
+	// (deferred actions): reported, never decided on.
+	DeferredChanges []deferredChange `json:"deferred_changes"`
+}
+
+type priorState struct {
+	Values *struct {
+		RootModule *module `json:"root_module"`
+	} `json:"values"`
+}
+
+type deferredChange struct {
+	Reason         string          `json:"reason"`
+	ResourceChange *resourceChange `json:"resource_change"`
 }
 
 type variable struct {
@@ -56,6 +73,7 @@ type resourceChange struct {
 	Type          string `json:"type"`
 	Name          string `json:"name"`
 	ProviderName  string `json:"provider_name"`
+	Deposed       string `json:"deposed"`
 	Change        *struct {
 		Actions      []string        `json:"actions"`
 		After        json.RawMessage `json:"after"`
@@ -102,8 +120,8 @@ func (e *InputError) Error() string { return e.File + ": " + e.Msg }
 
 // parsePlan decodes and validates plan JSON. Every failure is an
 // *InputError that says what is wrong and where. The top-level keys are
-// read exactly (encoding/json alone would also take "Format_Version") and
-// each only once.
+// read exactly (encoding/json alone would also take "Format_Version"), and
+// no object, at any depth, may hold a key twice (checkKeys).
 func parsePlan(name string, data []byte) (*plan, error) {
 	fail := func(format string, args ...any) error {
 		return &InputError{File: name, Msg: fmt.Sprintf(format, args...)}
@@ -114,6 +132,9 @@ func parsePlan(name string, data []byte) (*plan, error) {
 	}
 	if trimmed[0] != '{' {
 		return nil, fail("not a Terraform plan: the JSON must be an object, and the file starts with %q", firstRune(trimmed))
+	}
+	if err := checkKeys(data); err != nil {
+		return nil, fail("%s", err)
 	}
 	type section struct {
 		raw   json.RawMessage
@@ -135,10 +156,6 @@ func parsePlan(name string, data []byte) (*plan, error) {
 		if err := dec.Decode(&raw); err != nil {
 			return nil, fail("%s", describeJSONError(data, 0, "", err))
 		}
-		if _, dup := sections[key]; dup {
-			line, col := position(data, start)
-			return nil, fail("the key %q appears twice at the top level (line %d, column %d); Terraform writes each once", key, line, col)
-		}
 		sections[key] = section{raw, start}
 	}
 	if _, err := dec.Token(); err != nil {
@@ -151,6 +168,7 @@ func parsePlan(name string, data []byte) (*plan, error) {
 	for key, dst := range map[string]any{
 		"format_version": &p.FormatVersion, "variables": &p.Variables, "planned_values": &p.PlannedValues,
 		"resource_changes": &p.ResourceChanges, "configuration": &p.Configuration, "errored": &p.Errored,
+		"prior_state": &p.PriorState, "deferred_changes": &p.DeferredChanges,
 	} {
 		sec, ok := sections[key]
 		if !ok {
@@ -182,6 +200,11 @@ func parsePlan(name string, data []byte) (*plan, error) {
 	for i, rc := range p.ResourceChanges {
 		if rc.Address == "" || rc.Type == "" || rc.Change == nil {
 			return nil, fail("resource_changes[%d] lacks an address, a type or a change", i)
+		}
+	}
+	for i, dc := range p.DeferredChanges {
+		if rc := dc.ResourceChange; rc == nil || rc.Address == "" || rc.Type == "" {
+			return nil, fail("deferred_changes[%d] lacks a resource_change with an address and a type", i)
 		}
 	}
 	return &p, nil

@@ -16,7 +16,9 @@ var Formats = []string{"text", "json", "sarif", "junit"}
 type RenderOptions struct {
 	Format     string
 	FailOnWarn bool
-	Version    string // of the CLI, for SARIF's tool descriptor
+	// FailOnDeferred fails the check on anything checked at apply.
+	FailOnDeferred bool
+	Version        string // of the CLI, for SARIF's tool descriptor
 }
 
 // Render writes the report in the format.
@@ -45,6 +47,8 @@ func Render(w io.Writer, rep *Report, o RenderOptions) error {
 // waived or pass.
 func status(r ResourceReport) string {
 	switch {
+	case r.Skipped != "":
+		return "skipped"
 	case r.Count(verdict.Fail) > 0:
 		return "fail"
 	case !r.Checked():
@@ -55,6 +59,14 @@ func status(r ResourceReport) string {
 		return "waived"
 	}
 	return "pass"
+}
+
+// skippedText says why a resource was not checked.
+func skippedText(r ResourceReport) string {
+	if r.Skipped == "" {
+		return ""
+	}
+	return "not checked: " + r.Skipped
 }
 
 // deferredText says what is left for apply.
@@ -79,8 +91,11 @@ func renderText(w io.Writer, rep *Report, o RenderOptions) error {
 			clean++
 			continue
 		}
-		label := map[string]string{"fail": "FAIL", "deferred": "LATER", "warn": "WARN", "waived": "WAIVED", "pass": "PART"}[st]
+		label := map[string]string{"fail": "FAIL", "deferred": "LATER", "warn": "WARN", "waived": "WAIVED", "pass": "PART", "skipped": "SKIP"}[st]
 		fmt.Fprintf(w, "%-6s %s (%s)\n", label, r.Address, r.Action)
+		if d := skippedText(r); d != "" {
+			fmt.Fprintf(w, "       %s\n", d)
+		}
 		if d := deferredText(r); d != "" {
 			fmt.Fprintf(w, "       %s\n", d)
 		}
@@ -112,7 +127,7 @@ func renderText(w io.Writer, rep *Report, o RenderOptions) error {
 		if clean < len(rep.Resources) {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%d of %d sandboxio resources pass every rule.\n", clean, len(rep.Resources))
+		fmt.Fprintf(w, "%d of %d sandboxio resources pass every rule.\n", clean, len(rep.Resources)-s.Skipped)
 	}
 	if len(rep.Waivers) > 0 {
 		fmt.Fprintf(w, "\nwaivers:\n")
@@ -127,11 +142,13 @@ func renderText(w io.Writer, rep *Report, o RenderOptions) error {
 	if len(rep.Resources) == 0 {
 		fmt.Fprintf(w, "The plan has no sandboxio resources: nothing was checked.\n")
 	}
-	fmt.Fprintf(w, "\n%d resource(s): %d refused (%d finding(s)), %d warning(s), %d waived, %d checked at apply\n",
-		s.Resources, s.FailedResources, s.Failed, s.Warnings, s.Waived, s.Deferred)
+	fmt.Fprintf(w, "\n%d resource(s): %d refused (%d finding(s)), %d warning(s), %d waived, %d checked at apply, %d not checked\n",
+		s.Resources, s.FailedResources, s.Failed, s.Warnings, s.Waived, s.Deferred, s.Skipped)
 	switch {
-	case rep.Passed(o.FailOnWarn):
+	case rep.PassedWith(o):
 		fmt.Fprintln(w, "result: PASS")
+	case rep.Passed(o.FailOnWarn):
+		fmt.Fprintln(w, "result: FAIL (checked at apply, with --fail-on-deferred)")
 	case s.Failed == 0:
 		fmt.Fprintln(w, "result: FAIL (warnings, with --fail-on-warn)")
 	default:

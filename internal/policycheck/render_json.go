@@ -13,6 +13,7 @@ type jsonReport struct {
 	Plan          string           `json:"plan"`
 	Passed        bool             `json:"passed"`
 	FailOnWarn    bool             `json:"fail_on_warn"`
+	FailOnDefer   bool             `json:"fail_on_deferred"`
 	Summary       jsonSummary      `json:"summary"`
 	Resources     []jsonResource   `json:"resources"`
 	Waivers       []jsonWaiverInfo `json:"waivers"`
@@ -25,6 +26,7 @@ type jsonSummary struct {
 	Warnings        int `json:"warnings"`
 	Waived          int `json:"waived"`
 	CheckedAtApply  int `json:"checked_at_apply"`
+	NotChecked      int `json:"not_checked"`
 }
 
 type jsonResource struct {
@@ -32,7 +34,8 @@ type jsonResource struct {
 	Type     string        `json:"type"`
 	Action   string        `json:"action"`
 	Kind     string        `json:"kind,omitempty"`
-	Status   string        `json:"status"` // fail, deferred, warn, waived, pass
+	Status   string        `json:"status"` // fail, deferred, warn, waived, pass, skipped
+	Skipped  string        `json:"not_checked,omitempty"`
 	Deferred []string      `json:"checked_at_apply,omitempty"`
 	Note     string        `json:"note,omitempty"`
 	Findings []jsonFinding `json:"findings"`
@@ -75,15 +78,15 @@ func waiverJSON(w *verdict.Waiver) jsonWaiver {
 func renderJSON(w io.Writer, rep *Report, o RenderOptions) error {
 	s := rep.Summary()
 	out := jsonReport{
-		ReportVersion: 1, Plan: rep.Plan, Passed: rep.Passed(o.FailOnWarn), FailOnWarn: o.FailOnWarn,
+		ReportVersion: 1, Plan: rep.Plan, Passed: rep.PassedWith(o), FailOnWarn: o.FailOnWarn, FailOnDefer: o.FailOnDeferred,
 		Summary: jsonSummary{Resources: s.Resources, FailedResources: s.FailedResources, Failed: s.Failed,
-			Warnings: s.Warnings, Waived: s.Waived, CheckedAtApply: s.Deferred},
+			Warnings: s.Warnings, Waived: s.Waived, CheckedAtApply: s.Deferred, NotChecked: s.Skipped},
 		Resources: make([]jsonResource, len(rep.Resources)),
 		Waivers:   make([]jsonWaiverInfo, len(rep.Waivers)),
 	}
 	for i, r := range rep.Resources {
 		jr := jsonResource{Address: r.Address, Type: r.Type, Action: r.Action, Kind: r.Kind, Status: status(r),
-			Deferred: r.Deferred, Note: deferredText(r), Findings: make([]jsonFinding, len(r.Results))}
+			Deferred: r.Deferred, Skipped: r.Skipped, Note: deferredText(r) + skippedText(r), Findings: make([]jsonFinding, len(r.Results))}
 		for j, x := range r.Results {
 			f := jsonFinding{Rule: x.ID, Title: x.Title, Class: x.Class, Outcome: string(x.Outcome),
 				Enforcement: string(x.Enforcement), Severity: x.Severity, Builtin: x.Builtin,

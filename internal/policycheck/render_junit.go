@@ -63,6 +63,16 @@ func renderJUnit(w io.Writer, rep *Report, o RenderOptions) error {
 		suite := junitSuite{Name: r.Address, Properties: []junitProperty{
 			{Name: "type", Value: r.Type}, {Name: "action", Value: r.Action}, {Name: "kind", Value: r.Kind},
 		}}
+		if r.Skipped != "" {
+			// One case: none of the rules ran.
+			suite.Cases = []junitCase{{Name: NotChecked + ": not checked", Classname: r.Address,
+				Skipped: &junitSkipped{Message: skippedText(r)}}}
+			suite.Tests, suite.Skipped = 1, 1
+			out.Tests++
+			out.Skipped++
+			out.Suites = append(out.Suites, suite)
+			continue
+		}
 		byRule := map[string][]verdict.Result{}
 		for _, x := range r.Results {
 			byRule[x.ID] = append(byRule[x.ID], x)
@@ -80,6 +90,10 @@ func renderJUnit(w io.Writer, rep *Report, o RenderOptions) error {
 			c := junitCase{Name: caseName(rule), Classname: r.Address}
 			results := byRule[rule.ID]
 			switch {
+			case rule.ID == CheckedAtApply && o.FailOnDeferred:
+				// It fails the check (--fail-on-deferred): a failure here too.
+				c.Failure = &junitFailure{Message: deferredText(r), Type: "CheckedAtApply",
+					Text: CheckedAtApply + " [CheckedAtApply]\n" + deferredText(r) + "\nwith --fail-on-deferred, anything checked only at apply fails the check"}
 			case rule.ID == CheckedAtApply:
 				c.Skipped = &junitSkipped{Message: deferredText(r)}
 			case hasOutcome(results, verdict.Fail):

@@ -123,9 +123,18 @@ func renderSARIF(w io.Writer, rep *Report, o RenderOptions) error {
 	for _, r := range rep.Resources {
 		loc := []sarifLocation{{LogicalLocations: []sarifLogical{{Name: lastName(r.Address), FullyQualifiedName: r.Address, Kind: "resource"}}}}
 		if d := deferredText(r); d != "" {
+			level := "note"
+			if o.FailOnDeferred {
+				level = "error" // it fails the check
+			}
 			results = append(results, sarifResult{RuleID: CheckedAtApply, RuleIndex: index[CheckedAtApply],
-				Level: "note", Message: sarifText{Text: r.Address + ": " + d}, Locations: loc,
+				Level: level, Message: sarifText{Text: r.Address + ": " + d}, Locations: loc,
 				Properties: map[string]any{"address": r.Address, "unknown": r.Deferred}})
+		}
+		if d := skippedText(r); d != "" {
+			results = append(results, sarifResult{RuleID: NotChecked, RuleIndex: index[NotChecked],
+				Level: "note", Message: sarifText{Text: r.Address + ": " + d}, Locations: loc,
+				Properties: map[string]any{"address": r.Address, "type": r.Type, "action": r.Action, "reason": r.Skipped}})
 		}
 		for _, x := range r.Results {
 			level := "error"
@@ -156,8 +165,8 @@ func renderSARIF(w io.Writer, rep *Report, o RenderOptions) error {
 	s := rep.Summary()
 	run := sarifRun{
 		Tool: sarifTool{Driver: driver}, Invocations: []sarifInvocation{{ExecutionSuccessful: true}}, Results: results,
-		Properties: map[string]any{"plan": rep.Plan, "passed": rep.Passed(o.FailOnWarn), "waived": s.Waived,
-			"checkedAtApply": s.Deferred},
+		Properties: map[string]any{"plan": rep.Plan, "passed": rep.PassedWith(o), "waived": s.Waived,
+			"checkedAtApply": s.Deferred, "notChecked": s.Skipped},
 	}
 	if len(rep.Waivers) > 0 {
 		ws := make([]jsonWaiverInfo, len(rep.Waivers))

@@ -14,7 +14,10 @@ type planResource struct {
 	Address string
 	Mode    string // managed or data
 	Type    string
-	Action  string // create, update, replace, read, no-op
+	Action  string // create, update, replace, read, no-op, delete, ...
+	// skip says why the check does not decide on the resource; it is then
+	// reported as not checked, with this reason.
+	skip    string
 	values  map[string]any
 	unknown map[string]bool // top-level attributes unknown until apply
 	// The provider's default_backend for this resource; defaultUnknown when
@@ -29,6 +32,16 @@ const (
 	typeResourceCaps  = "sandboxio_resource_caps"
 	typeTemplate      = "sandboxio_template"
 	typeTenantSandbox = "sandboxio_tenant_sandbox"
+	typeBackend       = "sandboxio_backend"
+)
+
+// The provider's managed resource types and data sources. Terraform
+// compares type names exactly: they are case-sensitive identifiers matched
+// against the provider's schema, so "SandboxIO_template" is not
+// sandboxio_template.
+var (
+	managedTypes = map[string]bool{typeNetworkPolicy: true, typeResourceCaps: true, typeTemplate: true}
+	dataTypes    = map[string]bool{typeTenantSandbox: true, typeBackend: true}
 )
 
 func checkedType(mode, typ string) bool {
@@ -41,16 +54,52 @@ func checkedType(mode, typ string) bool {
 	return false
 }
 
-// ours reports whether a provider name is sandboxio's, from any registry
-// or mirror: registry.terraform.io/sandboxio/sandboxio.
-func ours(providerName string) bool {
-	return providerName == "" || strings.HasSuffix(providerName, "/sandboxio") || providerName == "sandboxio"
+// sandboxioResource reports whether a resource belongs, or claims to
+// belong, to the sandboxio provider: the provider it is bound to is
+// sandboxio's, from any registry, mirror or alias (the provider address's
+// type is sandboxio; Terraform normalizes provider types to lower case),
+// or its type's prefix, which Terraform takes as the provider's local name
+// when no provider is given, is sandboxio in any case. Any such resource
+// the check does not decide on is reported, never dropped.
+func sandboxioResource(typ, providerName string) bool {
+	prefix, _, _ := strings.Cut(typ, "_")
+	if strings.EqualFold(prefix, "sandboxio") {
+		return true
+	}
+	i := strings.LastIndexByte(providerName, '/')
+	return strings.EqualFold(providerName[i+1:], "sandboxio")
+}
+
+// skipReason says why the check does not decide on a sandboxio resource of
+// this mode and type, or returns "" when it does.
+func skipReason(mode, typ string) string {
+	if checkedType(mode, typ) {
+		return ""
+	}
+	switch {
+	case mode == "data" && typ == typeBackend:
+		return "no rule applies to data.sandboxio_backend: it reports a backend's capabilities and creates nothing"
+	case mode == "data" && managedTypes[typ]:
+		return fmt.Sprintf("sandboxio has no data source %s (%s is a managed resource); a provider of another version may", typ, typ)
+	case mode == "managed" && dataTypes[typ]:
+		return fmt.Sprintf("sandboxio has no managed resource %s (it is a data source); a provider of another version may", typ)
+	case mode != "managed" && mode != "data":
+		return fmt.Sprintf("the resource mode %q is neither managed nor data", mode)
+	}
+	for _, known := range []string{typeNetworkPolicy, typeResourceCaps, typeTemplate, typeTenantSandbox, typeBackend} {
+		if strings.EqualFold(typ, known) {
+			return fmt.Sprintf("resource types are case-sensitive in Terraform: %s is not %s, and this build has no rules for it", typ, known)
+		}
+	}
+	return fmt.Sprintf("this build of sandboxio has no rules for %s (a newer provider?); check the plan with the CLI of the provider's version", typ)
 }
 
 // resources lists the plan's sandboxio resources, sorted by address. A
 // resource with a change is read from resource_changes (which also says
-// what is unknown); the others, such as a data source read during plan,
-// from planned_values. Resources about to be deleted are skipped.
+// what is unknown); the others from planned_values, and the data sources
+// Terraform read while planning from prior_state. Resources the check does
+// not decide on (deleted, deferred to a later plan, of a type without
+// rules) are listed too, with the reason.
 func (p *plan) resources(file string) ([]*planResource, error) {
 	defaults := p.defaultBackends()
 	var out []*planResource
@@ -58,14 +107,21 @@ func (p *plan) resources(file string) ([]*planResource, error) {
 	for i := range p.ResourceChanges {
 		rc := &p.ResourceChanges[i]
 		seen[rc.Address] = true
-		if !checkedType(rc.Mode, rc.Type) || !ours(rc.ProviderName) {
+		if !sandboxioResource(rc.Type, rc.ProviderName) {
 			continue
 		}
 		action, keep := actionOf(rc.Change.Actions)
-		if !keep {
+		r := &planResource{Address: rc.Address, Mode: rc.Mode, Type: rc.Type, Action: action, skip: skipReason(rc.Mode, rc.Type)}
+		switch {
+		case !keep && rc.Deposed != "":
+			r.skip = fmt.Sprintf("a deposed object (%s) being deleted (%s): nothing of it remains after apply", rc.Deposed, action)
+		case !keep:
+			r.skip = fmt.Sprintf("it is being deleted (%s): nothing of it remains after apply", action)
+		}
+		if r.skip != "" {
+			out = append(out, r)
 			continue
 		}
-		r := &planResource{Address: rc.Address, Mode: rc.Mode, Type: rc.Type, Action: action}
 		var err error
 		if r.values, err = decodeObject(rc.Change.After); err != nil {
 			return nil, &InputError{File: file, Msg: fmt.Sprintf("%s: change.after: %v", rc.Address, err)}
@@ -76,38 +132,84 @@ func (p *plan) resources(file string) ([]*planResource, error) {
 		r.defaultBackend, r.defaultUnknown = defaults.lookup(rc.ModuleAddress, rc.Mode, rc.Type, rc.Name)
 		out = append(out, r)
 	}
-	if p.PlannedValues != nil && p.PlannedValues.RootModule != nil {
-		var walk func(m *module, depth int) error
-		walk = func(m *module, depth int) error {
+	for _, dc := range p.DeferredChanges {
+		rc := dc.ResourceChange
+		if !sandboxioResource(rc.Type, rc.ProviderName) {
+			continue
+		}
+		action := "unknown"
+		if rc.Change != nil {
+			action, _ = actionOf(rc.Change.Actions)
+		}
+		reason := dc.Reason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		seen[rc.Address] = true
+		out = append(out, &planResource{Address: rc.Address, Mode: rc.Mode, Type: rc.Type, Action: action,
+			skip: fmt.Sprintf("Terraform deferred it to a later plan (%s): run terraform plan again after this apply and check that plan", reason)})
+	}
+	// walk visits the resources of a module tree that no change listed.
+	walk := func(section string, root *module, include func(res *resource) bool, action func(res *resource) string) error {
+		var visit func(m *module, depth int) error
+		visit = func(m *module, depth int) error {
 			if depth > 100 {
-				return &InputError{File: file, Msg: "planned_values: modules nested more than 100 deep"}
+				return &InputError{File: file, Msg: section + ": modules nested more than 100 deep"}
 			}
 			for i := range m.Resources {
 				res := &m.Resources[i]
-				if seen[res.Address] || !checkedType(res.Mode, res.Type) || !ours(res.ProviderName) {
+				if seen[res.Address] || !sandboxioResource(res.Type, res.ProviderName) || !include(res) {
 					continue
 				}
 				seen[res.Address] = true
-				r := &planResource{Address: res.Address, Mode: res.Mode, Type: res.Type, Action: "no-op", unknown: map[string]bool{}}
-				if res.Mode == "data" {
-					r.Action = "read"
+				r := &planResource{Address: res.Address, Mode: res.Mode, Type: res.Type, Action: action(res), unknown: map[string]bool{},
+					skip: skipReason(res.Mode, res.Type)}
+				if r.skip == "" {
+					var err error
+					if r.values, err = decodeObject(res.Values); err != nil {
+						return &InputError{File: file, Msg: fmt.Sprintf("%s: %s: values: %v", section, res.Address, err)}
+					}
+					r.defaultBackend, r.defaultUnknown = defaults.lookup(m.Address, res.Mode, res.Type, res.Name)
 				}
-				var err error
-				if r.values, err = decodeObject(res.Values); err != nil {
-					return &InputError{File: file, Msg: fmt.Sprintf("%s: values: %v", res.Address, err)}
-				}
-				r.defaultBackend, r.defaultUnknown = defaults.lookup(m.Address, res.Mode, res.Type, res.Name)
 				out = append(out, r)
 			}
 			for i := range m.ChildModules {
-				if err := walk(&m.ChildModules[i], depth+1); err != nil {
+				if err := visit(&m.ChildModules[i], depth+1); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
-		if err := walk(p.PlannedValues.RootModule, 0); err != nil {
+		if root == nil {
+			return nil
+		}
+		return visit(root, 0)
+	}
+	if p.PlannedValues != nil {
+		if err := walk("planned_values", p.PlannedValues.RootModule, func(*resource) bool { return true }, func(res *resource) string {
+			if res.Mode == "data" {
+				return "read"
+			}
+			return "no-op"
+		}); err != nil {
 			return nil, err
+		}
+	}
+	if p.PriorState != nil && p.PriorState.Values != nil {
+		// Data sources read during plan. A managed resource here without a
+		// change was left out of the plan (-target): reported, not checked.
+		if err := walk("prior_state", p.PriorState.Values.RootModule, func(*resource) bool { return true }, func(res *resource) string {
+			if res.Mode == "data" {
+				return "read"
+			}
+			return "not planned"
+		}); err != nil {
+			return nil, err
+		}
+		for _, r := range out {
+			if r.Action == "not planned" && r.skip == "" {
+				r.skip = "it is in the prior state but the plan has no change for it (a -target plan?); the plan does not say what it will be"
+			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Address < out[j].Address })

@@ -3,11 +3,11 @@ package resources
 import (
 	"fmt"
 	"maps"
-	"math"
 	"math/big"
 
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -59,9 +59,10 @@ func rawInt64(v tftypes.Value, attribute string) (*int64, error) {
 	return &i, nil
 }
 
-// rawFloat64 returns nil for null. A value beyond float64's range (which
-// would become ±Inf) is refused with a ConfigurationError naming the
-// attribute.
+// rawFloat64 reads a cpu; null gives nil. A value a float64 cannot hold
+// as written (beyond its range, or with more digits than it keeps) is
+// refused (inputs.CPU): planned after rounding, it would differ from the
+// configuration, and could round into the range it lies outside.
 func rawFloat64(v tftypes.Value, attribute string) (*float64, error) {
 	if v.IsNull() {
 		return nil, nil
@@ -70,9 +71,9 @@ func rawFloat64(v tftypes.Value, attribute string) (*float64, error) {
 	if err := v.As(&f); err != nil {
 		return nil, fmt.Errorf("read number: %w", err)
 	}
-	x, _ := f.Float64()
-	if math.IsInf(x, 0) || math.IsNaN(x) {
-		return nil, numberError(attribute, &f, "a finite number in the 64-bit floating-point range")
+	x, err := inputs.CPU(&f, attribute)
+	if err != nil {
+		return nil, err
 	}
 	return &x, nil
 }

@@ -101,7 +101,11 @@ func (r *networkPolicyResource) decide(ctx context.Context, m *networkPolicyMode
 		return false, diag.Diagnostics{checkedAtApply("sandboxio_network_policy", unknown)}
 	}
 	allow, items := stringList(ctx, m.Allow)
-	in, n, err := inputs.NetworkPolicy{Egress: m.Egress.ValueString(), Allow: allow, Backend: m.Backend.ValueString()}.
+	// An empty egress is kept as written, so that SBX-NET-002 refuses it:
+	// normalized to deny, it would pass and the plan would differ from the
+	// configuration.
+	in, n, err := inputs.NetworkPolicy{Egress: m.Egress.ValueString(), Allow: allow, Backend: m.Backend.ValueString(),
+		EgressEmpty: !m.Egress.IsNull() && m.Egress.ValueString() == ""}.
 		Build(r.pd.defaultBackend())
 	if err != nil {
 		items.Append(backendError(err, diags.Dotted))

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
@@ -142,8 +143,34 @@ func (r *resourceCapsResource) decide(ctx context.Context, m *resourceCapsModel)
 	return true, items
 }
 
+// capRangeTitle is SBX-RES-001's title, the summary of its refusals made
+// in Go.
+const capRangeTitle = "cap that is unset, zero, negative or outside the range backends apply"
+
+// configCPU refuses a configured cpu that a float64 cannot hold as written
+// (inputs.CPU), before the framework reads it as one: rounded, it could
+// pass the range rule it fails, and the plan would differ from the
+// configuration (Terraform's "Provider produced invalid plan"), or, beyond
+// float64's range, fail to be read at all.
+func configCPU(config tftypes.Value) error {
+	attrs, err := rawObject(config)
+	if err != nil || attrs == nil {
+		return nil // the framework reports what it cannot read
+	}
+	cpu, ok := attrs["cpu"]
+	if !ok || !cpu.IsKnown() {
+		return nil
+	}
+	_, err = rawFloat64(cpu, "resources.cpu")
+	return err
+}
+
 func (r *resourceCapsResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
+		return
+	}
+	if err := configCPU(req.Config.Raw); err != nil {
+		resp.Diagnostics.Append(diags.FromError(err, capRangeTitle, resourceCapsPaths))
 		return
 	}
 	var m resourceCapsModel
@@ -171,6 +198,10 @@ func (r *resourceCapsResource) Update(ctx context.Context, req resource.UpdateRe
 // already filled in, and the check must see what the user wrote. deferred
 // says the plan did not evaluate it: its warnings are then reported here.
 func (r *resourceCapsResource) apply(ctx context.Context, config tfsdk.Config, deferred bool, state *tfsdk.State, d *diag.Diagnostics) {
+	if err := configCPU(config.Raw); err != nil {
+		d.Append(diags.FromError(err, capRangeTitle, resourceCapsPaths))
+		return
+	}
 	var m resourceCapsModel
 	d.Append(config.Get(ctx, &m)...)
 	if d.HasError() {

@@ -316,6 +316,9 @@ func readTemplateAttrs(attrs map[string]tftypes.Value) (c templateConfig, known 
 		if c.Egress, err = rawString(network["egress"]); err != nil {
 			return c, true, err
 		}
+		// Kept as written, so that SBX-NET-002 refuses it (see
+		// inputs.Template.EgressEmpty).
+		c.EgressEmpty = !network["egress"].IsNull() && c.Egress == ""
 		if c.Allow, err = rawStrings(network["allow"]); err != nil {
 			return c, true, err
 		}

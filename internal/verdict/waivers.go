@@ -3,12 +3,12 @@ package verdict
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 )
 
@@ -37,9 +37,10 @@ type Waivers struct {
 var waiverKeys = map[string]bool{"rule": true, "address": true, "reason": true, "expires": true}
 
 // LoadWaivers reads a waiver file. YAML and JSON are both accepted (JSON is
-// read as the YAML it is).
+// read as the YAML it is). Only a regular file within inputs.DefaultLimit
+// is read: a device or a FIFO is refused before it is opened.
 func LoadWaivers(path string) (*Waivers, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputs.ReadFile(path, inputs.DefaultLimit)
 	if err != nil {
 		return nil, fmt.Errorf("waivers: %w", err)
 	}

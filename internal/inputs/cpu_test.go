@@ -1,0 +1,36 @@
+package inputs
+
+import (
+	"errors"
+	"math/big"
+	"testing"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// A cpu a float64 holds as written passes through; anything else is
+// refused under SBX-RES-001, never rounded into (or out of) the range.
+func TestCPU_ExactOrRefused(t *testing.T) {
+	parse := func(s string) *big.Float {
+		f, _, err := big.ParseFloat(s, 10, 512, big.ToNearestEven)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, s := range []string{"0.01", "0.1", "1", "2.5", "1024", "0", "-1", "0.0000001"} {
+		if _, err := CPU(parse(s), "resources.cpu"); err != nil {
+			t.Errorf("%s: %v (the range rule decides on it, not the conversion)", s, err)
+		}
+	}
+	for _, s := range []string{"0.00999999999999999999999", "1.00000000000000000001", "1e-400", "1e400", "-1e-400"} {
+		_, err := CPU(parse(s), "resources.cpu")
+		var me *model.Error
+		if !errors.As(err, &me) || me.Rule != "SBX-RES-001" || me.Class != model.ConfigurationError || me.Attribute != "resources.cpu" || me.Fix == "" {
+			t.Errorf("%s: got %v, want SBX-RES-001 on resources.cpu", s, err)
+		}
+	}
+	if _, err := CPU(new(big.Float).SetInf(false), "resources.cpu"); err == nil {
+		t.Error("+Inf accepted")
+	}
+}
