@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -221,6 +222,11 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 		}
 	}
 
+	// A template spec is rendered for the request's tenant, and checked as
+	// the data source checks it: its own labels and the extra labels as
+	// given, before the reserved ones are set.
+	var tenant *inputs.Tenant
+	var template model.Spec
 	if spec.TenantID != "" || spec.SessionID != "" {
 		if len(req.ExtraLabels) > 0 {
 			return p, specError(ruleExtraLabels, "labels", "extra labels can only be added when rendering a template spec; this spec is already rendered for a tenant",
@@ -239,6 +245,8 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 			}
 		}
 	} else {
+		tenant = &inputs.Tenant{TenantID: req.TenantID, SessionID: req.SessionID, ExtraLabels: req.ExtraLabels}
+		template = spec
 		spec = spec.ForTenant(req.TenantID, req.SessionID, req.ExtraLabels)
 		p.spec = spec
 	}
@@ -266,8 +274,18 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 		return p, err
 	}
 
-	v, err := verdict.CheckSpec(ctx, c.eng, spec, verdict.Options{Waivers: c.waivers})
-	if err != nil {
+	var v verdict.Verdict
+	if tenant != nil {
+		_, in, err := tenant.Sandbox(template)
+		if err != nil {
+			return p, err
+		}
+		in.Kind = policy.KindSpec
+		v, err = verdict.Check(ctx, c.eng, in, verdict.Options{Waivers: c.waivers})
+		if err != nil {
+			return p, err
+		}
+	} else if v, err = verdict.CheckSpec(ctx, c.eng, spec, verdict.Options{Waivers: c.waivers}); err != nil {
 		return p, err
 	}
 	if err := v.Err(); err != nil {
