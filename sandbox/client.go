@@ -82,7 +82,12 @@ type Request struct {
 // Client opens sandboxes. It holds one sandbox per tenant and session at a
 // time and never hands a sandbox to another tenant: Get looks a sandbox up by
 // both ids, and a second Open for a pair that has one open (or opening) is
-// refused. It is safe for concurrent use.
+// refused (ConfigurationError, SBX-RUN-005). The rule holds across clients,
+// processes and hosts too, where the backend can enforce it: on Docker the
+// container's name is derived from the tenant and session, so the daemon
+// itself refuses a second one, and Open returns the same refusal naming the
+// sandbox that holds the pair (see the docker package's ScopeEnv). It is safe
+// for concurrent use.
 type Client struct {
 	eng     *policy.Engine
 	waivers *verdict.Waivers
@@ -406,7 +411,7 @@ func (c *Client) reserve(k key) error {
 	case c.closed:
 		return &model.Error{Class: model.ConfigurationError, Message: "the client is closed", Fix: "open sandboxes with a new client"}
 	case c.open[k] != nil || c.opening[k]:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "session_id",
+		return &model.Error{Class: model.ConfigurationError, Rule: docker.RuleOneSandbox, Attribute: "session_id",
 			Message: fmt.Sprintf("a sandbox is already open for tenant %q session %q: one sandbox per tenant and session", clip(k.tenant), clip(k.session)),
 			Fix:     "use the open sandbox (Client.Get), close it first, or open the new sandbox under a new session id"}
 	}

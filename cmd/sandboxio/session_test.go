@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cliProc is the CLI run as a separate process: this test binary, turned
+// into the CLI by TestMain.
+type cliProc struct {
+	cmd    *exec.Cmd
+	stderr strings.Builder
+	lines  chan string
+	exited chan struct{}
+	code   int
+}
+
+// startCLIProc starts the CLI with env added to this process's environment
+// (later entries win).
+func startCLIProc(t *testing.T, env []string, args ...string) *cliProc {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cliProc{cmd: exec.Command(exe, args...), lines: make(chan string, 100), exited: make(chan struct{})}
+	p.cmd.Env = append(append(os.Environ(), cliChildEnv+"=1", "SANDBOXIO_TEST_RUN_ID="+runID), env...)
+	pipe, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			p.stderr.WriteString(sc.Text() + "\n")
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+		err := p.cmd.Wait()
+		var ee *exec.ExitError
+		if err == nil || errors.As(err, &ee) {
+			p.code = p.cmd.ProcessState.ExitCode()
+		} else {
+			p.code = -1
+		}
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+func (p *cliProc) waitFor(t *testing.T, text string, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case l := <-p.lines:
+			if strings.Contains(l, text) {
+				return
+			}
+		case <-p.exited:
+			t.Fatalf("the CLI exited (%d) before printing %q:\n%s", p.code, text, p.stderr.String())
+		case <-deadline:
+			t.Fatalf("the CLI did not print %q within %s:\n%s", text, d, p.stderr.String())
+		}
+	}
+}
+
+// Three `sandboxio run` processes for the same tenant and session at once:
+// one gets the sandbox, the other two are refused (exit 64, ConfigurationError
+// SBX-RUN-005 naming the tenant and session) and exactly one container
+// exists. The daemon decides: the processes share nothing else.
+func TestOneSandboxPerSessionAcrossProcesses(t *testing.T) {
+	needDocker(t)
+	session := "procs-" + runID
+	spec, sum := specFile(t, "acme", session)
+	var procs []*cliProc
+	for range 3 {
+		procs = append(procs, startCLIProc(t, nil, "run", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", session,
+			"--", "sleep", "25"))
+	}
+	// Two are refused and exit; the third holds the sandbox.
+	deadline := time.After(90 * time.Second)
+	var refused []*cliProc
+	var winner *cliProc
+	for len(refused) < 2 {
+		if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id="+session); n > 1 {
+			t.Fatalf("%d containers for the session, want at most 1", n)
+		}
+		select {
+		case <-procs[0].exited:
+		case <-procs[1].exited:
+		case <-procs[2].exited:
+		case <-deadline:
+			t.Fatal("fewer than two of the three CLIs were refused within 90s")
+		case <-time.After(100 * time.Millisecond):
+		}
+		refused, winner = nil, nil
+		for _, p := range procs {
+			select {
+			case <-p.exited:
+				refused = append(refused, p)
+			default:
+				winner = p
+			}
+		}
+		if len(refused) == 3 {
+			for _, p := range procs {
+				t.Logf("exit %d:\n%s", p.code, p.stderr.String())
+			}
+			t.Fatal("all three CLIs exited")
+		}
+	}
+	for _, p := range refused {
+		if p.code != exitConfiguration || !strings.Contains(p.stderr.String(), "ConfigurationError") ||
+			!strings.Contains(p.stderr.String(), "SBX-RUN-005") || !strings.Contains(p.stderr.String(), `tenant "acme" session "`+session+`"`) {
+			t.Errorf("refused CLI: exit %d, want %d with SBX-RUN-005 naming the tenant and session:\n%s", p.code, exitConfiguration, p.stderr.String())
+		}
+	}
+	// The winner's sandbox is up (its command runs for 25s, within the
+	// spec's 30s timeout), and it is the only one.
+	for n := 0; n != 1; {
+		n = countLabelled(t, "test_run="+runID, "sandboxio.session_id="+session)
+		select {
+		case <-winner.exited:
+			t.Fatalf("the CLI that got the sandbox exited (%d):\n%s", winner.code, winner.stderr.String())
+		default:
+		}
+		if n > 1 {
+			t.Fatalf("%d containers for the session, want 1", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Interrupted, the winner removes its sandbox.
+	if err := winner.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-winner.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the CLI did not exit on SIGTERM")
+	}
+	if winner.code != exitInterrupted {
+		t.Errorf("interrupted CLI: exit %d, want %d:\n%s", winner.code, exitInterrupted, winner.stderr.String())
+	}
+	if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id="+session); n != 0 {
+		t.Fatalf("%d containers left", n)
+	}
+}
