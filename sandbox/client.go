@@ -540,6 +540,9 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 		Caps: p.spec.Resources, DiskCapStrategy: in.DiskCapStrategy, PidsCapStrategy: in.PidsCapStrategy,
 		CallTimeout: p.callTimeout, Lifetime: p.lifetime, Created: in.Created, Expires: in.Expires, BlockedEgress: in.BlockedEgress,
 	}
+	// Before the created record: a process killed once that is written
+	// leaves its watcher the final record to write.
+	c.trail(s)
 	r := s.record(EventCreated, "open")
 	r.DurationMS = ms(time.Since(start))
 	r.Warnings = warned

@@ -2,13 +2,19 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 )
 
 // cliProc is the CLI run as a separate process: this test binary, turned
@@ -159,5 +165,82 @@ func TestOneSandboxPerSessionAcrossProcesses(t *testing.T) {
 	}
 	if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id="+session); n != 0 {
 		t.Fatalf("%d containers left", n)
+	}
+}
+
+// A CLI killed with SIGKILL cannot write its own last audit record; its
+// watcher (a separate process, in its own session) removes the sandbox and
+// appends the final record to the same audit file: event orphaned, op
+// watch, the sandbox id of the created record, the tenant and session, and
+// no secret value.
+func TestSIGKILLedCLILeavesAuditTrail(t *testing.T) {
+	needDocker(t)
+	session := "killed-" + runID
+	spec, sum := specFile(t, "acme", session, func(x *inputs.Template) { x.SecretNames = []string{"SANDBOXIO_TEST_TOKEN"} })
+	canary := "CANARY-tr41l-" + runID
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	p := startCLIProc(t, []string{"SANDBOXIO_TEST_TOKEN=" + canary, "SANDBOXIO_DOCKER_REAPER_GRACE=100ms"},
+		"run", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", session, "--audit", audit, "--quiet", "--", "sleep", "25")
+
+	records := func() []map[string]any {
+		b, err := os.ReadFile(audit)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(canary)) {
+			t.Fatalf("the secret is in the audit file:\n%s", b)
+		}
+		var out []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if l == "" {
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("audit line is not JSON: %v\n%s", err, l)
+			}
+			out = append(out, m)
+		}
+		return out
+	}
+	find := func(event, op string, d time.Duration) map[string]any {
+		t.Helper()
+		deadline := time.Now().Add(d)
+		for {
+			for _, r := range records() {
+				if r["event"] == event && r["op"] == op {
+					return r
+				}
+			}
+			if time.Now().After(deadline) {
+				b, _ := os.ReadFile(audit)
+				t.Fatalf("no %s/%s record within %s:\n%s\nCLI stderr:\n%s", event, op, d, b, p.stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	created := find("created", "open", 60*time.Second)
+	id, _ := created["sandbox_id"].(string)
+	if id == "" {
+		t.Fatalf("created record without a sandbox id: %v", created)
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.exited
+
+	final := find("orphaned", "watch", 60*time.Second)
+	if final["sandbox_id"] != id || final["tenant_id"] != "acme" || final["session_id"] != session ||
+		!strings.Contains(fmt.Sprint(final["reason"]), "owner gone") || final["spec_sha256"] != sum {
+		t.Fatalf("final record: %v", final)
+	}
+	if ts, err := time.Parse(time.RFC3339Nano, fmt.Sprint(final["time"])); err != nil || time.Since(ts) > time.Minute {
+		t.Fatalf("final record's time %v: %v", final["time"], err)
+	}
+	if recs := records(); len(recs) != 2 {
+		t.Fatalf("want the created and the final record, got %d: %v", len(recs), recs)
+	}
+	if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id="+session); n != 0 {
+		t.Fatalf("%d containers left after the watcher", n)
 	}
 }
