@@ -36,12 +36,12 @@ func TestOpen_OneSandboxPerTenantSessionAcrossClients(t *testing.T) {
 		}
 		return len(cs)
 	}
-	check := func(t *testing.T, open func(i int) (*Sandbox, error, *auditBuffer)) {
+	check := func(t *testing.T, open func(i int) (*Sandbox, *auditBuffer, error)) {
 		var wg sync.WaitGroup
 		sbs, errs, audits := make([]*Sandbox, n), make([]error, n), make([]*auditBuffer, n)
 		for i := range n {
 			wg.Add(1)
-			go func() { defer wg.Done(); sbs[i], errs[i], audits[i] = open(i) }()
+			go func() { defer wg.Done(); sbs[i], audits[i], errs[i] = open(i) }()
 		}
 		wg.Wait()
 		var opened []*Sandbox
@@ -85,17 +85,17 @@ func TestOpen_OneSandboxPerTenantSessionAcrossClients(t *testing.T) {
 	}
 
 	t.Run("separate clients", func(t *testing.T) {
-		check(t, func(int) (*Sandbox, error, *auditBuffer) {
+		check(t, func(int) (*Sandbox, *auditBuffer, error) {
 			c, audit := newClient(t)
 			sb, err := c.Open(context.Background(), req)
-			return sb, err, audit
+			return sb, audit, err
 		})
 	})
 	t.Run("one client", func(t *testing.T) {
 		c, audit := newClient(t)
-		check(t, func(int) (*Sandbox, error, *auditBuffer) {
+		check(t, func(int) (*Sandbox, *auditBuffer, error) {
 			sb, err := c.Open(context.Background(), req)
-			return sb, err, audit
+			return sb, audit, err
 		})
 	})
 }

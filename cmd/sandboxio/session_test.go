@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,10 +22,16 @@ import (
 // into the CLI by TestMain.
 type cliProc struct {
 	cmd    *exec.Cmd
-	stderr strings.Builder
-	lines  chan string
+	mu     sync.Mutex
+	errOut strings.Builder
 	exited chan struct{}
 	code   int
+}
+
+func (p *cliProc) stderrText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.errOut.String()
 }
 
 // startCLIProc starts the CLI with env added to this process's environment
@@ -35,7 +42,7 @@ func startCLIProc(t *testing.T, env []string, args ...string) *cliProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cliProc{cmd: exec.Command(exe, args...), lines: make(chan string, 100), exited: make(chan struct{})}
+	p := &cliProc{cmd: exec.Command(exe, args...), exited: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), cliChildEnv+"=1", "SANDBOXIO_TEST_RUN_ID="+runID), env...)
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {
@@ -47,11 +54,9 @@ func startCLIProc(t *testing.T, env []string, args ...string) *cliProc {
 	go func() {
 		sc := bufio.NewScanner(pipe)
 		for sc.Scan() {
-			p.stderr.WriteString(sc.Text() + "\n")
-			select {
-			case p.lines <- sc.Text():
-			default:
-			}
+			p.mu.Lock()
+			p.errOut.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
 		}
 		err := p.cmd.Wait()
 		var ee *exec.ExitError
@@ -67,23 +72,6 @@ func startCLIProc(t *testing.T, env []string, args ...string) *cliProc {
 		<-p.exited
 	})
 	return p
-}
-
-func (p *cliProc) waitFor(t *testing.T, text string, d time.Duration) {
-	t.Helper()
-	deadline := time.After(d)
-	for {
-		select {
-		case l := <-p.lines:
-			if strings.Contains(l, text) {
-				return
-			}
-		case <-p.exited:
-			t.Fatalf("the CLI exited (%d) before printing %q:\n%s", p.code, text, p.stderr.String())
-		case <-deadline:
-			t.Fatalf("the CLI did not print %q within %s:\n%s", text, d, p.stderr.String())
-		}
-	}
 }
 
 // Three `sandboxio run` processes for the same tenant and session at once:
@@ -126,15 +114,15 @@ func TestOneSandboxPerSessionAcrossProcesses(t *testing.T) {
 		}
 		if len(refused) == 3 {
 			for _, p := range procs {
-				t.Logf("exit %d:\n%s", p.code, p.stderr.String())
+				t.Logf("exit %d:\n%s", p.code, p.stderrText())
 			}
 			t.Fatal("all three CLIs exited")
 		}
 	}
 	for _, p := range refused {
-		if p.code != exitConfiguration || !strings.Contains(p.stderr.String(), "ConfigurationError") ||
-			!strings.Contains(p.stderr.String(), "SBX-RUN-005") || !strings.Contains(p.stderr.String(), `tenant "acme" session "`+session+`"`) {
-			t.Errorf("refused CLI: exit %d, want %d with SBX-RUN-005 naming the tenant and session:\n%s", p.code, exitConfiguration, p.stderr.String())
+		if p.code != exitConfiguration || !strings.Contains(p.stderrText(), "ConfigurationError") ||
+			!strings.Contains(p.stderrText(), "SBX-RUN-005") || !strings.Contains(p.stderrText(), `tenant "acme" session "`+session+`"`) {
+			t.Errorf("refused CLI: exit %d, want %d with SBX-RUN-005 naming the tenant and session:\n%s", p.code, exitConfiguration, p.stderrText())
 		}
 	}
 	// The winner's sandbox is up (its command runs for 25s, within the
@@ -143,7 +131,7 @@ func TestOneSandboxPerSessionAcrossProcesses(t *testing.T) {
 		n = countLabelled(t, "test_run="+runID, "sandboxio.session_id="+session)
 		select {
 		case <-winner.exited:
-			t.Fatalf("the CLI that got the sandbox exited (%d):\n%s", winner.code, winner.stderr.String())
+			t.Fatalf("the CLI that got the sandbox exited (%d):\n%s", winner.code, winner.stderrText())
 		default:
 		}
 		if n > 1 {
@@ -161,7 +149,7 @@ func TestOneSandboxPerSessionAcrossProcesses(t *testing.T) {
 		t.Fatal("the CLI did not exit on SIGTERM")
 	}
 	if winner.code != exitInterrupted {
-		t.Errorf("interrupted CLI: exit %d, want %d:\n%s", winner.code, exitInterrupted, winner.stderr.String())
+		t.Errorf("interrupted CLI: exit %d, want %d:\n%s", winner.code, exitInterrupted, winner.stderrText())
 	}
 	if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id="+session); n != 0 {
 		t.Fatalf("%d containers left", n)
@@ -214,7 +202,7 @@ func TestSIGKILLedCLILeavesAuditTrail(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				b, _ := os.ReadFile(audit)
-				t.Fatalf("no %s/%s record within %s:\n%s\nCLI stderr:\n%s", event, op, d, b, p.stderr.String())
+				t.Fatalf("no %s/%s record within %s:\n%s\nCLI stderr:\n%s", event, op, d, b, p.stderrText())
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
