@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -21,7 +25,7 @@ const (
 	EventKilled        = "killed"         // removed by Close (reason: closed, cancelled, panic, client closed), or a command cut short by cancellation
 	EventExpired       = "expired"        // the sandbox's lifetime ended (SandboxGone), or reap removed an expired one
 	EventGone          = "gone"           // the sandbox disappeared for another reason (SandboxGone)
-	EventOrphaned      = "orphaned"       // teardown not confirmed within the grace, or reap removed a dead owner's sandbox
+	EventOrphaned      = "orphaned"       // teardown not confirmed within the grace, or reap (or the owner's watcher, op watch) removed a dead owner's sandbox
 	EventRefused       = "refused"        // refused before provisioning: spec, sha256, tenant, policy, isolation, backend
 	EventFailed        = "failed"         // any other failure (backend unavailable, a classed error of another kind)
 )
@@ -33,7 +37,7 @@ const (
 type Record struct {
 	Time            time.Time            `json:"time"`
 	Event           string               `json:"event"`
-	Op              string               `json:"op,omitempty"` // open, run, run_code, upload, close, reap
+	Op              string               `json:"op,omitempty"` // open, run, run_code, upload, close, reap, watch (written by the watcher of a process that died: see AuditLog)
 	SandboxID       *string              `json:"sandbox_id"`   // null when nothing was provisioned
 	Backend         string               `json:"backend"`
 	Tier            model.Tier           `json:"tier"`
@@ -79,10 +83,19 @@ type Timeouts struct {
 
 // AuditLog writes one JSON object per line. It is safe for concurrent use;
 // each record is written with one Write call.
+//
+// When the log is a file (w is an *os.File open on a regular file), a
+// sandbox whose backend runs a watcher outside the caller (Docker) also gets
+// a final record should the caller die without closing it (SIGKILL, a
+// crash): the watcher appends it to the same file, by path, once it has
+// removed the sandbox: event orphaned with op watch (or gone, or expired,
+// when the sandbox had already ended). The record is rendered and redacted
+// here, when the sandbox is created; the watcher only sets its time.
 type AuditLog struct {
-	mu sync.Mutex
-	w  io.Writer
-	fn func(Record)
+	mu   sync.Mutex
+	w    io.Writer
+	fn   func(Record)
+	path string // of the file w writes to, for the watcher; "" when w is no regular file
 }
 
 // NewAuditLog returns an audit log writing JSON lines to w (a file, or
@@ -91,13 +104,52 @@ func NewAuditLog(w io.Writer, fn func(Record)) *AuditLog {
 	if w == nil && fn == nil {
 		return nil
 	}
-	return &AuditLog{w: w, fn: fn}
+	return &AuditLog{w: w, fn: fn, path: filePath(w)}
+}
+
+// filePath is the absolute path of the regular file w writes to, checked to
+// be the same file, or "".
+func filePath(w io.Writer) string {
+	f, ok := w.(*os.File)
+	if !ok || f == nil {
+		return ""
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	// The name the file was opened by may be relative, or /dev/stdout.
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		if p, err = filepath.Abs(f.Name()); err != nil {
+			return ""
+		}
+	}
+	if pst, err := os.Stat(p); err != nil || !os.SameFile(st, pst) {
+		return ""
+	}
+	return p
 }
 
 func (a *AuditLog) emit(r Record, secrets Secrets) {
 	if a == nil {
 		return
 	}
+	r, line := a.render(r, secrets)
+	if a.fn != nil {
+		a.fn(r)
+	}
+	if a.w == nil || line == nil {
+		return
+	}
+	a.mu.Lock()
+	_, _ = a.w.Write(line)
+	a.mu.Unlock()
+}
+
+// render completes and redacts a record, and encodes it as one line (nil
+// if it cannot be encoded).
+func (a *AuditLog) render(r Record, secrets Secrets) (Record, []byte) {
 	if r.Time.IsZero() {
 		r.Time = time.Now().UTC()
 	}
@@ -112,22 +164,50 @@ func (a *AuditLog) emit(r Record, secrets Secrets) {
 	// (a secret "0" turned `"create_seconds":0` into invalid JSON), and a
 	// value that JSON escapes could not be found there anyway.
 	r = redactRecord(r, secrets)
-	if a.fn != nil {
-		a.fn(r)
-	}
-	if a.w == nil {
-		return
-	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(r); err != nil {
+		return r, nil
+	}
+	return r, redactLine(buf.Bytes(), secrets)
+}
+
+// trail hands the sandbox's backend the final records its watcher writes
+// should this process die without closing the sandbox (see AuditLog).
+func (c *Client) trail(s *Sandbox) {
+	a := c.cfg.Audit
+	t, ok := s.b.(backends.Trailer)
+	if a == nil || a.path == "" || !ok {
 		return
 	}
-	line := redactLine(buf.Bytes(), secrets)
-	a.mu.Lock()
-	_, _ = a.w.Write(line)
-	a.mu.Unlock()
+	const gone = "owner gone: the process that opened the sandbox ended without closing it (killed or crashed); "
+	line := func(event, reason string) []byte {
+		r := s.record(event, "watch")
+		r.Time, r.AgeMS, r.Reason = backends.TrailTime, nil, gone+reason
+		_, b := a.render(r, s.secrets)
+		return b
+	}
+	tr := backends.Trail{
+		Path:      a.path,
+		Removed:   line(EventOrphaned, "its watcher removed the sandbox"),
+		Unremoved: line(EventOrphaned, "its watcher could not remove the sandbox; its lifetime ends it, or `sandboxio reap` removes it"),
+		Gone:      line(EventGone, "the sandbox had already been removed when its watcher looked"),
+		Expired:   line(EventExpired, "the sandbox's lifetime had ended when its watcher looked"),
+		Expires:   s.info.Expires,
+	}
+	for _, v := range s.secrets.values() {
+		// A value made only of a timestamp's characters could occur in the
+		// time the watcher writes; it writes [REDACTED] instead, as
+		// redactLine would.
+		if strings.Trim(v, "0123456789-:.TZ+") == "" {
+			tr.RedactTime = true
+		}
+	}
+	if tr.Removed == nil || tr.Unremoved == nil || tr.Gone == nil || tr.Expired == nil {
+		return
+	}
+	t.SetTrail(tr)
 }
 
 // redactRecord redacts every string field of a record, nested ones

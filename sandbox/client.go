@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -81,7 +82,12 @@ type Request struct {
 // Client opens sandboxes. It holds one sandbox per tenant and session at a
 // time and never hands a sandbox to another tenant: Get looks a sandbox up by
 // both ids, and a second Open for a pair that has one open (or opening) is
-// refused. It is safe for concurrent use.
+// refused (ConfigurationError, SBX-RUN-005). The rule holds across clients,
+// processes and hosts too, where the backend can enforce it: on Docker the
+// container's name is derived from the tenant and session, so the daemon
+// itself refuses a second one, and Open returns the same refusal naming the
+// sandbox that holds the pair (see the docker package's ScopeEnv). It is safe
+// for concurrent use.
 type Client struct {
 	eng     *policy.Engine
 	waivers *verdict.Waivers
@@ -221,6 +227,11 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 		}
 	}
 
+	// A template spec is rendered for the request's tenant, and checked as
+	// the data source checks it: its own labels and the extra labels as
+	// given, before the reserved ones are set.
+	var tenant *inputs.Tenant
+	var template model.Spec
 	if spec.TenantID != "" || spec.SessionID != "" {
 		if len(req.ExtraLabels) > 0 {
 			return p, specError(ruleExtraLabels, "labels", "extra labels can only be added when rendering a template spec; this spec is already rendered for a tenant",
@@ -239,6 +250,8 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 			}
 		}
 	} else {
+		tenant = &inputs.Tenant{TenantID: req.TenantID, SessionID: req.SessionID, ExtraLabels: req.ExtraLabels}
+		template = spec
 		spec = spec.ForTenant(req.TenantID, req.SessionID, req.ExtraLabels)
 		p.spec = spec
 	}
@@ -266,8 +279,18 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 		return p, err
 	}
 
-	v, err := verdict.CheckSpec(ctx, c.eng, spec, verdict.Options{Waivers: c.waivers})
-	if err != nil {
+	var v verdict.Verdict
+	if tenant != nil {
+		_, in, err := tenant.Sandbox(template)
+		if err != nil {
+			return p, err
+		}
+		in.Kind = policy.KindSpec
+		v, err = verdict.Check(ctx, c.eng, in, verdict.Options{Waivers: c.waivers})
+		if err != nil {
+			return p, err
+		}
+	} else if v, err = verdict.CheckSpec(ctx, c.eng, spec, verdict.Options{Waivers: c.waivers}); err != nil {
 		return p, err
 	}
 	if err := v.Err(); err != nil {
@@ -388,7 +411,7 @@ func (c *Client) reserve(k key) error {
 	case c.closed:
 		return &model.Error{Class: model.ConfigurationError, Message: "the client is closed", Fix: "open sandboxes with a new client"}
 	case c.open[k] != nil || c.opening[k]:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "session_id",
+		return &model.Error{Class: model.ConfigurationError, Rule: docker.RuleOneSandbox, Attribute: "session_id",
 			Message: fmt.Sprintf("a sandbox is already open for tenant %q session %q: one sandbox per tenant and session", clip(k.tenant), clip(k.session)),
 			Fix:     "use the open sandbox (Client.Get), close it first, or open the new sandbox under a new session id"}
 	}
@@ -517,6 +540,9 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 		Caps: p.spec.Resources, DiskCapStrategy: in.DiskCapStrategy, PidsCapStrategy: in.PidsCapStrategy,
 		CallTimeout: p.callTimeout, Lifetime: p.lifetime, Created: in.Created, Expires: in.Expires, BlockedEgress: in.BlockedEgress,
 	}
+	// Before the created record: a process killed once that is written
+	// leaves its watcher the final record to write.
+	c.trail(s)
 	r := s.record(EventCreated, "open")
 	r.DurationMS = ms(time.Since(start))
 	r.Warnings = warned

@@ -61,11 +61,18 @@
 // # Tenancy
 //
 // A Client holds at most one sandbox per tenant and session: a second Open
-// for a pair that is open or opening is refused, and Get looks a sandbox up
-// by both ids, so a sandbox is never handed to another tenant. The registry
-// is the Client's: two processes (two CLI runs, say) are not coordinated, and
-// each opens its own sandbox. The tenant and session become the backend's
-// native labels (sandboxio.tenant_id,
+// for a pair that is open or opening is refused (ConfigurationError,
+// SBX-RUN-005), and Get looks a sandbox up by both ids, so a sandbox is never
+// handed to another tenant. The rule holds across clients, processes and
+// hosts as well: the Docker backend names the container after a hash of the
+// tenant and session, so the daemon refuses a second one, and Open returns
+// the same refusal naming the sandbox that holds the pair. A container that
+// holds the name but is no sandbox any more (exited, past its lifetime, or
+// left by a dead process on this host) is removed first; a live one is
+// removed by its owner's Close, its owner's watcher when the owner dies, or
+// its lifetime. The scope of the rule is the daemon, narrowed by
+// SANDBOXIO_DOCKER_SCOPE when set. The tenant and session become the
+// backend's native labels (sandboxio.tenant_id,
 // sandboxio.session_id), which is how `sandboxio reap` and an operator find
 // a sandbox left behind.
 //
@@ -86,4 +93,10 @@
 // the network policy in effect, caps with the disk-cap and pids-cap
 // strategies, timeouts, blocked_egress (null where the backend does not
 // report it), exit code and durations, and secret names but never values.
+//
+// A process that dies without closing its sandboxes (SIGKILL, a crash)
+// writes no last record itself. When the AuditLog is a file, the Docker
+// backend's watcher appends it: each sandbox's final record (orphaned, op
+// watch; gone or expired when the sandbox had already ended) is rendered
+// and redacted at create, handed to the watcher, and withdrawn by Close.
 package sandbox

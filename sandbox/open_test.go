@@ -37,6 +37,9 @@ func TestOpen_RefusalsProvisionNothing(t *testing.T) {
 		return bytes.Replace(perTenant, []byte(old), []byte(new), 1)
 	}
 	tplJSON, _ := canonical(t, tpl)
+	edited := tpl
+	edited.Labels = map[string]string{"team": "agents", model.LabelTemplate: "other"}
+	tplWithReserved, _ := canonical(t, edited)
 	gvisor := template(t, func(x *inputs.Template) { x.Runtime = "runsc"; x.RequireIsolation = "GVISOR" })
 	gvisorJSON, _ := tenantSpec(t, gvisor, "acme", "s-1")
 	e2b := template(t, func(x *inputs.Template) { x.Backend = "e2b://" })
@@ -93,6 +96,14 @@ func TestOpen_RefusalsProvisionNothing(t *testing.T) {
 		{"live tier differs from the spec's", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1"}, model.TierGVisor,
 			ConfigurationError, "SBX-SPC-005", true},
 		{"negative timeout", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1", Timeout: -time.Second}, "", ConfigurationError, "", false},
+		// A reserved label given at run time, or edited into a template
+		// spec, is refused rather than overwritten by the one sandboxio sets.
+		{"extra label sets the reserved tenant label", Request{Spec: tplJSON, TenantID: "acme", SessionID: "s-1",
+			ExtraLabels: map[string]string{model.LabelTenantID: "globex"}}, "", ConfigurationError, "SBX-LBL-001", false},
+		{"extra label sets the reserved session label to its own value", Request{Spec: tplJSON, TenantID: "acme", SessionID: "s-1",
+			ExtraLabels: map[string]string{model.LabelSessionID: "s-1"}}, "", ConfigurationError, "SBX-LBL-001", false},
+		{"template spec edited to carry a reserved label", Request{Spec: tplWithReserved, TenantID: "acme", SessionID: "s-1"},
+			"", ConfigurationError, "SBX-LBL-001", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeBackend{tier: tc.liveTier}

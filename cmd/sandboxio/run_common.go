@@ -38,7 +38,8 @@ const runExitCodesHelp = `Exit codes:
          sha256 mismatch, spec of another tenant or session, a policy refusal,
          require_isolation not met by the live backend, a secret named in the spec
          missing from the environment or shorter than 8 characters, --env naming a
-         secret, --timeout above the spec's timeout_seconds)
+         secret, --timeout above the spec's timeout_seconds, a tenant and session that
+         already have a sandbox, in any process)
   65     CapabilityNotSupported: the backend cannot enforce the spec (an egress allow
          list on Docker), or the spec's backend is not in this build
   66     CreateTimeout: the sandbox was not ready within the timeout

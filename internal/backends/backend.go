@@ -139,3 +139,31 @@ type Reaped struct {
 	Info   Info
 	Reason string // "expired" or "owner gone"
 }
+
+// TrailTime is the time of the records of a Trail: the process that writes
+// one puts the time of the event in its place.
+var TrailTime = time.Unix(0, 0).UTC()
+
+// Trail is what a backend's out-of-process watcher appends to the caller's
+// audit file when the caller dies without closing the sandbox (SIGKILL, a
+// crash): its final record. The records are complete JSON lines, rendered
+// and redacted by the caller (the watcher never sees a secret), whose time is
+// TrailTime.
+type Trail struct {
+	Path string // the audit file, absolute
+	// Removed: the watcher removed the sandbox. Unremoved: it could not (the
+	// lifetime or reap ends it). Gone and Expired: the sandbox was no longer
+	// there when the watcher looked, before or after its lifetime ended.
+	Removed, Unremoved, Gone, Expired []byte
+	Expires                           time.Time
+	// RedactTime: a secret value could occur in a timestamp; the watcher
+	// writes [REDACTED] instead of the time.
+	RedactTime bool
+}
+
+// Trailer is a sandbox whose backend runs such a watcher. SetTrail hands it
+// the trail (and replaces an earlier one); Close withdraws it, the caller's
+// own record then being the last.
+type Trailer interface {
+	SetTrail(Trail)
+}

@@ -42,6 +42,17 @@ var RunID = func() string {
 	return hex.EncodeToString(b)
 }()
 
+// The scope of the one-sandbox-per-tenant-and-session rule (docker.ScopeEnv)
+// is this run's, unless set already: test runs sharing a daemon (CI jobs,
+// other packages' tests, a developer's shells) use the same tenant and
+// session ids without holding each other's. Child processes a test starts
+// inherit it, so within one run the rule holds across processes.
+func init() {
+	if os.Getenv(docker.ScopeEnv) == "" {
+		_ = os.Setenv(docker.ScopeEnv, "test-"+RunID)
+	}
+}
+
 var probe struct {
 	once sync.Once
 	done bool

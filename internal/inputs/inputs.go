@@ -198,6 +198,10 @@ func (t Tenant) Sandbox(template model.Spec) (model.Spec, policy.Input, error) {
 	spec.IsolationTier = tier
 	in.Kind = policy.KindTenantSandbox
 	in.Tenant = t.input()
+	// The labels as given, before rendering set the reserved ones: a key
+	// under the reserved prefix in the template spec (edited by hand) or in
+	// the extra labels is refused (SBX-LBL-001), not silently overwritten.
+	in.Template.Labels = policy.UserLabels(template)
 	return spec, in, nil
 }
 

@@ -90,6 +90,36 @@ func TestTenant(t *testing.T) {
 	if err != nil || sin.Kind != policy.KindSpec || sin.Backend.Key != "docker/runc" {
 		t.Fatalf("spec: %+v %v", sin, err)
 	}
+	// A rendered spec's own reserved labels are not the user's; edited
+	// ones are, and the label rules see them.
+	if _, ok := sin.Template.Labels[model.LabelTenantID]; ok {
+		t.Fatalf("a rendered spec's own tenant label is checked as a user label: %v", sin.Template.Labels)
+	}
+	edited := spec
+	edited.Labels = map[string]string{model.LabelTenantID: "globex", model.LabelSessionID: "s-1", model.LabelTemplate: "p"}
+	if sin, _ := Spec(edited); sin.Template.Labels[model.LabelTenantID] != "globex" || len(sin.Template.Labels) != 1 {
+		t.Fatalf("an edited reserved label is hidden from the label rules: %v", sin.Template.Labels)
+	}
+}
+
+// A reserved label in a template spec or in the extra labels reaches the
+// label rules as given, before rendering overwrites it.
+func TestTenant_ReservedLabelsKeptForTheRules(t *testing.T) {
+	tmpl, _, err := Template{Name: "p", Image: "img"}.Build("docker://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.Labels = map[string]string{model.LabelTenantID: "globex", "team": "a"}
+	spec, in, err := Tenant{TenantID: "acme", SessionID: "s-1", ExtraLabels: map[string]string{model.LabelSessionID: "s-9"}}.Sandbox(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Labels[model.LabelTenantID] != "acme" || spec.Labels[model.LabelSessionID] != "s-1" {
+		t.Fatalf("rendered labels: %v", spec.Labels)
+	}
+	if in.Template.Labels[model.LabelTenantID] != "globex" || in.Tenant.Labels[model.LabelSessionID] != "s-9" {
+		t.Fatalf("the rules do not see the reserved labels as given: template %v tenant %v", in.Template.Labels, in.Tenant.Labels)
+	}
 }
 
 // Spec recomputes the isolation tier from the capability data: a spec that

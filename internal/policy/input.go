@@ -85,7 +85,7 @@ func FromSpec(s model.Spec, backend *BackendRef) Input {
 			LifetimeSeconds:  s.LifetimeSeconds,
 			Env:              s.Env,
 			SecretNames:      s.SecretNames,
-			Labels:           userLabels(s.Labels),
+			Labels:           UserLabels(s),
 		},
 		Network:   &net,
 		Resources: &caps,
@@ -96,14 +96,24 @@ func FromSpec(s model.Spec, backend *BackendRef) Input {
 	return in
 }
 
-// userLabels drops the labels sandboxio itself sets, so that a rendered
-// per-tenant spec is not refused for carrying its own reserved labels.
-func userLabels(labels map[string]string) map[string]string {
-	out := make(map[string]string, len(labels))
-	for k, v := range labels {
-		switch k {
-		case model.LabelTenantID, model.LabelSessionID, model.LabelTemplate:
-			continue
+// UserLabels returns the labels of a spec that the label rules check: all
+// of them, except the reserved tenant, session and template labels of a
+// spec rendered for a tenant when they hold exactly what sandboxio set there
+// (its tenant, session and template name), so that a rendered spec is not
+// refused for carrying its own labels. A reserved label in a template spec,
+// or one holding anything else, stays and is refused (SBX-LBL-001): it was
+// written by hand, and rendering would overwrite it.
+func UserLabels(s model.Spec) map[string]string {
+	rendered := s.TenantID != "" || s.SessionID != ""
+	out := make(map[string]string, len(s.Labels))
+	for k, v := range s.Labels {
+		if rendered {
+			switch {
+			case k == model.LabelTenantID && v == s.TenantID,
+				k == model.LabelSessionID && v == s.SessionID,
+				k == model.LabelTemplate && v == s.Name:
+				continue
+			}
 		}
 		out[k] = v
 	}

@@ -81,3 +81,18 @@ data "sandboxio_tenant_sandbox" "test" {
 }
 `, spec), "CapabilityNotSupported", "SBX-NET-003"}})
 }
+
+// A reserved label edited into a hand-written template spec is refused at
+// plan, not silently overwritten by the one the data source sets.
+func TestAccTenantSandboxDataSource_ReservedLabelInSpecRefused(t *testing.T) {
+	spec := `{"spec_version":1,"name":"python","backend":"docker://","image":"img","runtime":"runc","isolation_tier":"CONTAINER",` +
+		`"network":{"egress":"deny","allow":[]},"resources":{"cpu":1,"memory_mb":512,"disk_mb":1024,"pids":256},` +
+		`"timeout_seconds":300,"lifetime_seconds":300,"env":{},"secret_names":[],"labels":{"sandboxio.tenant_id":"globex"}}`
+	runRefusals(t, []refusal{{"reserved label in the template spec", providerBlock("") + fmt.Sprintf(`
+data "sandboxio_tenant_sandbox" "test" {
+  template_spec = %q
+  tenant_id     = "acme"
+  session_id    = "s-1"
+}
+`, spec), "ConfigurationError", "SBX-LBL-001"}})
+}

@@ -37,6 +37,7 @@ const (
 const daemonInfoTTL = 30 * time.Second
 
 type config struct {
+	scope         string // of the one-sandbox-per-tenant-and-session rule (ScopeEnv)
 	diskStrategy  string
 	teardownGrace time.Duration
 	watcher       bool
@@ -91,7 +92,7 @@ func New(opts ...Option) (backends.Backend, error) {
 }
 
 func newBackend(opts ...Option) (*dockerBackend, error) {
-	cfg := config{diskStrategy: DiskAuto, teardownGrace: model.TeardownGrace, watcher: true}
+	cfg := config{scope: scopeFromEnv(), diskStrategy: DiskAuto, teardownGrace: model.TeardownGrace, watcher: true}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -413,7 +414,12 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 		ensureWatcher()
 	}
 
-	name := "sandboxio-" + randomHex(8)
+	// One sandbox per tenant and session: the name is theirs, and the
+	// daemon refuses a second container of the same name.
+	name := sessionName(b.cfg.scope, p.spec.TenantID, p.spec.SessionID)
+	if name == "" {
+		name = "sandboxio-" + randomHex(8)
+	}
 	created := time.Now()
 	expires := created.Add(p.lifetime)
 	labels := map[string]string{}
@@ -454,19 +460,51 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 		}
 		return resp, err
 	}
-	resp, err := createWith(strategy)
-	if err != nil && strategy != DiskTmpfs && isStorageOptRefusal(err) {
-		if strategy == DiskStorageOpt {
-			return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
-				Message: "the Docker daemon refuses a per-container disk size (--storage-opt size), so disk_strategy=storage-opt cannot be enforced",
-				Fix:     "use disk_strategy=auto or tmpfs, or run the daemon on overlay2 over xfs mounted with pquota", Err: err}
+	// createAny creates with the disk strategy, falling back from
+	// storage-opt to tmpfs on a daemon that refuses a per-container size.
+	createAny := func() (container.CreateResponse, error) {
+		resp, err := createWith(strategy)
+		if err != nil && strategy != DiskTmpfs && isStorageOptRefusal(err) {
+			if strategy == DiskStorageOpt {
+				return resp, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+					Message: "the Docker daemon refuses a per-container disk size (--storage-opt size), so disk_strategy=storage-opt cannot be enforced",
+					Fix:     "use disk_strategy=auto or tmpfs, or run the daemon on overlay2 over xfs mounted with pquota", Err: err}
+			}
+			b.setStorageOpt(false, err.Error())
+			strategy = DiskTmpfs
+			resp, err = createWith(strategy)
+		} else if err == nil && strategy == DiskAuto {
+			b.setStorageOpt(true, "")
+			strategy = DiskStorageOpt
 		}
-		b.setStorageOpt(false, err.Error())
-		strategy = DiskTmpfs
-		resp, err = createWith(strategy)
-	} else if err == nil && strategy == DiskAuto {
-		b.setStorageOpt(true, "")
-		strategy = DiskStorageOpt
+		return resp, err
+	}
+	resp, err := createAny()
+	for try := 0; err != nil && cerrdefs.IsConflict(err); try++ {
+		// The name is taken. By a live sandbox: refused, naming it. By a
+		// container that is no sandbox any more (exited, or what reap
+		// removes): it is removed and the create tried again. By a create
+		// still in flight on the daemon (the name is reserved before the
+		// container can be inspected): looked at again shortly.
+		herr := b.freeName(ctx, name, p)
+		if herr != nil && !errors.Is(herr, errNameInFlight) {
+			return nil, herr
+		}
+		if try == 8 {
+			return nil, busyError(p, "", nil, time.Time{})
+		}
+		if herr != nil {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(10<<min(try, 5)) * time.Millisecond):
+			}
+		}
+		resp, err = createAny()
+	}
+	var me *model.Error
+	if errors.As(err, &me) {
+		return nil, err
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -582,16 +620,17 @@ func createError(err error, p createPlan) error {
 // discard removes a container that failed half-way through create, in a scope
 // that survives the caller's cancellation and is bounded by the grace.
 func (b *dockerBackend) discard(ctx context.Context, id, name string) {
-	target := id
-	if target == "" {
-		target = name
-	}
 	// Remove now, even when the caller was cancelled: a process that exits
 	// right after a cancelled create (Ctrl-C in the CLI) would otherwise
 	// never run the background retries.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.cfg.teardownGrace)
 	defer cancel()
-	err := b.removeContainer(rctx, target)
+	var err error
+	if id != "" {
+		err = b.removeContainer(rctx, id)
+	} else {
+		err = b.removeOwn(rctx, name)
+	}
 	if err != nil || ctx.Err() != nil {
 		// A create the client abandoned may still complete on the daemon
 		// after this removal.
@@ -599,7 +638,8 @@ func (b *dockerBackend) discard(ctx context.Context, id, name string) {
 	}
 }
 
-// removeLater removes a container by name in the background, a few times:
+// removeLater removes this process's container of a name in the background,
+// a few times (never another process's: see removeOwn):
 // a create the client abandoned may still complete on the daemon after the
 // first attempt. What escapes this is bounded by the lifetime label and the
 // watcher.
@@ -608,7 +648,7 @@ func (b *dockerBackend) removeLater(name string) {
 		for _, wait := range []time.Duration{0, time.Second, 3 * time.Second} {
 			time.Sleep(wait)
 			ctx, cancel := context.WithTimeout(context.Background(), model.TeardownGrace)
-			_ = b.removeContainer(ctx, name)
+			_ = b.removeOwn(ctx, name)
 			cancel()
 		}
 	}()

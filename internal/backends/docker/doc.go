@@ -94,6 +94,19 @@
 // The image must therefore provide sleep (and /bin/sh for the exec wrapper
 // and Upload); Create checks that once per image.
 //
+// # One sandbox per tenant and session
+//
+// A sandbox's container name is derived from its tenant and session (a
+// hash, with the scope of ScopeEnv), so that the daemon refuses a second
+// container for them whichever process or host asks: the create gets 409
+// Conflict and is refused with ConfigurationError SBX-RUN-005, naming the
+// holder. A holder that is no sandbox any more (exited or dead, or what Reap
+// would remove: past its expiry, or its owner on this host gone) is removed
+// and the create tried again; so is a name whose holder cannot be inspected
+// yet (a create in flight), a few times. Clean-up of a create this process
+// gave up on removes the container of that name only while it carries this
+// process's owner label.
+//
 // # Reaper
 //
 // Each sandbox carries labels naming its owner (a per-process id, pid, boot
@@ -109,6 +122,10 @@
 //     and removes every container carrying the owner's id. It runs in its own
 //     session with its standard streams on /dev/null, so it survives the
 //     owner's process group being killed and never holds a caller's pipes.
+//     The owner also hands the watcher, over that pipe, the final audit
+//     record of each sandbox (backends.Trailer), withdrawn when the sandbox
+//     is closed; the watcher appends the records it still holds to the
+//     owner's audit file after the sweep (see trail.go).
 //   - Reap (the `sandboxio reap` command) sweeps containers whose expiry has
 //     passed or whose owner process on this host is gone.
 package docker

@@ -304,17 +304,18 @@ func TestLabels(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	b := newTestBackend(t)
-	sb := open(t, b, testSpec(t, func(s *model.Spec) {
+	spec := testSpec(t, func(s *model.Spec) {
 		s.Labels["team"] = "agents"
 		s.Labels[model.LabelTenantID] = "acme" // a rendered spec repeats it: accepted when equal
-	}))
+	})
+	sb := open(t, b, spec)
 	ins, err := b.cli.ContainerInspect(context.Background(), sb.id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := ins.Config.Labels
 	for k, want := range map[string]string{
-		model.LabelManaged: "true", model.LabelTenantID: "acme", model.LabelSessionID: "s-42", model.LabelTemplate: "test",
+		model.LabelManaged: "true", model.LabelTenantID: "acme", model.LabelSessionID: spec.SessionID, model.LabelTemplate: "test",
 		"team": "agents", labelOwner: processOwner().ID, labelOwnerPID: strconv.Itoa(processOwner().PID),
 	} {
 		if l[k] != want {
@@ -474,7 +475,8 @@ func TestCloseGraceExpiryWarnsOrphan(t *testing.T) {
 	t.Parallel()
 	b := newTestBackend(t)
 	var got []model.Warning
-	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t), OnWarning: func(w model.Warning) { got = append(got, w) }})
+	spec := testSpec(t)
+	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec, OnWarning: func(w model.Warning) { got = append(got, w) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +489,7 @@ func TestCloseGraceExpiryWarnsOrphan(t *testing.T) {
 		t.Fatalf("want *OrphanedError, got %v", err)
 	}
 	if len(got) != 1 || got[0].Class != model.OrphanedSandboxWarning || got[0].SandboxID != sb.id ||
-		got[0].Labels[model.LabelTenantID] != "acme" || got[0].Labels[model.LabelSessionID] != "s-42" {
+		got[0].Labels[model.LabelTenantID] != "acme" || got[0].Labels[model.LabelSessionID] != spec.SessionID {
 		t.Fatalf("warning: %+v", got)
 	}
 	if oe.Warning.SandboxID != sb.id {

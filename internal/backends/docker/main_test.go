@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +37,11 @@ var (
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
 		os.Exit(childMain())
+	}
+	if os.Getenv(ScopeEnv) == "" {
+		// Test runs sharing a daemon (CI jobs, a developer's two shells) do
+		// not hold each other's tenant and session names.
+		_ = os.Setenv(ScopeEnv, "test-"+randomHex(6))
 	}
 	code := m.Run()
 	if dockerProbe.err == nil && dockerProbe.done {
@@ -150,7 +156,7 @@ func testSpec(t testing.TB, mods ...func(*model.Spec)) model.Spec {
 		TimeoutSeconds:  60,
 		LifetimeSeconds: 180,
 		TenantID:        "acme",
-		SessionID:       "s-42",
+		SessionID:       testSession(),
 		Labels:          map[string]string{"test": labelSafe(t.Name())},
 	}
 	for _, m := range mods {
@@ -158,6 +164,14 @@ func testSpec(t testing.TB, mods ...func(*model.Spec)) model.Spec {
 	}
 	return s
 }
+
+// testSession is a new session id: one per testSpec, since the daemon holds
+// one sandbox per tenant and session and the tests run in parallel, some
+// with several sandboxes (the scope set in TestMain keeps other test runs
+// apart).
+func testSession() string { return fmt.Sprintf("s-42-%d", sessions.Add(1)) }
+
+var sessions atomic.Int64
 
 func labelSafe(s string) string { return strings.NewReplacer("/", ".", " ", "_").Replace(s) }
 

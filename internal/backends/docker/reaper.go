@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -81,12 +80,13 @@ func init() {
 var (
 	watcherOnce sync.Once
 	watcherErr  error
-	// watcherPipe is the write end the owner holds for its whole life and
-	// never writes to. It is close-on-exec, so children the owner starts do
-	// not keep the watcher waiting after the owner is gone. It is never read
-	// either: it only has to stay reachable, or its finalizer would close it
-	// and the watcher would reap the sandboxes of a live owner.
-	watcherPipe *os.File //nolint:unused // kept reachable on purpose, see above
+	// watcherPipe is the write end the owner holds for its whole life; it
+	// writes only the audit trails of its sandboxes to it (see trail.go). It
+	// is close-on-exec, so children the owner starts do not keep the watcher
+	// waiting after the owner is gone. It must stay reachable, or its
+	// finalizer would close it and the watcher would reap the sandboxes of a
+	// live owner.
+	watcherPipe *os.File
 )
 
 // ensureWatcher starts the watcher for this process once. Failing to start it
@@ -118,7 +118,9 @@ func startWatcher(ownerID string) error {
 		return fmt.Errorf("reaper start: %w", err)
 	}
 	_ = r.Close()
+	watcherSendMu.Lock()
 	watcherPipe = w
+	watcherSendMu.Unlock()
 	go func() { _ = cmd.Wait() }()
 	return nil
 }
@@ -179,8 +181,9 @@ func watcherMain(ownerID string) int {
 		return 2
 	}
 	// Blocks until every write end is closed: the owner has exited, however.
-	_, _ = io.Copy(io.Discard, owner)
-	logf("owner gone; sweeping in %s", grace)
+	// Meanwhile the owner says which sandboxes get a final audit record.
+	trails := readTrails(owner, logf)
+	logf("owner gone; sweeping in %s (%d audit trails)", grace, len(trails))
 	time.Sleep(grace)
 
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
@@ -191,6 +194,7 @@ func watcherMain(ownerID string) int {
 	defer cli.Close()
 	b := &dockerBackend{cli: cli, cfg: config{teardownGrace: model.TeardownGrace}}
 	// A second sweep catches a create that landed after the first.
+	removed := map[string]bool{} // by id: true removed, false not
 	for i, wait := range []time.Duration{0, 3 * time.Second} {
 		time.Sleep(wait)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -201,8 +205,25 @@ func watcherMain(ownerID string) int {
 		for _, c := range cs {
 			err := b.removeContainer(ctx, c.ID)
 			logf("sweep %d: removed %s: %v", i, c.ID[:12], err)
+			removed[c.ID] = err == nil
+			if t, ok := trails[c.ID]; ok && err == nil {
+				writeTrail(t, t.Removed, time.Now(), logf)
+				delete(trails, c.ID)
+			}
 		}
 		cancel()
+	}
+	// The sandboxes the owner left open that were not removed here: it
+	// could not be, or they had ended already.
+	for id, t := range trails {
+		line := t.Gone
+		switch ok, seen := removed[id]; {
+		case seen && !ok:
+			line = t.Unremoved
+		case !t.Expires.IsZero() && !time.Now().Before(t.Expires):
+			line = t.Expired
+		}
+		writeTrail(t, line, time.Now(), logf)
 	}
 	return 0
 }

@@ -31,7 +31,8 @@ func childMain() int {
 		Labels: map[string]string{"test": "reaper-child"},
 	}
 	var ids []string
-	for range 2 {
+	for i := range 2 {
+		spec.SessionID = fmt.Sprintf("child-%d", i)
 		sb, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec})
 		if err != nil {
 			fmt.Println("ERR", err)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -53,6 +54,8 @@ type sandbox struct {
 	lastOOM int64 // memory cgroup oom_kill count already attributed
 	lastMax int64 // pids cgroup "max" event count already attributed
 	oomSeen int   // daemon OOM events already attributed to a command
+
+	trailed atomic.Bool // the watcher holds an audit trail for it (trail.go)
 }
 
 // String and GoString keep secrets out of any formatted output.
@@ -577,6 +580,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.cfg.teardownGrace)
 	defer cancel()
 	err := s.Kill(sctx)
+	s.forgetTrail() // the caller audits the close, whatever its outcome
 	if err == nil {
 		return nil
 	}

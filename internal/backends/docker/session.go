@@ -1,0 +1,153 @@
+package docker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// ScopeEnv names the scope of the one-sandbox-per-tenant-and-session rule on
+// a daemon. Unset (the default), every process that reaches the daemon shares
+// one scope: a second sandbox for a tenant and session is refused whichever
+// process, on whichever host, asks for it. Two deployments (or test runs)
+// that share a daemon but not their tenants can set different scopes.
+const ScopeEnv = "SANDBOXIO_DOCKER_SCOPE"
+
+// RuleOneSandbox is the rule of the refusal of a second sandbox for a tenant
+// and session.
+const RuleOneSandbox = "SBX-RUN-005"
+
+// sessionName is the container name of the sandbox of a tenant and session:
+// derived from them (and the scope) alone, so that the daemon itself refuses
+// a second container of that name (409 Conflict), whichever process or host
+// creates it. The ids are hashed, so any string makes a valid Docker name and
+// the name reveals neither. It is "" when the spec has no tenant or session
+// (the backend used directly): such a sandbox gets a random name.
+func sessionName(scope, tenant, session string) string {
+	if tenant == "" || session == "" {
+		return ""
+	}
+	h := sha256.New()
+	for _, s := range []string{"sandboxio tenant session v1", scope, tenant, session} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	return "sandboxio-s-" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// freeName looks at what holds a sandbox's name after a create was refused
+// with a conflict. It returns nil when the name is free again: nothing holds
+// it any more, or a container that is no sandbox any more held it and was
+// removed. A live sandbox holding it is the busy error.
+func (b *dockerBackend) freeName(ctx context.Context, name string, p createPlan) error {
+	ins, err := b.cli.ContainerInspect(ctx, name)
+	if cerrdefs.IsNotFound(err) {
+		// Removed since, or not yet created: the daemon reserves the name
+		// before the container can be inspected.
+		return errNameInFlight
+	}
+	if err != nil {
+		return fmt.Errorf("container inspect: %w", err)
+	}
+	var labels map[string]string
+	if ins.Config != nil {
+		labels = ins.Config.Labels
+	}
+	status := ""
+	if ins.State != nil {
+		status = ins.State.Status
+	}
+	expires, _ := time.Parse(time.RFC3339, labels[labelExpires])
+	expired := !expires.IsZero() && time.Now().After(expires)
+	dead := labels[labelOwner] != b.owner.ID && ownerGone(labels, b.owner)
+	stale := false
+	switch status {
+	case container.StateExited, container.StateDead, container.StateRemoving:
+		// Its sleep ended (the lifetime) or it was killed: no sandbox any
+		// more, only a name that AutoRemove is releasing or failed to.
+		stale = true
+	default:
+		// Running, paused, restarting, or created and not yet started
+		// (another process is between its create and its start): a live
+		// sandbox, unless it is what `sandboxio reap` removes, a sandbox
+		// past its lifetime or whose owner process on this host is gone
+		// (a created one never starts without its owner, and AutoRemove
+		// never removes a container that did not run).
+		stale = expired || dead
+	}
+	if stale {
+		return b.removeContainer(ctx, ins.ID)
+	}
+	return busyError(p, ins.ID, labels, expires)
+}
+
+// errNameInFlight: the name is held, but by no container that can be
+// inspected yet (or any more).
+var errNameInFlight = errors.New("the name is held by a create in flight")
+
+// busyError refuses a second sandbox for a tenant and session, naming the one
+// that holds it.
+func busyError(p createPlan, id string, labels map[string]string, expires time.Time) error {
+	who := ""
+	if pid, host := labels[labelOwnerPID], labels[labelOwnerHost]; pid != "" {
+		who = fmt.Sprintf(", opened by process %s on host %s", pid, host)
+	}
+	until := ""
+	if !expires.IsZero() {
+		until = fmt.Sprintf(" (its lifetime ends at %s)", expires.UTC().Format(time.RFC3339))
+	}
+	holder := "being created by another process"
+	if id != "" {
+		holder = "container " + shortID(id) + who
+	}
+	return &model.Error{Class: model.ConfigurationError, Rule: RuleOneSandbox, Attribute: "session_id",
+		Message: fmt.Sprintf("a sandbox is already open for tenant %q session %q (%s): one sandbox per tenant and session, on this Docker daemon",
+			clip(p.spec.TenantID), clip(p.spec.SessionID), holder),
+		Fix: "use the open sandbox, or close it first" + until +
+			", or open the new sandbox under another session id; if the process that opened it was killed, its watcher removes it within seconds, and `sandboxio reap` removes it once that process is gone"}
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// removeOwn removes the container of a name only while it is this process's
+// own: a sandbox's name is its tenant's and session's, so once this process
+// gave up on its create the name may already be another process's sandbox.
+func (b *dockerBackend) removeOwn(ctx context.Context, name string) error {
+	ins, err := b.cli.ContainerInspect(ctx, name)
+	if cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("container inspect: %w", err)
+	}
+	if ins.Config == nil || ins.Config.Labels[labelOwner] != b.owner.ID {
+		return nil
+	}
+	return b.removeContainer(ctx, ins.ID)
+}
+
+func scopeFromEnv() string { return os.Getenv(ScopeEnv) }

@@ -1,0 +1,161 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Docker's rule for container names.
+var dockerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]+$`)
+
+func TestSessionName(t *testing.T) {
+	seen := map[string]string{}
+	for _, c := range [][3]string{
+		{"", "acme", "s-1"}, {"", "acme", "s-2"}, {"", "globex", "s-1"}, {"other", "acme", "s-1"},
+		{"", "acme/../x", "s 1;rm -rf"}, {"", "ünïcödé", strings.Repeat("x", 4096)}, {"", "a", "bs-1"}, {"", "ab", "s-1"},
+	} {
+		n := sessionName(c[0], c[1], c[2])
+		if !dockerName.MatchString(n) || len(n) > 64 {
+			t.Fatalf("%q is not a valid Docker name (%v)", n, c)
+		}
+		if len(c[1]) > 4 && strings.Contains(n, c[1]) {
+			t.Fatalf("%q shows the tenant id", n)
+		}
+		if prev, ok := seen[n]; ok {
+			t.Fatalf("%v and %s have the same name %s", c, prev, n)
+		}
+		seen[n] = strings.Join(c[:], "|")
+		if again := sessionName(c[0], c[1], c[2]); again != n {
+			t.Fatalf("not deterministic: %s, %s", n, again)
+		}
+	}
+	if sessionName("", "", "s-1") != "" || sessionName("", "acme", "") != "" {
+		t.Fatal("a spec without a tenant or session must get a random name")
+	}
+}
+
+// N concurrent creates for one tenant and session, each through its own
+// backend (its own Docker client): exactly one container exists, and every
+// other create is refused with ConfigurationError SBX-RUN-005 naming the
+// tenant and session. The daemon decides, so this holds across processes
+// too (TestOneSandboxPerSessionAcrossProcesses in cmd/sandboxio shows it).
+func TestOneSandboxPerTenantSession(t *testing.T) {
+	needDocker(t)
+	t.Parallel()
+	spec := testSpec(t)
+	const n = 6
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	sbs := make([]backends.Sandbox, n)
+	for i := range n {
+		b := newTestBackend(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sbs[i], errs[i] = b.Create(context.Background(), backends.CreateRequest{Spec: spec})
+		}()
+	}
+	wg.Wait()
+	var opened []backends.Sandbox
+	for i, err := range errs {
+		if err == nil {
+			opened = append(opened, sbs[i])
+			t.Cleanup(func() { _ = sbs[i].Close(context.Background()) })
+			continue
+		}
+		me := classError(t, err, model.ConfigurationError, "")
+		if me.Rule != RuleOneSandbox || me.Attribute != "session_id" || !strings.Contains(me.Message, `tenant "acme" session "`+spec.SessionID+`"`) {
+			t.Fatalf("refusal: %v", err)
+		}
+	}
+	b := newTestBackend(t)
+	got, err := b.List(context.Background(), map[string]string{model.LabelTenantID: "acme", model.LabelSessionID: spec.SessionID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opened) != 1 || len(got) != 1 || got[0].ID != opened[0].ID() {
+		t.Fatalf("%d creates succeeded, %d containers exist; want one of each: %v", len(opened), len(got), errs)
+	}
+
+	// Once it is closed, the session can have a sandbox again.
+	if err := opened[0].Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	open(t, b, spec)
+}
+
+// A container that holds a session's name but is no sandbox any more (it
+// exited, and AutoRemove did not remove it) does not block the session: the
+// next create removes it.
+func TestStaleSessionContainerIsReplaced(t *testing.T) {
+	needDocker(t)
+	t.Parallel()
+	b := newTestBackend(t)
+	spec := testSpec(t)
+	name := sessionName(b.cfg.scope, spec.TenantID, spec.SessionID)
+	ctx := context.Background()
+	labels := map[string]string{model.LabelManaged: "true", model.LabelTenantID: spec.TenantID, model.LabelSessionID: spec.SessionID,
+		labelExpires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "test": labelSafe(t.Name())}
+	for k, v := range b.owner.labels() {
+		labels[k] = v
+	}
+	labels[labelOwner] = "someone-else"
+	resp, err := b.cli.ContainerCreate(ctx, &container.Config{Image: LocalImage, Entrypoint: []string{"true"}, Labels: labels},
+		&container.HostConfig{NetworkMode: "none"}, nil, nil, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.removeContainer(context.Background(), resp.ID) })
+	if err := b.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait, errc := b.cli.ContainerWait(ctx, resp.ID, container.WaitConditionNotRunning)
+	select {
+	case <-wait:
+	case err := <-errc:
+		t.Fatal(err)
+	}
+	sb := open(t, b, spec)
+	if sb.id == resp.ID {
+		t.Fatal("the exited container was returned as the sandbox")
+	}
+	if _, err := b.cli.ContainerInspect(ctx, resp.ID); err == nil {
+		t.Fatal("the exited container is still there")
+	}
+}
+
+// A live sandbox of another process is never removed by a refused create,
+// nor by the clean-up of a create that gave up: the name is the session's,
+// not the process's.
+func TestRefusedCreateLeavesTheHolderAlone(t *testing.T) {
+	needDocker(t)
+	t.Parallel()
+	b := newTestBackend(t)
+	spec := testSpec(t)
+	holder := open(t, b, spec)
+	other := newTestBackend(t)
+	other.owner.ID = "another-process"
+	_, err := other.Create(context.Background(), backends.CreateRequest{Spec: spec})
+	if me := classError(t, err, model.ConfigurationError, ""); me.Rule != RuleOneSandbox || !strings.Contains(me.Message, shortID(holder.id)) {
+		t.Fatalf("refusal: %v", err)
+	}
+	name := sessionName(other.cfg.scope, spec.TenantID, spec.SessionID)
+	if err := other.removeOwn(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	other.discard(context.Background(), "", name)
+	ins, err := b.cli.ContainerInspect(context.Background(), holder.id)
+	if err != nil || !ins.State.Running {
+		t.Fatalf("the holder was touched: %v", errors.Join(err))
+	}
+}
