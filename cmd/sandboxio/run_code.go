@@ -23,7 +23,7 @@ func init() {
 		summary: "open a sandbox for a tenant and session, run a program in an interpreter, remove it",
 		usage:   "run-code --spec FILE|- --tenant ID --session ID [--lang LANG] [--spec-sha256 HEX] [--timeout 30s] [--audit FILE] [flags] CODE_FILE|-",
 		help: `Opens a sandbox from a spec as ` + "`sandboxio run`" + ` does, runs the program in CODE_FILE (- reads it
-from standard input) in an interpreter of the image, prints its output and removes the
+from standard input) in an interpreter of the image, streams its output as run does and removes the
 sandbox on every path. The program's exit code is passed through.
 
   sandboxio run-code --spec spec.json --tenant acme --session s-42 --lang python script.py
@@ -79,7 +79,7 @@ The checks before provisioning, the progress line, --audit and the timeout are t
 					return exitUsage
 				}
 				return f.runIn(ctx, e, func(ctx context.Context, sb *sandbox.Sandbox) (sandbox.Result, error) {
-					return sb.RunCode(ctx, l, string(code), f.runOptions(nil))
+					return sb.RunCode(ctx, l, string(code), f.runOptions(e, nil))
 				})
 			}
 		},

@@ -43,7 +43,8 @@ const runExitCodesHelp = `Exit codes:
          list on Docker), or the spec's backend is not in this build
   66     CreateTimeout: the sandbox was not ready within the timeout
   67     ExecutionTimeout: the command was killed at its timeout (no output is printed)
-  68     ResourceLimitExceeded: the command hit a cap; stderr names it (memory, pids, disk, cpu)
+  68     ResourceLimitExceeded: the command hit a cap; stderr names it (memory, pids, disk,
+         cpu, or output: more than 64 MiB printed on stdout or on stderr)
   69     SandboxGone: the sandbox's lifetime ended, or it was removed, during the command
   70     the backend failed or cannot be reached (the Docker daemon is down, say), or
          another failure ("Error: ..." on stderr)
@@ -270,8 +271,8 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 }
 
 // runIn opens the sandbox, runs body in it and closes it on every path. body
-// returns the command's result; its output is printed (redacted) and its
-// exit code returned.
+// returns the command's result; what of its output was not streamed already
+// is printed (redacted) and its exit code returned.
 func (f *runFlags) runIn(ctx context.Context, e *env, body func(context.Context, *sandbox.Sandbox) (sandbox.Result, error)) int {
 	s, code := f.prepare(ctx, e)
 	if s == nil {
@@ -317,7 +318,9 @@ func (f *runFlags) runIn(ctx context.Context, e *env, body func(context.Context,
 	return res.ExitCode
 }
 
-func (f *runFlags) runOptions(stdin []byte) sandbox.RunOptions {
+// runOptions streams the command's output to this process's stdout and
+// stderr as it comes, redacted.
+func (f *runFlags) runOptions(e *env, stdin []byte) sandbox.RunOptions {
 	// --env is in the request, refused at open when it names a secret.
-	return sandbox.RunOptions{Timeout: f.timeout, Workdir: f.workdir, Stdin: stdin}
+	return sandbox.RunOptions{Timeout: f.timeout, Workdir: f.workdir, Stdin: stdin, Stdout: e.stdout, Stderr: e.stderr}
 }

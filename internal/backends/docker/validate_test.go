@@ -130,22 +130,22 @@ func TestMarkerWriterStripsThePid(t *testing.T) {
 		{"\x1esand", "boxio-pid:4", "2\x1e", "hello"},
 		{"\x1esandboxio-pid:42\x1e", "hello"},
 	} {
-		buf := &capBuffer{max: 1 << 10}
+		buf := &capWriter{max: 1 << 10}
 		m := &markerWriter{next: buf}
 		for _, c := range chunks {
 			if _, err := m.Write([]byte(c)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if m.pid != 42 || buf.buf.String() != "hello" {
-			t.Fatalf("%q: pid %d, rest %q", chunks, m.pid, buf.buf.String())
+		if m.pid != 42 || string(buf.bytes()) != "hello" {
+			t.Fatalf("%q: pid %d, rest %q", chunks, m.pid, string(buf.bytes()))
 		}
 	}
-	buf := &capBuffer{max: 1 << 10}
+	buf := &capWriter{max: 1 << 10}
 	m := &markerWriter{next: buf}
 	_, _ = m.Write([]byte("OCI runtime exec failed"))
-	if m.pid != 0 || buf.buf.String() != "OCI runtime exec failed" {
-		t.Fatalf("no marker: pid %d, rest %q", m.pid, buf.buf.String())
+	if m.pid != 0 || string(buf.bytes()) != "OCI runtime exec failed" {
+		t.Fatalf("no marker: pid %d, rest %q", m.pid, string(buf.bytes()))
 	}
 }
 
