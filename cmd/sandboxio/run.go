@@ -59,12 +59,15 @@ blocked_egress, exit code and durations.`,
 					return exitUsage
 				}
 				var in []byte
+				if *stdin && f.spec == "-" {
+					fmt.Fprintf(e.stderr, "sandboxio run: --spec - and --stdin cannot both read standard input\n")
+					return exitUsage
+				}
+				if code := f.scrubSecrets(e); code != 0 {
+					return code
+				}
 				if *stdin {
 					f.usesStdin = true
-					if f.spec == "-" {
-						fmt.Fprintf(e.stderr, "sandboxio run: --spec - and --stdin cannot both read standard input\n")
-						return exitUsage
-					}
 					var err error
 					if in, err = io.ReadAll(io.LimitReader(e.stdin, 64<<20)); err != nil {
 						fmt.Fprintf(e.stderr, "sandboxio run: read standard input: %v\n", err)

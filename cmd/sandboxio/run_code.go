@@ -62,13 +62,16 @@ The checks before provisioning, the progress line, --audit and the timeout are t
 						l, strings.Join(sandbox.Languages(), ", "))
 					return exitUsage
 				}
+				if args[0] == "-" && f.spec == "-" {
+					fmt.Fprintf(e.stderr, "sandboxio run-code: --spec - and CODE_FILE - cannot both read standard input\n")
+					return exitUsage
+				}
+				if code := f.scrubSecrets(e); code != 0 {
+					return code
+				}
 				var code []byte
 				var err error
 				if args[0] == "-" {
-					if f.spec == "-" {
-						fmt.Fprintf(e.stderr, "sandboxio run-code: --spec - and CODE_FILE - cannot both read standard input\n")
-						return exitUsage
-					}
 					f.usesStdin = true
 					code, err = io.ReadAll(io.LimitReader(e.stdin, 16<<20))
 				} else {
