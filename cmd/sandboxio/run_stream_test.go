@@ -49,7 +49,15 @@ func TestRunCLI_StreamsOutputAndKeepsSecretsOutOfEnviron(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	t.Cleanup(func() {
+		// A failed test kills the CLI mid-command: its sandbox goes too.
+		_ = cmd.Process.Kill()
+		cs, _ := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(
+			filters.Arg("label", "test_run="+runID), filters.Arg("label", "sandboxio.session_id=stream"))})
+		for _, c := range cs {
+			_ = cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
+		}
+	})
 	lines := make(chan string, 10)
 	go func() {
 		defer close(lines)
