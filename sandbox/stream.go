@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // streamWriter redacts secret values from a stream of output before passing
@@ -17,6 +18,7 @@ type streamWriter struct {
 	values [][]byte // longest first
 
 	mu      sync.Mutex
+	stuck   atomic.Bool // Close found a write in progress: drop everything after it
 	pending []byte
 	closed  bool
 	err     error // the first error of next; later writes are refused with it
@@ -51,7 +53,7 @@ func (w *streamWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	if w.closed {
+	if w.closed || w.stuck.Load() {
 		return len(p), nil
 	}
 	if len(w.values) == 0 {
@@ -120,9 +122,15 @@ func (w *streamWriter) emit(cut int) error {
 	return nil
 }
 
-// Close writes what is held back, redacted, and drops any later write.
+// Close writes what is held back, redacted, and drops any later write. It
+// does not wait for a write stuck in next (a sink that blocks, which the
+// backend stopped waiting for at a timeout): what is held back is dropped
+// then.
 func (w *streamWriter) Close() error {
-	w.mu.Lock()
+	if !w.mu.TryLock() {
+		w.stuck.Store(true)
+		return nil
+	}
 	defer w.mu.Unlock()
 	if w.closed {
 		return w.err

@@ -132,3 +132,26 @@ type countingWriter struct{ n int }
 func (c *countingWriter) Write(p []byte) (int, error) { c.n += len(p); return len(p), nil }
 
 var _ io.Writer = (*countingWriter)(nil)
+
+// A caller's sink that blocks (a pipe nobody reads) does not hold the
+// timeout up: the command is killed on time and the call returns.
+func TestTimeoutWithABlockedSink(t *testing.T) {
+	needDocker(t)
+	t.Parallel()
+	sb := open(t, newTestBackend(t), testSpec(t))
+	unblock := make(chan struct{})
+	defer close(unblock)
+	blocked := writerFunc(func(p []byte) (int, error) { <-unblock; return len(p), nil })
+	const limit = 1500 * time.Millisecond
+	start := time.Now()
+	_, err := sb.Run(context.Background(), []string{"sh", "-c", "echo blocked-sink-5151; sleep 5151"}, backends.RunOptions{Stdout: blocked, Timeout: limit})
+	wantClass(t, err, model.ExecutionTimeout, "")
+	if took := time.Since(start); took > limit+2*time.Second {
+		t.Fatalf("ExecutionTimeout after %s with a %s limit", took, limit)
+	}
+	survivors(t, sb, "5151")
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
