@@ -154,3 +154,34 @@ type countWriter struct{ n int }
 func (c *countWriter) Write(p []byte) (int, error) { c.n += len(p); return len(p), nil }
 
 var _ io.Writer = (*countWriter)(nil)
+
+// With --spec - the spec is read before the CLI re-executes itself without
+// the secrets: it is handed over with them, and the secret still reaches
+// the command (redacted in what it prints).
+func TestRunCLI_SecretsHandedOverWithSpecOnStdin(t *testing.T) {
+	needDocker(t)
+	const secretName = "SANDBOXIO_TEST_HANDOFF_SECRET"
+	canary := "HANDOFFvalue-" + runID
+	spec, sum := specFile(t, "acme", "handoff", func(x *inputs.Template) { x.SecretNames = []string{secretName} })
+	data, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "run", "--spec", "-", "--spec-sha256", sum, "--tenant", "acme", "--session", "handoff", "--quiet",
+		"--", "sh", "-c", `echo "len=${#`+secretName+`} value=$`+secretName+`"`)
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", "SANDBOXIO_TEST_RUN_ID="+runID, "SANDBOXIO_DOCKER_REAPER_GRACE=60s", secretName+"="+canary)
+	cmd.Stdin = bytes.NewReader(data)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v\nstdout %q\nstderr %q", err, stdout.String(), stderr.String())
+	}
+	want := fmt.Sprintf("len=%d value=[REDACTED]\n", len(canary))
+	if stdout.String() != want || strings.Contains(stderr.String(), canary) || strings.Contains(stderr.String(), "warning: could not re-execute") {
+		t.Fatalf("stdout %q, want %q; stderr %q", stdout.String(), want, stderr.String())
+	}
+}
