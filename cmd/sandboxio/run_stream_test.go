@@ -133,7 +133,10 @@ func TestRunCLI_StreamsOutputAndKeepsSecretsOutOfEnviron(t *testing.T) {
 // streamed.
 func TestRunCLI_OutputCap(t *testing.T) {
 	needDocker(t)
-	spec, sum := specFile(t, "acme", "outcap")
+	// Generous: 64 MiB through the daemon takes a second here, far more
+	// on a machine whose cores are busy.
+	timeout, lifetime := int64(180), int64(240)
+	spec, sum := specFile(t, "acme", "outcap", func(x *inputs.Template) { x.TimeoutSeconds, x.LifetimeSeconds = &timeout, &lifetime })
 	n := &countWriter{}
 	var errb bytes.Buffer
 	code := run(context.Background(), []string{"run", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", "outcap", "--quiet",

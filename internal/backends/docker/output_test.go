@@ -99,14 +99,16 @@ func TestOutputCap(t *testing.T) {
 	for _, rt := range runtimes {
 		t.Run(rt, func(t *testing.T) {
 			needRuntime(t, rt)
-			sb := open(t, newTestBackend(t), testSpec(t, withRuntime(rt)))
+			// Generous: 64 MiB through the daemon takes seconds here, far
+			// more on a machine whose cores are busy.
+			long := func(s *model.Spec) { s.TimeoutSeconds, s.LifetimeSeconds = 180, 600 }
+			sb := open(t, newTestBackend(t), testSpec(t, withRuntime(rt), long))
 			for _, streamed := range []bool{false, true} {
 				var opts backends.RunOptions
 				counted := &countingWriter{}
 				if streamed {
 					opts.Stdout = counted
 				}
-				opts.Timeout = 55 * time.Second
 				res, err := sb.Run(context.Background(), []string{"sh", "-c", "exec yes output-cap-7431-0123456789abcdef"}, opts)
 				me := classError(t, err, model.ResourceLimitExceeded, model.LimitOutput)
 				if !strings.Contains(me.Message, "64 MiB") || me.Fix == "" {
@@ -120,7 +122,7 @@ func TestOutputCap(t *testing.T) {
 				}
 				t.Logf("streamed=%v: %v (%d bytes streamed)", streamed, err, counted.n)
 				if !survivors(t, sb, "output-cap-7431") {
-					sb = open(t, newTestBackend(t), testSpec(t, withRuntime(rt)))
+					sb = open(t, newTestBackend(t), testSpec(t, withRuntime(rt), long))
 				}
 			}
 		})
