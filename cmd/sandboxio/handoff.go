@@ -118,7 +118,7 @@ func readHandoff(v string) (*handoff, error) {
 	}
 	var h handoff
 	if err := json.Unmarshal(data, &h); err != nil {
-		return nil, fmt.Errorf("unreadable handoff: %v", err)
+		return nil, fmt.Errorf("unreadable handoff: %w", err)
 	}
 	return &h, nil
 }

@@ -433,7 +433,10 @@ func (s *sandbox) execIn(ctx context.Context, cmd []string, stdin []byte, env []
 			// A caller's sink may block (a pipe nobody reads): the timeout
 			// does not wait for it. What the copy still has is dropped.
 			select {
-			case <-copied:
+			case err := <-copied:
+				if err != nil { // ends with the closed connection
+					tracef("exec stream after %v: %v", ctx.Err(), err)
+				}
 			case <-time.After(sinkGrace):
 				stdout.detach()
 				errCap.detach()
