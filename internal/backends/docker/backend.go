@@ -261,9 +261,12 @@ var writablePaths = []struct {
 // readonlyPaths are made read-only inside a runc sandbox: Docker's default
 // list, which setting the list replaces, and the writable places Docker
 // mounts that disk_mb cannot size: /dev (a 64 MB tmpfs, writable by the
-// sandbox's root) and /dev/mqueue. The device nodes in /dev stay usable. runsc
-// ignores the list: see devNote.
-var readonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", "/dev", "/dev/mqueue"}
+// sandbox's root), /dev/mqueue, and the host files Docker binds over
+// /etc/hosts, /etc/hostname and /etc/resolv.conf, which are writable, and
+// outside the layer's size, whenever the root filesystem is (storage-opt).
+// The device nodes in /dev stay usable. runsc ignores the list: see devNote.
+var readonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", "/dev", "/dev/mqueue",
+	"/etc/hosts", "/etc/hostname", "/etc/resolv.conf"}
 
 // minTmpfsKiB keeps every mount a real size: a tmpfs with size=0 would be
 // unbounded.

@@ -57,7 +57,9 @@
 // the /dev/mqueue filesystem, which would let a sandbox write well past
 // disk_mb. So /dev/shm is sized from the cap too (HostConfig.ShmSize), and
 // on runc /dev and /dev/mqueue are read-only (HostConfig.ReadonlyPaths; the
-// device nodes stay usable). The shares: /var/tmp 10%, /root, /home and
+// device nodes stay usable), as are the host files Docker binds over
+// /etc/hosts, /etc/hostname and /etc/resolv.conf, which a writable root
+// filesystem (storage-opt) would leave writable outside the layer's size. The shares: /var/tmp 10%, /root, /home and
 // /dev/shm 5% each, /tmp and /work what is left, about 37.5% each (see
 // writablePaths); under storage-opt the layer gets all but /dev/shm's share.
 // Every writable mount together holds at most disk_mb. So disk_mb is the
