@@ -32,6 +32,9 @@ const (
 	LimitPids   = "pids"
 	LimitDisk   = "disk"
 	LimitCPU    = "cpu"
+	// LimitOutput is the fixed cap on what one command may print on each
+	// stream (64 MiB); it is not a spec attribute.
+	LimitOutput = "output"
 )
 
 // Error is a refusal or failure with its class, the policy rule that decided
@@ -42,7 +45,7 @@ type Error struct {
 	Attribute string // dotted attribute path, e.g. network.allow
 	Message   string // what is wrong; never holds a secret value
 	Fix       string // what to change
-	Limit     string // for ResourceLimitExceeded: memory, pids, disk or cpu
+	Limit     string // for ResourceLimitExceeded: memory, pids, disk, cpu or output
 	Err       error  // underlying cause, if any
 }
 

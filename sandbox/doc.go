@@ -56,7 +56,17 @@
 // environment, never the container's configuration that `docker inspect`
 // shows). They are redacted from every String, GoString and fmt verb, JSON
 // and slog output of Secrets, from error text, from audit records and from
-// the output of commands run through the helper.
+// the output of commands run through the helper, buffered or streamed
+// (RunOptions.Stdout and Stderr; a value split across two writes of one
+// stream is still caught).
+//
+// Redaction replaces the exact bytes of each value, nothing more. It cannot
+// catch a value the command transforms before printing it: encoded (base64,
+// hex, URL encoding), with its case changed, reversed, spaced out, or cut in
+// pieces printed on different streams (part on stdout, part on stderr) or
+// in different commands. Code in the sandbox that holds a secret can always
+// hand it out in some form; redaction guards against accidental echoes, it
+// is not a barrier against code that means to leak.
 //
 // # Tenancy
 //

@@ -94,7 +94,8 @@ func ClassOf(err error) model.ErrorClass {
 }
 
 // LimitOf returns the limit a ResourceLimitExceeded names (memory, pids,
-// disk or cpu).
+// disk, cpu, or output: the fixed cap of 64 MiB per stream on what one
+// command may print).
 func LimitOf(err error) (string, bool) {
 	for e := err; e != nil; {
 		var me *model.Error

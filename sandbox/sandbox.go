@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"strings"
@@ -52,12 +53,26 @@ type RunOptions struct {
 	// secrets come only from Request.Secrets.
 	Env     map[string]string
 	Workdir string
+	// Stdout and Stderr stream the command's output: when set, what the
+	// command prints on that stream is written there as it arrives (every
+	// secret value replaced with [REDACTED] on the way), and Result holds
+	// none of it. Writes come from one goroutine at a time and are over
+	// when the call returns. A command that times out or hits a cap has
+	// written what it printed until then; the error follows. Left nil, the
+	// stream is buffered into Result.
+	//
+	// To catch a value split across two writes, the end of a write that
+	// could begin a secret value (at most len(longest value)-1 bytes) is
+	// held back until the next write or the end of the command. Redaction matches the exact bytes of each value: see the
+	// package documentation for what it cannot catch.
+	Stdout, Stderr io.Writer
 }
 
 // Result is a command that ran to completion. A command that timed out or
-// hit a cap returns an error instead, never partial output. Every secret
-// value in Stdout and Stderr is replaced with [REDACTED]: the sandbox uses
-// its secrets, it does not hand them back.
+// hit a cap returns an error instead, never partial output (a streamed
+// stream, RunOptions.Stdout or Stderr, has been written already). Every
+// secret value in Stdout and Stderr is replaced with [REDACTED]: the sandbox
+// uses its secrets, it does not hand them back.
 type Result struct {
 	ExitCode int
 	Stdout   []byte
@@ -149,7 +164,34 @@ func (s *Sandbox) exec(ctx context.Context, r Record, opts RunOptions, call func
 		maps.Copy(env, opts.Env)
 	}
 	start := time.Now()
-	res, err := call(backends.RunOptions{Timeout: opts.Timeout, Stdin: opts.Stdin, Env: env, Workdir: opts.Workdir})
+	bopts := backends.RunOptions{Timeout: opts.Timeout, Stdin: opts.Stdin, Env: env, Workdir: opts.Workdir}
+	var outW, errW *streamWriter
+	if opts.Stdout != nil {
+		outW = newStreamWriter(opts.Stdout, s.secrets)
+		bopts.Stdout = outW
+	}
+	if opts.Stderr != nil {
+		errW = newStreamWriter(opts.Stderr, s.secrets)
+		bopts.Stderr = errW
+	}
+	res, err := call(bopts)
+	// A streamed stream is complete: what the backend still returned of it
+	// (the daemon's own words before the command started) goes the same way,
+	// then what was held back for redaction.
+	if outW != nil {
+		if len(res.Stdout) > 0 {
+			_, _ = outW.Write(res.Stdout)
+		}
+		res.Stdout = nil
+		_ = outW.Close()
+	}
+	if errW != nil {
+		if len(res.Stderr) > 0 {
+			_, _ = errW.Write(res.Stderr)
+		}
+		res.Stderr = nil
+		_ = errW.Close()
+	}
 	if err != nil {
 		err = classify(err, s.info.Backend, r.Op, s.secrets)
 		s.finish(r, start, err)

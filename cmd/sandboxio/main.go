@@ -47,6 +47,10 @@ type env struct {
 	stdout, stderr io.Writer
 	stdin          io.Reader
 	now            func() time.Time
+	// reexec lets run and run-code replace the process with a new image of
+	// the CLI to drop secrets from its environment (see scrubSecrets); only
+	// the real process does, never a test running commands in-process.
+	reexec bool
 }
 
 // runFunc runs a command with its positional arguments (flags already
@@ -83,7 +87,7 @@ var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, now: time.Now})
+	code := run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, now: time.Now, reexec: true})
 	stop()
 	os.Exit(code)
 }

@@ -32,8 +32,12 @@ require_isolation against the tier of the live backend; --timeout must not excee
 spec's timeout_seconds. A refusal provisions nothing.
 
 Everything after -- is the command and its arguments, run without a shell (use sh -c for
-one). Its output is printed when it ends; a command killed at its timeout or at a cap
-prints nothing and exits with the class's code below. --stdin passes this process's
+one). Its output is streamed as it is printed, standard output to standard output and
+standard error to standard error, with secret values redacted on the way (a few bytes
+may wait for the next write, to catch a value split across two). A command killed at its
+timeout or at a cap keeps what it printed until then, and the CLI exits with the class's
+code below. Each stream is capped at 64 MiB: past it the command is stopped,
+ResourceLimitExceeded(output), exit 68. --stdin passes this process's
 standard input to the command. A progress line goes to standard error while the image is
 prepared (the local image ` + sandbox.LocalImage + ` is built on first use, with no registry)
 and while the sandbox starts; --quiet drops it.
@@ -55,12 +59,15 @@ blocked_egress, exit code and durations.`,
 					return exitUsage
 				}
 				var in []byte
+				if *stdin && f.spec == "-" {
+					fmt.Fprintf(e.stderr, "sandboxio run: --spec - and --stdin cannot both read standard input\n")
+					return exitUsage
+				}
+				if code := f.scrubSecrets(e); code != 0 {
+					return code
+				}
 				if *stdin {
 					f.usesStdin = true
-					if f.spec == "-" {
-						fmt.Fprintf(e.stderr, "sandboxio run: --spec - and --stdin cannot both read standard input\n")
-						return exitUsage
-					}
 					var err error
 					if in, err = io.ReadAll(io.LimitReader(e.stdin, 64<<20)); err != nil {
 						fmt.Fprintf(e.stderr, "sandboxio run: read standard input: %v\n", err)
@@ -68,7 +75,7 @@ blocked_egress, exit code and durations.`,
 					}
 				}
 				return f.runIn(ctx, e, func(ctx context.Context, sb *sandbox.Sandbox) (sandbox.Result, error) {
-					return sb.Run(ctx, args, f.runOptions(in))
+					return sb.Run(ctx, args, f.runOptions(e, in))
 				})
 			}
 		},

@@ -23,7 +23,7 @@ func init() {
 		summary: "open a sandbox for a tenant and session, run a program in an interpreter, remove it",
 		usage:   "run-code --spec FILE|- --tenant ID --session ID [--lang LANG] [--spec-sha256 HEX] [--timeout 30s] [--audit FILE] [flags] CODE_FILE|-",
 		help: `Opens a sandbox from a spec as ` + "`sandboxio run`" + ` does, runs the program in CODE_FILE (- reads it
-from standard input) in an interpreter of the image, prints its output and removes the
+from standard input) in an interpreter of the image, streams its output as run does and removes the
 sandbox on every path. The program's exit code is passed through.
 
   sandboxio run-code --spec spec.json --tenant acme --session s-42 --lang python script.py
@@ -62,13 +62,16 @@ The checks before provisioning, the progress line, --audit and the timeout are t
 						l, strings.Join(sandbox.Languages(), ", "))
 					return exitUsage
 				}
+				if args[0] == "-" && f.spec == "-" {
+					fmt.Fprintf(e.stderr, "sandboxio run-code: --spec - and CODE_FILE - cannot both read standard input\n")
+					return exitUsage
+				}
+				if code := f.scrubSecrets(e); code != 0 {
+					return code
+				}
 				var code []byte
 				var err error
 				if args[0] == "-" {
-					if f.spec == "-" {
-						fmt.Fprintf(e.stderr, "sandboxio run-code: --spec - and CODE_FILE - cannot both read standard input\n")
-						return exitUsage
-					}
 					f.usesStdin = true
 					code, err = io.ReadAll(io.LimitReader(e.stdin, 16<<20))
 				} else {
@@ -79,7 +82,7 @@ The checks before provisioning, the progress line, --audit and the timeout are t
 					return exitUsage
 				}
 				return f.runIn(ctx, e, func(ctx context.Context, sb *sandbox.Sandbox) (sandbox.Result, error) {
-					return sb.RunCode(ctx, l, string(code), f.runOptions(nil))
+					return sb.RunCode(ctx, l, string(code), f.runOptions(e, nil))
 				})
 			}
 		},

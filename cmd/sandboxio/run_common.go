@@ -44,7 +44,8 @@ const runExitCodesHelp = `Exit codes:
          list on Docker), or the spec's backend is not in this build
   66     CreateTimeout: the sandbox was not ready within the timeout
   67     ExecutionTimeout: the command was killed at its timeout (no output is printed)
-  68     ResourceLimitExceeded: the command hit a cap; stderr names it (memory, pids, disk, cpu)
+  68     ResourceLimitExceeded: the command hit a cap; stderr names it (memory, pids, disk,
+         cpu, or output: more than 64 MiB printed on stdout or on stderr)
   69     SandboxGone: the sandbox's lifetime ended, or it was removed, during the command
   70     the backend failed or cannot be reached (the Docker daemon is down, say), or
          another failure ("Error: ..." on stderr)
@@ -121,7 +122,13 @@ type runFlags struct {
 	// usesStdin is set by the command when its own input (the command's
 	// stdin, the code) reads standard input, which --spec - then cannot.
 	usesStdin bool
+	// handoff is what scrubSecrets took over: the secret values and, for
+	// --spec -, the spec already read.
+	handoff *handoff
 }
+
+// maxSpecBytes bounds the spec read from standard input.
+const maxSpecBytes = 4 << 20
 
 func (f *runFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.spec, "spec", "", "the spec `FILE` (data.sandboxio_tenant_sandbox spec, or a template spec); - reads standard input")
@@ -165,11 +172,22 @@ func (f durationFlag) Set(v string) error {
 // secretsHelp is shared by the help texts.
 const secretsHelp = `Secrets: every name in the spec's secret_names is read from this process's
 environment (export OPENAI_API_KEY=... before running). The value is injected into the
-sandbox's commands only, is removed from this process's environment once read, and is
-replaced with [REDACTED] in the command's output, in error messages and in audit records.
-It is never written to disk. A value must have at least 8 characters (shorter ones,
-empty included, are refused: they could not be redacted without garbling the text
-around them), and --env cannot set a secret's name.`
+sandbox's commands only and is never written to disk. Once the spec is read, the CLI
+re-executes itself (same pid, same arguments) with an environment that lacks the
+secrets, handing their values over through an anonymous in-memory file that it reads
+and closes at once: the values are then not in /proc/PID/environ of the running CLI, nor
+in the environment of any process it starts. (Where the re-execution fails, a warning
+says so; the shell that exported the variable still has it.) A value must have at least
+8 characters (shorter ones, empty included, are refused: they could not be redacted
+without garbling the text around them), and --env cannot set a secret's name.
+
+Redaction: each value is replaced with [REDACTED] in the command's streamed output
+(also when a write cuts it in two), in error messages and in audit records. It matches
+the exact bytes of the value only, so it cannot catch a value the command prints
+transformed: base64 or hex encoded, in another case, reversed or spaced out, or split
+between standard output and standard error or across commands. Code that holds a
+secret can always hand it out in some form: redaction stops accidental echoes, not a
+program that means to leak.`
 
 // session is everything a run-time command opens a sandbox with.
 type session struct {
@@ -199,9 +217,12 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 	}
 	var data []byte
 	var err error
-	if f.spec == "-" {
-		data, err = io.ReadAll(io.LimitReader(e.stdin, 4<<20))
-	} else {
+	switch {
+	case f.spec == "-" && f.handoff != nil:
+		data = f.handoff.Spec
+	case f.spec == "-":
+		data, err = io.ReadAll(io.LimitReader(e.stdin, maxSpecBytes))
+	default:
 		data, err = os.ReadFile(f.spec)
 	}
 	if err != nil {
@@ -220,11 +241,15 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 		// so that a script that forgot it does not pass silently.
 		fmt.Fprintf(e.stderr, "%s: warning: the spec was not verified against the plan's spec_sha256; pass --spec-sha256 \"$(terraform output -raw tenant_spec_sha256)\" to refuse a spec edited since Terraform rendered it\n", name)
 	}
-	secrets, err := sandbox.SecretsFromEnv(spec.SecretNames, os.LookupEnv)
+	secrets, err := sandbox.SecretsFromEnv(spec.SecretNames, f.lookupSecret)
+	if f.handoff != nil {
+		clear(f.handoff.Secrets)
+	}
 	if err != nil {
 		return fail(err)
 	}
-	// Out of this process's environment: no child process (the reaper
+	// Out of this process's environment (scrubSecrets already re-executed
+	// the CLI without them, where it could): no child process (the reaper
 	// watcher, say) inherits a value.
 	for _, n := range spec.SecretNames {
 		_ = os.Unsetenv(n)
@@ -271,8 +296,8 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 }
 
 // runIn opens the sandbox, runs body in it and closes it on every path. body
-// returns the command's result; its output is printed (redacted) and its
-// exit code returned.
+// returns the command's result; what of its output was not streamed already
+// is printed (redacted) and its exit code returned.
 func (f *runFlags) runIn(ctx context.Context, e *env, body func(context.Context, *sandbox.Sandbox) (sandbox.Result, error)) int {
 	s, code := f.prepare(ctx, e)
 	if s == nil {
@@ -318,7 +343,9 @@ func (f *runFlags) runIn(ctx context.Context, e *env, body func(context.Context,
 	return res.ExitCode
 }
 
-func (f *runFlags) runOptions(stdin []byte) sandbox.RunOptions {
+// runOptions streams the command's output to this process's stdout and
+// stderr as it comes, redacted.
+func (f *runFlags) runOptions(e *env, stdin []byte) sandbox.RunOptions {
 	// --env is in the request, refused at open when it names a secret.
-	return sandbox.RunOptions{Timeout: f.timeout, Workdir: f.workdir, Stdin: stdin}
+	return sandbox.RunOptions{Timeout: f.timeout, Workdir: f.workdir, Stdin: stdin, Stdout: e.stdout, Stderr: e.stderr}
 }

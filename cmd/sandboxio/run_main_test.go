@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(cliChildEnv) == "1" {
 		// As main does.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, now: time.Now})
+		code := run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, now: time.Now, reexec: true})
 		stop()
 		os.Exit(code)
 	}

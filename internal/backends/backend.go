@@ -4,6 +4,7 @@ package backends
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -30,6 +31,11 @@ type RunOptions struct {
 	Stdin   []byte
 	Env     map[string]string
 	Workdir string
+	// Stdout and Stderr, when set, receive the command's output on that
+	// stream as it arrives, from one goroutine, instead of Result; no write
+	// happens after the call returns. A command cut short has written what
+	// it printed until then. The output cap applies either way.
+	Stdout, Stderr io.Writer
 }
 
 // Result is the outcome of a command that ran to completion. A command that

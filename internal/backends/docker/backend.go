@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -242,14 +243,31 @@ func isStorageOptRefusal(err error) bool {
 	return strings.Contains(s, "storage-opt") || strings.Contains(s, "storage opt") || strings.Contains(s, "storageopt")
 }
 
-// writablePaths are the tmpfs mounts of the tmpfs strategy and their share of
-// the disk cap in percent; /tmp and /work share what the others leave.
+// shmPath is the one writable mount every strategy has besides the root
+// filesystem or the tmpfs mounts: the IPC namespace's /dev/shm, sized by
+// HostConfig.ShmSize (Docker's default would be 64 MB whatever disk_mb says).
+const shmPath = "/dev/shm"
+
+// writablePaths are the writable mounts of the tmpfs strategy and their
+// share of the disk cap in percent; /tmp and /work share what the others
+// leave. /dev/shm is among them, and keeps its share under the storage-opt
+// strategy too, where the writable layer gets the rest.
 var writablePaths = []struct {
 	path  string
 	share int64
 }{
-	{"/tmp", 0}, {"/work", 0}, {"/var/tmp", 10}, {"/root", 5}, {"/home", 5},
+	{"/tmp", 0}, {"/work", 0}, {"/var/tmp", 10}, {"/root", 5}, {"/home", 5}, {shmPath, 5},
 }
+
+// readonlyPaths are made read-only inside a runc sandbox: Docker's default
+// list, which setting the list replaces, and the writable places Docker
+// mounts that disk_mb cannot size: /dev (a 64 MB tmpfs, writable by the
+// sandbox's root), /dev/mqueue, and the host files Docker binds over
+// /etc/hosts, /etc/hostname and /etc/resolv.conf, which are writable, and
+// outside the layer's size, whenever the root filesystem is (storage-opt).
+// The device nodes in /dev stay usable. runsc ignores the list: see devNote.
+var readonlyPaths = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", "/dev", "/dev/mqueue",
+	"/etc/hosts", "/etc/hostname", "/etc/resolv.conf"}
 
 // minTmpfsKiB keeps every mount a real size: a tmpfs with size=0 would be
 // unbounded.
@@ -280,6 +298,13 @@ func tmpfsSizes(diskMB int64) map[string]int64 {
 	return sizes
 }
 
+// shmKiB is /dev/shm's share of the cap.
+func shmKiB(diskMB int64) int64 { return tmpfsSizes(diskMB)[shmPath] }
+
+// layerKiB is the writable layer's size under the storage-opt strategy: the
+// cap less /dev/shm.
+func layerKiB(diskMB int64) int64 { return max(diskMB*1024-shmKiB(diskMB), minTmpfsKiB) }
+
 func kib(n int64) string {
 	if n%1024 == 0 {
 		return strconv.FormatInt(n/1024, 10) + "M"
@@ -287,10 +312,18 @@ func kib(n int64) string {
 	return strconv.FormatInt(n, 10) + "k"
 }
 
+// devNote says what becomes of /dev under a tier.
+func devNote(tier model.Tier) string {
+	if tier == model.TierGVisor {
+		return "; /dev is gVisor's own in-memory filesystem, which takes no size: what is written there is charged to memory_mb, not disk_mb"
+	}
+	return "; /dev and /dev/mqueue read-only"
+}
+
 // diskDescription says how the disk cap is enforced, for Info and Preflight.
-func diskDescription(strategy string, diskMB int64) string {
+func diskDescription(strategy string, tier model.Tier, diskMB int64) string {
 	if strategy == DiskStorageOpt {
-		return fmt.Sprintf("storage-opt: writable layer size=%dM", diskMB)
+		return fmt.Sprintf("storage-opt: writable layer size=%s, %s=%s (total %dM)", kib(layerKiB(diskMB)), shmPath, kib(shmKiB(diskMB)), diskMB) + devNote(tier)
 	}
 	sizes := tmpfsSizes(diskMB)
 	parts := make([]string, 0, len(writablePaths))
@@ -298,7 +331,7 @@ func diskDescription(strategy string, diskMB int64) string {
 		parts = append(parts, w.path+"="+kib(sizes[w.path]))
 	}
 	return "tmpfs: read-only root filesystem, writable tmpfs " + strings.Join(parts, ",") +
-		fmt.Sprintf(" (total %dM, also charged to memory)", diskMB)
+		fmt.Sprintf(" (total %dM, also charged to memory)", diskMB) + devNote(tier)
 }
 
 // runscPidsBackstop is the host pids cgroup limit of a gVisor sandbox. gVisor
@@ -359,13 +392,22 @@ func containerConfig(p createPlan, strategy, network string, labels map[string]s
 	} else {
 		hc.PidsLimit = &pids
 	}
+	// Every writable place is sized from disk_mb: /dev/shm here, the layer
+	// or the tmpfs mounts below; /dev and /dev/mqueue are read-only (runc).
+	hc.ShmSize = shmKiB(p.caps.DiskMB) * 1024
+	if p.tier != model.TierGVisor {
+		hc.ReadonlyPaths = slices.Clone(readonlyPaths)
+	}
 	switch strategy {
 	case DiskStorageOpt, DiskAuto:
-		hc.StorageOpt = map[string]string{"size": fmt.Sprintf("%dM", p.caps.DiskMB)}
+		hc.StorageOpt = map[string]string{"size": fmt.Sprintf("%dk", layerKiB(p.caps.DiskMB))}
 	default:
 		hc.ReadonlyRootfs = true
 		hc.Tmpfs = map[string]string{}
 		for path, size := range tmpfsSizes(p.caps.DiskMB) {
+			if path == shmPath {
+				continue
+			}
 			mode := "1777"
 			if path == "/root" {
 				mode = "0700"
@@ -442,9 +484,9 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 	}
 	createWith := func(strategy string) (container.CreateResponse, error) {
 		if strategy == DiskAuto || strategy == DiskStorageOpt {
-			labels[labelDiskCap] = diskDescription(DiskStorageOpt, p.caps.DiskMB)
+			labels[labelDiskCap] = diskDescription(DiskStorageOpt, p.tier, p.caps.DiskMB)
 		} else {
-			labels[labelDiskCap] = diskDescription(DiskTmpfs, p.caps.DiskMB)
+			labels[labelDiskCap] = diskDescription(DiskTmpfs, p.tier, p.caps.DiskMB)
 		}
 		cfg, hc := containerConfig(p, strategy, netMode, labels)
 		resp, err := b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
@@ -576,7 +618,7 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 		secrets:     p.secrets,
 		shell:       facts.shell,
 		onWarning:   p.onWarning,
-		diskCap:     diskDescription(strategy, p.caps.DiskMB),
+		diskCap:     diskDescription(strategy, p.tier, p.caps.DiskMB),
 		pidsCap:     pidsDescription(p.tier, p.caps.Pids),
 	}
 	if p.networkMode == "bridge" && p.onWarning != nil {
@@ -765,7 +807,7 @@ func (b *dockerBackend) Preflight(ctx context.Context, spec model.Spec) (backend
 		Image:           spec.Image,
 		ImageID:         img.ID,
 		ImageDigests:    img.RepoDigests,
-		DiskCapStrategy: diskDescription(strategy, p.caps.DiskMB),
+		DiskCapStrategy: diskDescription(strategy, p.tier, p.caps.DiskMB),
 		PidsCapStrategy: pidsDescription(p.tier, p.caps.Pids),
 	}, nil
 }

@@ -34,6 +34,10 @@ func dockerRunArgs(p createPlan, labels map[string]string) []string {
 		"--memory", fmt.Sprintf("%dm", p.caps.MemoryMB), "--memory-swap", fmt.Sprintf("%dm", p.caps.MemoryMB),
 		"--cpus", fmt.Sprint(p.caps.CPU), "--pids-limit", fmt.Sprint(p.caps.Pids), "--read-only"}
 	for path, size := range tmpfsSizes(p.caps.DiskMB) {
+		if path == shmPath {
+			args = append(args, "--shm-size", fmt.Sprintf("%dk", size))
+			continue
+		}
 		args = append(args, "--tmpfs", fmt.Sprintf("%s:rw,nosuid,nodev,size=%dk", path, size))
 	}
 	for k, v := range labels {

@@ -52,13 +52,28 @@
 // a per-container size (--storage-opt size, e.g. overlay2 on xfs with pquota)
 // the writable layer is bounded; otherwise (overlay2 on ext4, this project's
 // machines) the root filesystem is read-only and the writable paths /tmp,
-// /work, /var/tmp, /root and /home are tmpfs mounts whose sizes add up to the
-// cap: /var/tmp 10%, /root and /home 5% each, /tmp and /work 40% each (see
-// writablePaths). So under the tmpfs strategy disk_mb is the total, not what
-// one path holds: with disk_mb = 256 a file in /work can grow to about 102 MB.
-// tmpfs pages are also charged to the memory cap. The strategy in use, with
-// each mount's size, is reported in Info.DiskCapStrategy and by Preflight
-// (the template's disk_cap_strategy); the cap is never dropped.
+// /work, /var/tmp, /root and /home are tmpfs mounts. Either way Docker adds
+// writable places of its own, 64 MB tmpfs mounts at /dev and /dev/shm and
+// the /dev/mqueue filesystem, which would let a sandbox write well past
+// disk_mb. So /dev/shm is sized from the cap too (HostConfig.ShmSize), and
+// on runc /dev and /dev/mqueue are read-only (HostConfig.ReadonlyPaths; the
+// device nodes stay usable), as are the host files Docker binds over
+// /etc/hosts, /etc/hostname and /etc/resolv.conf, which a writable root
+// filesystem (storage-opt) would leave writable outside the layer's size. The shares: /var/tmp 10%, /root, /home and
+// /dev/shm 5% each, /tmp and /work what is left, about 37.5% each (see
+// writablePaths); under storage-opt the layer gets all but /dev/shm's share.
+// Every writable mount together holds at most disk_mb. So disk_mb is the
+// total, not what one path holds: with disk_mb = 256 a file in /work can
+// grow to about 96 MB. tmpfs pages are also charged to the memory cap.
+//
+// gVisor is the exception for /dev: runsc mounts its own in-memory /dev,
+// ignores a size, uid or mode for it and the read-only paths, and a
+// read-only /dev refuses `>/dev/null`. Under runsc what is written into /dev
+// (not /dev/shm, which is sized) is charged to memory_mb instead: past it
+// the sandbox is killed, ResourceLimitExceeded(memory). The strategy in use,
+// with each mount's size and what becomes of /dev, is reported in
+// Info.DiskCapStrategy and by Preflight (the template's disk_cap_strategy);
+// the cap is never dropped.
 //
 // # Commands, timeouts and caps exceeded
 //
@@ -67,7 +82,10 @@
 // /bin/sh wrapper that reports its pid, which is also its session and process
 // group id. On timeout that session is killed from inside the sandbox by a
 // script made of shell builtins only (so it still runs when the sandbox is at
-// its process ceiling) and ExecutionTimeout is returned, never partial output.
+// its process ceiling) and ExecutionTimeout is returned, never partial output
+// (output streamed to RunOptions.Stdout or Stderr has been written already).
+// What a command prints is capped at 64 MiB per stream, buffered or
+// streamed: past it the command is stopped, ResourceLimitExceeded(output).
 // When the session cannot be killed that way (no shell in the image, no room
 // to start the killer, processes that will not die) the whole sandbox is
 // killed instead.

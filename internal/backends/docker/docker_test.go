@@ -419,7 +419,7 @@ func TestDiskCap(t *testing.T) {
 				if err != nil || res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "Read-only file system") {
 					t.Fatalf("writing to the root filesystem: %+v %v", res, err)
 				}
-				total := sh(t, sb, "df -k /tmp /work /var/tmp /root /home | awk 'NR>1 {s+=$2} END {print s}'")
+				total := sh(t, sb, "df -k /tmp /work /var/tmp /root /home /dev/shm | awk 'NR>1 {s+=$2} END {print s}'")
 				if total != "16384" {
 					t.Fatalf("writable space %s KiB, want 16384", total)
 				}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -14,10 +16,14 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 )
 
-// maxOutput bounds what one command may print on each stream. Untrusted code
-// could otherwise exhaust the caller's memory; past it the command is
-// stopped and an error returned, never truncated output.
+// maxOutput bounds what one command may print on each stream, buffered or
+// streamed. Untrusted code could otherwise exhaust the caller's memory or
+// disk; past it the command is stopped and ResourceLimitExceeded(output)
+// returned, never silently truncated output.
 const maxOutput = 64 << 20
+
+// sinkGrace is how long a timeout waits for a caller's sink that blocks.
+const sinkGrace = 250 * time.Millisecond
 
 // wrapperScript runs every command: it reports its own pid on stderr, then
 // replaces itself with the command. Every exec is started as a session and
@@ -86,34 +92,189 @@ echo "sandboxio-probe left=$left procs=$procs pids_max=$pm oom_kill=$oom"`
 // execResult is one exec as it happened.
 type execResult struct {
 	exitCode int
-	stdout   []byte
-	stderr   []byte
-	pid      int   // in-sandbox pid (= session id) the wrapper reported; 0 if unknown
-	ran      bool  // the wrapper's marker was seen: the command itself started
-	stopped  error // why the exec was cut short: ctx error or errOverflow; nil if it ended
+	// stdout and stderr are what the command printed on the streams that
+	// were not streamed to a sink (execOut), and, on a streamed stdout,
+	// what the daemon wrote before the command started (see gateWriter).
+	stdout []byte
+	stderr []byte
+	// errSeen is stderr as far as the classification of a failure needs
+	// it: all of it when buffered, its first and last stderrKeep bytes when
+	// streamed.
+	errSeen []byte
+	pid     int   // in-sandbox pid (= session id) the wrapper reported; 0 if unknown
+	ran     bool  // the wrapper's marker was seen: the command itself started
+	stopped error // why the exec was cut short: ctx error, errOverflow or a sinkError; nil if it ended
+}
+
+// execOut are the sinks of one exec: a nil one is buffered into execResult.
+type execOut struct {
+	stdout, stderr io.Writer
 }
 
 var errOverflow = errors.New("output limit exceeded")
 
-// capBuffer is a bytes.Buffer that refuses to grow past max.
-type capBuffer struct {
-	buf bytes.Buffer
-	max int
+// sinkError is a sink that refused the command's output (the caller's
+// writer failed): the command is stopped, as for errOverflow.
+type sinkError struct{ err error }
+
+func (e sinkError) Error() string { return "writing the command's output: " + e.err.Error() }
+func (e sinkError) Unwrap() error { return e.err }
+
+// stderrKeep is how much of a streamed stderr is kept, at its start and at
+// its end, for recognising a cap that was hit (fork refusals, ENOSPC).
+const stderrKeep = 32 << 10
+
+// capWriter counts what one stream printed and refuses to go past max. With
+// a sink it forwards every write as it comes (keeping only the start and end
+// of it when keep is set); without one it buffers.
+type capWriter struct {
+	max  int
+	sink io.Writer
+	keep bool
+
+	mu       sync.Mutex
+	n        int
+	buf      bytes.Buffer // everything (no sink), or the first stderrKeep bytes (keep)
+	tail     []byte       // keep: the last stderrKeep bytes past buf
+	tailCut  bool         // keep: bytes were dropped between buf and tail
+	detached bool         // the exec is over: write nothing more to the sink
 }
 
-func (c *capBuffer) Write(p []byte) (int, error) {
-	if c.buf.Len()+len(p) > c.max {
+func (c *capWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.n+len(p) > c.max {
+		c.mu.Unlock()
 		return 0, errOverflow
 	}
-	return c.buf.Write(p)
+	c.n += len(p)
+	if c.sink == nil {
+		defer c.mu.Unlock()
+		return c.buf.Write(p)
+	}
+	if c.keep {
+		c.remember(p)
+	}
+	detached := c.detached
+	c.mu.Unlock()
+	if detached {
+		return len(p), nil
+	}
+	if _, err := c.sink.Write(p); err != nil {
+		return 0, sinkError{err}
+	}
+	return len(p), nil
+}
+
+// remember keeps the first and the last stderrKeep bytes; mu is held.
+func (c *capWriter) remember(p []byte) {
+	if room := stderrKeep - c.buf.Len(); room > 0 {
+		n := min(room, len(p))
+		c.buf.Write(p[:n])
+		p = p[n:]
+	}
+	if len(p) == 0 {
+		return
+	}
+	c.tail = append(c.tail, p...)
+	if over := len(c.tail) - stderrKeep; over > 0 {
+		c.tail = append(c.tail[:0], c.tail[over:]...)
+		c.tailCut = true
+	}
+}
+
+// detach stops forwarding to the sink, for a copy still running after the
+// exec ended (a sink that blocks).
+func (c *capWriter) detach() {
+	c.mu.Lock()
+	c.detached = true
+	c.mu.Unlock()
+}
+
+// bytes returns the buffer (no sink), or what was kept of the stream (keep).
+func (c *capWriter) bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sink == nil || !c.keep {
+		if c.sink != nil {
+			return nil
+		}
+		return c.buf.Bytes()
+	}
+	out := append([]byte(nil), c.buf.Bytes()...)
+	if c.tailCut {
+		out = append(out, "\n[...]\n"...)
+	}
+	return append(out, c.tail...)
+}
+
+// gateHold bounds what gateWriter holds back while it waits for the marker.
+const gateHold = 64 << 10
+
+// gateWriter holds a streamed stdout back until the wrapper's marker shows
+// that the command itself started: until then only the daemon writes on
+// the stream (why it could not start the process), which is classified, not
+// handed to the caller. The marker normally comes first; held output is let
+// through as soon as it does, or once more than gateHold bytes wait.
+type gateWriter struct {
+	next io.Writer
+	mu   sync.Mutex
+	held []byte
+	open bool
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	if !g.open {
+		g.held = append(g.held, p...)
+		if len(g.held) <= gateHold {
+			g.mu.Unlock()
+			return len(p), nil
+		}
+		g.open = true
+		p, g.held = g.held, nil
+	}
+	g.mu.Unlock()
+	if _, err := g.next.Write(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// release lets held output through: the command started.
+func (g *gateWriter) release() error {
+	g.mu.Lock()
+	if g.open {
+		g.mu.Unlock()
+		return nil
+	}
+	g.open = true
+	p := g.held
+	g.held = nil
+	g.mu.Unlock()
+	if len(p) == 0 {
+		return nil
+	}
+	_, err := g.next.Write(p)
+	return err
+}
+
+// withheld returns what never got through: the daemon's own words.
+func (g *gateWriter) withheld() []byte {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open {
+		return nil
+	}
+	return g.held
 }
 
 // markerWriter strips the wrapper's pid marker from the front of stderr.
 type markerWriter struct {
-	next    *capBuffer
+	next    io.Writer
 	pending []byte
 	done    bool
 	pid     int
+	onPid   func() error // called once the marker was read
 }
 
 func (m *markerWriter) Write(p []byte) (int, error) {
@@ -140,6 +301,11 @@ func (m *markerWriter) Write(p []byte) (int, error) {
 	}
 	if pid, err := strconv.Atoi(string(rest[:end])); err == nil {
 		m.pid = pid
+		if m.onPid != nil {
+			if err := m.onPid(); err != nil {
+				return 0, sinkError{err}
+			}
+		}
 	}
 	return len(p), m.flush(rest[end+1:])
 }
@@ -157,7 +323,7 @@ func (m *markerWriter) flush(b []byte) error {
 // exec runs one command and collects its output. API failures are returned as
 // errors; a ctx that ends first or an output overflow is reported in
 // execResult.stopped, with the exec's processes left for the caller to kill.
-func (s *sandbox) exec(ctx context.Context, cmd []string, stdin []byte, env []string, workdir string, wrap bool) (execResult, error) {
+func (s *sandbox) exec(ctx context.Context, cmd []string, stdin []byte, env []string, workdir string, wrap bool, out execOut) (execResult, error) {
 	// The container's death cancels every call of the exec: the daemon does
 	// not always end an exec's stream, or answer about it, when the
 	// container dies under it (gVisor).
@@ -174,7 +340,7 @@ func (s *sandbox) exec(ctx context.Context, cmd []string, stdin []byte, env []st
 			}
 		}()
 	}
-	res, err := s.execIn(dctx, cmd, stdin, env, workdir, wrap)
+	res, err := s.execIn(dctx, cmd, stdin, env, workdir, wrap, out)
 	if (err != nil || res.stopped != nil) && errors.Is(context.Cause(dctx), errContainerDied) && ctx.Err() == nil {
 		return res, fmt.Errorf("exec: container %s: %w", short(s.id), errContainerDied)
 	}
@@ -183,7 +349,7 @@ func (s *sandbox) exec(ctx context.Context, cmd []string, stdin []byte, env []st
 
 var errContainerDied = errors.New("the container is not running")
 
-func (s *sandbox) execIn(ctx context.Context, cmd []string, stdin []byte, env []string, workdir string, wrap bool) (execResult, error) {
+func (s *sandbox) execIn(ctx context.Context, cmd []string, stdin []byte, env []string, workdir string, wrap bool, out execOut) (execResult, error) {
 	var res execResult
 	if wrap {
 		// $0 of the wrapper is "sh": a shell error about the command
@@ -213,9 +379,16 @@ func (s *sandbox) execIn(ctx context.Context, cmd []string, stdin []byte, env []
 	}
 	defer hj.Close()
 
-	stdout := &capBuffer{max: maxOutput}
-	errBuf := &capBuffer{max: maxOutput}
-	stderr := &markerWriter{next: errBuf, done: !wrap}
+	stdout := &capWriter{max: maxOutput, sink: out.stdout}
+	errCap := &capWriter{max: maxOutput, sink: out.stderr, keep: out.stderr != nil}
+	stderr := &markerWriter{next: errCap, done: !wrap}
+	var stdoutW io.Writer = stdout
+	var gate *gateWriter
+	if wrap && out.stdout != nil {
+		gate = &gateWriter{next: stdout}
+		stdoutW = gate
+		stderr.onPid = gate.release
+	}
 	copied := make(chan error, 1)
 	go func() {
 		if stdin != nil {
@@ -224,28 +397,51 @@ func (s *sandbox) execIn(ctx context.Context, cmd []string, stdin []byte, env []
 				_ = hj.CloseWrite()
 			}()
 		}
-		_, err := stdcopy.StdCopy(stdout, stderr, hj.Reader)
+		_, err := stdcopy.StdCopy(stdoutW, stderr, hj.Reader)
 		copied <- err
 	}()
 	collect := func() {
-		res.stdout, res.stderr = stdout.buf.Bytes(), errBuf.buf.Bytes()
+		res.stdout, res.stderr = stdout.bytes(), errCap.bytes()
+		res.errSeen = res.stderr
+		if out.stderr != nil {
+			res.stderr = nil
+		}
+		if gate != nil {
+			res.stdout = gate.withheld()
+		}
 		res.pid, res.ran = stderr.pid, stderr.pid != 0
 	}
 
 	select {
 	case err := <-copied:
-		if errors.Is(err, errOverflow) {
+		var se sinkError
+		if errors.Is(err, errOverflow) || errors.As(err, &se) {
 			hj.Close()
 			collect()
-			res.stopped = errOverflow
+			res.stopped = err
 			return res, nil
 		}
 	case <-ctx.Done():
 		// Closing the connection ends the copy; the exec's processes keep
 		// running until the caller kills them.
 		hj.Close()
-		if err := <-copied; err != nil { // ends with the closed connection
-			tracef("exec stream after %v: %v", ctx.Err(), err)
+		if out.stdout == nil && out.stderr == nil {
+			if err := <-copied; err != nil { // ends with the closed connection
+				tracef("exec stream after %v: %v", ctx.Err(), err)
+			}
+		} else {
+			// A caller's sink may block (a pipe nobody reads): the timeout
+			// does not wait for it. What the copy still has is dropped.
+			select {
+			case err := <-copied:
+				if err != nil { // ends with the closed connection
+					tracef("exec stream after %v: %v", ctx.Err(), err)
+				}
+			case <-time.After(sinkGrace):
+				stdout.detach()
+				errCap.detach()
+				tracef("exec stream: a sink still blocks %s after %v", sinkGrace, ctx.Err())
+			}
 		}
 		collect()
 		res.stopped = ctx.Err()
@@ -309,7 +505,7 @@ func (s *sandbox) probe(ctx context.Context, sid int, kill bool) (probeResult, e
 	if kill {
 		mode = "kill"
 	}
-	res, err := s.exec(ctx, []string{"/bin/sh", "-c", probeScript, "sandboxio-probe", arg, mode}, nil, nil, "/", false)
+	res, err := s.exec(ctx, []string{"/bin/sh", "-c", probeScript, "sandboxio-probe", arg, mode}, nil, nil, "/", false, execOut{})
 	if err != nil {
 		return probeResult{}, err
 	}

@@ -136,10 +136,10 @@ func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOption
 				Message: fmt.Sprintf("%q is not an environment variable name", k), Fix: "use names without '=' or NUL"}
 		}
 	}
-	return s.run(ctx, cmd, opts.Stdin, s.execEnv(opts.Env), opts.Workdir, opts.Timeout)
+	return s.run(ctx, cmd, opts.Stdin, s.execEnv(opts.Env), opts.Workdir, opts.Timeout, execOut{stdout: opts.Stdout, stderr: opts.Stderr})
 }
 
-func (s *sandbox) run(ctx context.Context, cmd []string, stdin []byte, env []string, workdir string, timeout time.Duration) (backends.Result, error) {
+func (s *sandbox) run(ctx context.Context, cmd []string, stdin []byte, env []string, workdir string, timeout time.Duration, out execOut) (backends.Result, error) {
 	if err := s.usable(); err != nil {
 		return backends.Result{}, err
 	}
@@ -150,10 +150,10 @@ func (s *sandbox) run(ctx context.Context, cmd []string, stdin []byte, env []str
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	started := time.Now()
-	res, err := s.exec(rctx, cmd, stdin, env, workdir, s.shell)
+	res, err := s.exec(rctx, cmd, stdin, env, workdir, s.shell, out)
 	elapsed := time.Since(started)
 	if err != nil {
-		return backends.Result{}, s.execFailed(ctx, err, started, res.stderr)
+		return backends.Result{}, s.execFailed(ctx, err, started, res.errSeen)
 	}
 	if res.stopped != nil {
 		return backends.Result{}, s.interrupted(ctx, res, timeout, started)
@@ -270,9 +270,14 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 	tracef("session stopped after %s: %+v", time.Since(started), st)
 
 	var cause error
+	var se sinkError
 	switch {
 	case errors.Is(res.stopped, errOverflow):
-		cause = fmt.Errorf("exec: the command printed more than %d bytes on one stream and was stopped", maxOutput)
+		cause = &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitOutput,
+			Message: fmt.Sprintf("the command printed more than %d MiB on one stream (the output cap); it was stopped and its processes were killed", maxOutput>>20),
+			Fix:     "print less: write bulky results to a file in the sandbox and print a summary, or split the work over several commands"}
+	case errors.As(res.stopped, &se):
+		cause = fmt.Errorf("exec: %w; the command was stopped", se)
 	case ctx.Err() != nil:
 		cause = fmt.Errorf("exec: %w", ctx.Err())
 	case s.expired():
@@ -284,7 +289,7 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 	}
 	switch {
 	case st.gone:
-		return s.died(ctx, started, cause, res.stderr, false)
+		return s.died(ctx, started, cause, res.errSeen, false)
 	case st.full:
 		return s.pidsError("the command filled the process ceiling and was stopped by killing the sandbox", cause)
 	case !st.hard && s.pidsHit(st.probe):
@@ -398,7 +403,7 @@ func (s *sandbox) completed(ctx context.Context, res execResult, started time.Ti
 	if s.expired() {
 		// Killed as the lifetime ran out: the container ends a moment after
 		// the expiry this client computed, never before.
-		return backends.Result{}, s.died(ctx, started, nil, res.stderr, oom)
+		return backends.Result{}, s.died(ctx, started, nil, res.errSeen, oom)
 	}
 	// A command that hit a cap is over: what it left running is stopped. No
 	// timeout is running here, so the killer gets a generous budget.
@@ -431,18 +436,18 @@ func (s *sandbox) completed(ctx context.Context, res execResult, started time.Ti
 	}
 	switch {
 	case isContainerGone(perr):
-		return backends.Result{}, s.died(ctx, started, nil, res.stderr, oom)
+		return backends.Result{}, s.died(ctx, started, nil, res.errSeen, oom)
 	case isExhausted(perr):
 		return capErr(s.pidsError("the command left the sandbox at its process ceiling", nil))
 	case perr != nil && !s.running(context.WithoutCancel(ctx)):
-		return backends.Result{}, s.died(ctx, started, perr, res.stderr, oom)
+		return backends.Result{}, s.died(ctx, started, perr, res.errSeen, oom)
 	case perr != nil && !oom:
 		// The sandbox runs but could not be looked into in time: a fork
 		// bomb that keeps the ceiling full leaves no room for the probe.
 		// The command's own report of refused forks, or a full ceiling, is
 		// the evidence then; never a plain result. Either way what the
 		// command left running is stopped.
-		if forkRefused(res.stderr) || s.atCeiling(ictx) {
+		if forkRefused(res.errSeen) || s.atCeiling(ictx) {
 			return capErr(s.pidsError("a process in the sandbox could not fork: the process ceiling was reached", nil))
 		}
 		stopLeft()
@@ -464,11 +469,11 @@ func (s *sandbox) completed(ctx context.Context, res execResult, started time.Ti
 		return capErr(s.memoryError("a process in the sandbox was killed for running out of memory", nil))
 	case perr == nil && s.pidsHit(pr):
 		return capErr(s.pidsError("a process in the sandbox could not fork: the process ceiling was reached", nil))
-	case s.tier == model.TierGVisor && res.exitCode != 0 && forkRefused(res.stderr):
+	case s.tier == model.TierGVisor && res.exitCode != 0 && forkRefused(res.errSeen):
 		// gVisor counts refused forks nowhere; the command's own report of
 		// EAGAIN from fork is the only evidence there is.
 		return capErr(s.pidsError("a process in the sandbox could not fork (RLIMIT_NPROC)", nil))
-	case res.exitCode != 0 && bytes.Contains(res.stderr, []byte("No space left on device")):
+	case res.exitCode != 0 && bytes.Contains(res.errSeen, []byte("No space left on device")):
 		return capErr(&model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitDisk,
 			Message: fmt.Sprintf("a write failed with no space left (disk_mb = %d; %s)", s.caps.DiskMB, s.diskCap),
 			Fix:     "raise disk_mb, or write less"})
@@ -552,7 +557,7 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 		content = []byte{}
 	}
 	res, err := s.run(ctx, []string{"/bin/sh", "-c", uploadScript, "sandboxio-upload", path.Clean(p), fmt.Sprintf("%o", mode&0o7777)},
-		content, nil, "/", 0)
+		content, nil, "/", 0, execOut{})
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}

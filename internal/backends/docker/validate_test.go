@@ -3,6 +3,8 @@ package docker
 import (
 	"context"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,22 +132,22 @@ func TestMarkerWriterStripsThePid(t *testing.T) {
 		{"\x1esand", "boxio-pid:4", "2\x1e", "hello"},
 		{"\x1esandboxio-pid:42\x1e", "hello"},
 	} {
-		buf := &capBuffer{max: 1 << 10}
+		buf := &capWriter{max: 1 << 10}
 		m := &markerWriter{next: buf}
 		for _, c := range chunks {
 			if _, err := m.Write([]byte(c)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if m.pid != 42 || buf.buf.String() != "hello" {
-			t.Fatalf("%q: pid %d, rest %q", chunks, m.pid, buf.buf.String())
+		if m.pid != 42 || string(buf.bytes()) != "hello" {
+			t.Fatalf("%q: pid %d, rest %q", chunks, m.pid, string(buf.bytes()))
 		}
 	}
-	buf := &capBuffer{max: 1 << 10}
+	buf := &capWriter{max: 1 << 10}
 	m := &markerWriter{next: buf}
 	_, _ = m.Write([]byte("OCI runtime exec failed"))
-	if m.pid != 0 || buf.buf.String() != "OCI runtime exec failed" {
-		t.Fatalf("no marker: pid %d, rest %q", m.pid, buf.buf.String())
+	if m.pid != 0 || string(buf.bytes()) != "OCI runtime exec failed" {
+		t.Fatalf("no marker: pid %d, rest %q", m.pid, string(buf.bytes()))
 	}
 }
 
@@ -307,6 +309,55 @@ func TestCapAndTimeoutBounds(t *testing.T) {
 		me := classError(t, err, class, "")
 		if me.Rule != tc.rule || me.Attribute != tc.attr || me.Fix == "" {
 			t.Errorf("%s: %+v, want rule %s on %s", tc.name, me, tc.rule, tc.attr)
+		}
+	}
+}
+
+// Under either strategy the writable places Docker adds are sized from or
+// closed to disk_mb: /dev/shm gets its share (the writable layer the rest),
+// and on runc /dev and /dev/mqueue are read-only; Docker's own read-only
+// paths stay in the list that replaces its default.
+func TestContainerConfigBoundsEveryWritableMount(t *testing.T) {
+	for _, tier := range []model.Tier{model.TierContainer, model.TierGVisor} {
+		for _, strategy := range []string{DiskStorageOpt, DiskTmpfs} {
+			p := createPlan{runtime: "runc", tier: tier, networkMode: "none", lifetime: time.Minute,
+				caps: model.Caps{CPU: 1, MemoryMB: 256, DiskMB: 64, Pids: 64}}
+			_, hc := containerConfig(p, strategy, "none", nil)
+			shm := hc.ShmSize / 1024
+			if shm <= 0 || shm >= 64*1024 {
+				t.Fatalf("%s %s: ShmSize %d", tier, strategy, hc.ShmSize)
+			}
+			var rest int64
+			if strategy == DiskStorageOpt {
+				k, err := strconv.ParseInt(strings.TrimSuffix(hc.StorageOpt["size"], "k"), 10, 64)
+				if err != nil {
+					t.Fatalf("storage-opt size %q", hc.StorageOpt["size"])
+				}
+				rest = k
+			} else {
+				if _, ok := hc.Tmpfs[shmPath]; ok {
+					t.Fatal("/dev/shm is sized by ShmSize, not mounted twice")
+				}
+				for _, opts := range hc.Tmpfs {
+					var k int64
+					for _, o := range strings.Split(opts, ",") {
+						if v, ok := strings.CutPrefix(o, "size="); ok {
+							k, _ = strconv.ParseInt(strings.TrimSuffix(v, "k"), 10, 64)
+						}
+					}
+					rest += k
+				}
+			}
+			if rest+shm != 64*1024 {
+				t.Fatalf("%s %s: %dk + /dev/shm %dk, want 64M in all", tier, strategy, rest, shm)
+			}
+			if tier == model.TierContainer {
+				for _, want := range []string{"/dev", "/dev/mqueue", "/proc/sys", "/proc/sysrq-trigger"} {
+					if !slices.Contains(hc.ReadonlyPaths, want) {
+						t.Fatalf("%s read-only paths %v lack %s", strategy, hc.ReadonlyPaths, want)
+					}
+				}
+			}
 		}
 	}
 }
