@@ -97,7 +97,7 @@ func TestTenant(t *testing.T) {
 	}
 	edited := spec
 	edited.Labels = map[string]string{model.LabelTenantID: "globex", model.LabelSessionID: "s-1", model.LabelTemplate: "p"}
-	if sin, _ := Spec(edited); sin.Template.Labels[model.LabelTenantID] != "globex" || len(sin.Template.Labels) != 1 {
+	if sin, _, _ := Spec(edited); sin.Template.Labels[model.LabelTenantID] != "globex" || len(sin.Template.Labels) != 1 {
 		t.Fatalf("an edited reserved label is hidden from the label rules: %v", sin.Template.Labels)
 	}
 }

@@ -45,7 +45,7 @@ func TestEvaluate_OpenAllowListsRefused(t *testing.T) {
 					t.Fatal(err)
 				}
 				expectSome(t, eval(t, e, in), tc.rules)
-				in, err = inputs.Spec(spec)
+				in, _, err = inputs.Spec(spec)
 				if err != nil {
 					t.Fatal(err)
 				}
