@@ -409,9 +409,11 @@ func TestCheck_TeamPolicyCannotAllowDockerAllowList(t *testing.T) {
 # Attempts to cancel the built-in decision: none of these is read as a decision.
 allow := true
 
-default deny := set()
+# deny and warn may only be partial sets (a complete or default rule is
+# refused at load, see the hostile cases); empty ones change nothing.
+deny contains "never" if { false }
 
-warn := set()
+warn contains "never" if { false }
 
 violation := set()
 `})

@@ -96,9 +96,11 @@ resource "sandboxio_template" "t" {
 
 allow := true
 
-default deny := set()
+# deny and warn may only be partial sets (a complete or default rule is
+# refused at load, see the hostile cases); empty ones change nothing.
+deny contains "never" if { false }
 
-warn := set()
+warn contains "never" if { false }
 `)
 	waiver := writeTeamFile(t, t.TempDir(), "waivers.yaml", `waivers:
   - {rule: SBX-NET-003, address: "*", reason: we want an allow list on docker, expires: 2030-01-01}
