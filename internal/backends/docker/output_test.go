@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"errors"
 	"bytes"
 	"context"
 	"io"
@@ -109,7 +110,11 @@ func TestOutputCap(t *testing.T) {
 				if streamed {
 					opts.Stdout = counted
 				}
+				start := time.Now()
 				res, err := sb.Run(context.Background(), []string{"sh", "-c", "exec yes output-cap-7431-0123456789abcdef"}, opts)
+				if !errors.Is(err, model.ResourceLimitExceeded) {
+					t.Logf("streamed=%v: after %v, %d bytes streamed, %d buffered: %v", streamed, time.Since(start), counted.n, len(res.Stdout), err)
+				}
 				me := classError(t, err, model.ResourceLimitExceeded, model.LimitOutput)
 				if !strings.Contains(me.Message, "64 MiB") || me.Fix == "" {
 					t.Fatalf("error does not name the cap and the fix: %v", err)
