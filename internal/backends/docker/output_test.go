@@ -1,9 +1,9 @@
 package docker
 
 import (
-	"errors"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"sync"
