@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policycheck"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/policies"
 )
 
@@ -226,7 +227,7 @@ func writeRule(w io.Writer, r policycheck.RuleDoc) {
 
 func kindName(r policycheck.RuleDoc) string {
 	switch {
-	case r.ID == policycheck.CheckedAtApply:
+	case r.ID == rules.CheckedAtApply:
 		return "note"
 	case r.Deny:
 		return "deny"

@@ -18,6 +18,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/resources"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 )
 
@@ -116,7 +117,7 @@ func (p *sandboxioProvider) Configure(ctx context.Context, req provider.Configur
 		w, err := verdict.LoadWaivers(file)
 		if err != nil {
 			resp.Diagnostics.AddAttributeError(path.Root("policy_waivers"), "ConfigurationError: waivers not loaded",
-				diags.Detail(err.Error(), "SBX-POL-002", "policy_waivers", "fix the waiver file named in the error"))
+				diags.Detail(err.Error(), rules.WaiversLoad, "policy_waivers", "fix the waiver file named in the error"))
 			return
 		}
 		// Waivers that cannot apply are said once here, not on every resource.
