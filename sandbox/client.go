@@ -115,8 +115,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.WaiversFile != "" {
 		w, err := verdict.LoadWaivers(cfg.WaiversFile)
 		if err != nil {
-			return nil, &model.Error{Class: model.ConfigurationError, Rule: rules.WaiversLoad, Attribute: "policy_waivers",
-				Message: err.Error(), Fix: "fix the waiver file named in the error"}
+			return nil, err
 		}
 		c.waivers = w
 	}

@@ -63,7 +63,7 @@ var Docs = []Doc{
 		Fix:         "Fix the policy the message names; run `sandboxio policy test` on its directory."},
 	{ID: WaiversLoad, Title: "the waiver file cannot be read", Class: "ConfigurationError", Attribute: "policy_waivers",
 		Description: "A waiver file that does not parse, or a waiver without rule, address, reason or expiry, would otherwise be a silent exception.",
-		Fix:         "Fix the waiver the message names (file and line)."},
+		Fix:         "Pass a waiver file that exists (YAML or JSON), and fix the waiver the message names (file and line); the format is under Team policies in docs/policies.md."},
 	{ID: PolicyEval, Title: "the policy evaluation failed", Class: "ConfigurationError", Attribute: "policy_paths",
 		Description: "An evaluation that errs (a team rule with conflicting values, a built-in function that fails on its arguments) or returns no result or a result of the wrong shape has decided nothing. It refuses the configuration rather than reading the silence as no findings. The built-in rules are evaluated apart from the team's, so a team package can add refusals but never remove one.",
 		Fix:         "Fix the team rule the message names (run `opa eval` on it with the same input), or remove it from policy_paths."},
