@@ -68,8 +68,7 @@ func TestAccTeamPolicies_Refused(t *testing.T) {
 
 func TestAccTeamPolicies_WaivedPlans(t *testing.T) {
 	ex := examplesDir(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config:             teamProvider(ex, filepath.Join(ex, "waivers.yaml")) + teamTemplate("legacy_notebook", "python:3.12-slim", 512),
@@ -119,8 +118,7 @@ x := 1
 	})
 	for name, dir := range map[string]string{"sandboxio namespace": shadow, "capability data": capsShadow} {
 		t.Run(name, func(t *testing.T) {
-			resource.ParallelTest(t, resource.TestCase{
-				PreCheck:                 func() { testAccPreCheck(t) },
+			unitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps: []resource.TestStep{{
 					Config:      teamProvider(dir, "") + allowList,
