@@ -7,14 +7,11 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 )
 
-// RuleDoc describes one rule for reports and the rule catalogue.
+// RuleDoc describes one rule for reports and the rule catalogue: its text
+// (from Rego METADATA, or rules.Docs for the Go-side rules) and where it
+// comes from and how it is enforced.
 type RuleDoc struct {
-	ID          string
-	Title       string // what is refused or reported
-	Description string // why
-	Fix         string // how to fix
-	Class       string // error or warning class
-	Attribute   string
+	rules.Doc
 	Package     string // the Rego package; "go" for the refusals made in Go
 	Deny        bool
 	Builtin     bool
@@ -25,8 +22,7 @@ type RuleDoc struct {
 // fromGo is the catalogue entry of a Go-side rule: built-in, and
 // hard-mandatory but for the check's own reports, which are advisory.
 func fromGo(d rules.Doc) RuleDoc {
-	r := RuleDoc{ID: d.ID, Title: d.Title, Description: d.Description, Fix: d.Fix, Class: d.Class, Attribute: d.Attribute,
-		Package: "go", Builtin: true, Deny: true, Enforcement: policy.HardMandatory, Severity: "high"}
+	r := RuleDoc{Doc: d, Package: "go", Builtin: true, Deny: true, Enforcement: policy.HardMandatory, Severity: "high"}
 	if d.ID == rules.CheckedAtApply || d.ID == rules.NotChecked {
 		r.Deny, r.Enforcement, r.Severity = false, policy.Advisory, "low"
 	}
@@ -43,8 +39,8 @@ func catalogue(eng *policy.Engine) []RuleDoc {
 	regoRules := eng.Rules()
 	out := make([]RuleDoc, 0, len(regoRules)+len(rules.Docs))
 	for _, r := range regoRules {
-		out = append(out, RuleDoc{ID: r.ID, Title: r.Title, Description: r.Description, Fix: r.Fix, Class: r.Class,
-			Attribute: r.Attribute, Package: r.Package, Deny: r.Deny, Builtin: r.Builtin,
+		out = append(out, RuleDoc{Doc: rules.Doc{ID: r.ID, Title: r.Title, Description: r.Description, Fix: r.Fix, Class: r.Class,
+			Attribute: r.Attribute}, Package: r.Package, Deny: r.Deny, Builtin: r.Builtin,
 			Enforcement: r.Enforcement(), Severity: r.Severity()})
 	}
 	sort.SliceStable(out, func(i, j int) bool {

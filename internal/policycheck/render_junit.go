@@ -81,7 +81,7 @@ func renderJUnit(w io.Writer, rep *Report, o RenderOptions) error {
 		docs := rep.Rules
 		for _, x := range r.Results {
 			if !inCatalogue(rep.Rules, x.ID) {
-				docs = append(docs, RuleDoc{ID: x.ID, Title: x.Title})
+				docs = append(docs, RuleDoc{Doc: rules.Doc{ID: x.ID, Title: x.Title}})
 			}
 		}
 		for _, rule := range docs {

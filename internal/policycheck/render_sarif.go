@@ -116,7 +116,7 @@ func renderSARIF(w io.Writer, rep *Report, o RenderOptions) error {
 			return i
 		}
 		index[x.ID] = len(driver.Rules)
-		driver.Rules = append(driver.Rules, descriptor(RuleDoc{ID: x.ID, Title: x.Title, Class: x.Class, Fix: x.Fix,
+		driver.Rules = append(driver.Rules, descriptor(RuleDoc{Doc: rules.Doc{ID: x.ID, Title: x.Title, Class: x.Class, Fix: x.Fix},
 			Package: x.Package, Deny: x.Deny, Builtin: x.Builtin, Enforcement: x.Enforcement, Severity: x.Severity}))
 		return index[x.ID]
 	}

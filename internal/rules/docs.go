@@ -1,7 +1,8 @@
 package rules
 
-// Doc is the text of a Go-side rule, for error messages and the rule
-// catalogue (docs/policies.md); the Rego rules carry theirs in METADATA.
+// Doc is the text of a rule, for error messages and the rule catalogue
+// (docs/policies.md). The Go-side rules' is in Docs; the Rego rules carry
+// theirs in METADATA.
 type Doc struct {
 	ID          string
 	Title       string // what is refused or reported
