@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 )
 
 // Caps are the resource caps of one sandbox. Every field always holds a value:
@@ -125,7 +127,7 @@ func (c Caps) CheckBounds(b Bounds) error {
 		}
 		attr := "resources." + f.name
 		if f.value <= 0 {
-			return &Error{Class: ConfigurationError, Rule: "SBX-RES-001", Attribute: attr,
+			return &Error{Class: ConfigurationError, Rule: rules.ResCap, Attribute: attr,
 				Message: fmt.Sprintf("%s is %s: every cap must be positive, because a cap can be raised but never removed", attr, f.shown),
 				Fix:     "set the cap to a positive number, or leave it out (null) to get the modest default"}
 		}
@@ -133,7 +135,7 @@ func (c Caps) CheckBounds(b Bounds) error {
 		if !(f.value > f.bound.Min) {
 			side, limit = "minimum", f.bound.Min
 		}
-		return &Error{Class: ConfigurationError, Rule: "SBX-RES-001", Attribute: attr,
+		return &Error{Class: ConfigurationError, Rule: rules.ResCap, Attribute: attr,
 			Message: fmt.Sprintf("%s = %s is outside the range a backend can apply: the %s is %s", attr, f.shown, side, number(limit)),
 			Fix:     fmt.Sprintf("set %s between %s and %s", attr, number(f.bound.Min), number(f.bound.Max))}
 	}

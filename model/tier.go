@@ -1,6 +1,10 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
+)
 
 // Tier is an isolation tier. Tiers are ranked by escape resistance only; a
 // higher rank says nothing about speed, cost or compatibility.
@@ -48,7 +52,7 @@ func ParseTier(s string) (Tier, error) {
 	if _, ok := t.Rank(); !ok {
 		return "", &Error{
 			Class:     ConfigurationError,
-			Rule:      "SBX-ISO-002",
+			Rule:      rules.IsoNotATier,
 			Attribute: "require_isolation",
 			Message:   fmt.Sprintf("%q is not an isolation tier", s),
 			Fix:       "use one of CONTAINER, GVISOR or MICROVM",

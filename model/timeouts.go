@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 )
 
 // Timeout defaults. A call never runs unbounded: a nil timeout inherits the
@@ -43,10 +45,10 @@ func EffectiveTimeout(call, sandbox time.Duration) time.Duration {
 // overflow. The error is a ConfigurationError, the same refusal the policy
 // bundle makes.
 func Durations(timeoutSeconds, lifetimeSeconds int64) (call, lifetime time.Duration, err error) {
-	if call, err = seconds(timeoutSeconds, "timeout_seconds", "SBX-TMO-001", "SBX-TMO-001", DefaultTimeoutSeconds); err != nil {
+	if call, err = seconds(timeoutSeconds, "timeout_seconds", rules.TmoCall, rules.TmoCall, DefaultTimeoutSeconds); err != nil {
 		return 0, 0, err
 	}
-	if lifetime, err = seconds(lifetimeSeconds, "lifetime_seconds", "SBX-TMO-002", "SBX-TMO-002", DefaultLifetimeSeconds); err != nil {
+	if lifetime, err = seconds(lifetimeSeconds, "lifetime_seconds", rules.TmoLifetime, rules.TmoLifetime, DefaultLifetimeSeconds); err != nil {
 		return 0, 0, err
 	}
 	return call, lifetime, nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -45,7 +46,7 @@ func TestAudit_ShortSecretsKeepJSONValid(t *testing.T) {
 	c0, _ := newClient(t)
 	withFake(c0, &fakeBackend{})
 	_, err := c0.Open(context.Background(), Request{Spec: shortSpec, SpecSHA256: shortSum, TenantID: "acme", SessionID: "s-10", Secrets: NewSecrets(values)})
-	wantClass(t, err, model.ConfigurationError, ruleShortSecret)
+	wantClass(t, err, model.ConfigurationError, rules.ShortSecret)
 
 	tpl := template(t, withSecretNames("LONG"), func(tp *inputs.Template) {
 		tp.Labels["team"] = "acme-10"

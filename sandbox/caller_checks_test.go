@@ -16,6 +16,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 )
 
 // A secret value too short to redact is refused at Open, naming the secret
@@ -35,7 +36,7 @@ func TestOpen_ShortSecretRefusedWithoutGarbling(t *testing.T) {
 		withFake(c, f)
 		_, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1",
 			Secrets: NewSecrets(map[string]string{"API_TOKEN": tc.value, "OPENAI_API_KEY": canary})})
-		wantClass(t, err, ConfigurationError, ruleShortSecret)
+		wantClass(t, err, ConfigurationError, rules.ShortSecret)
 		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), Redacted) {
 			t.Errorf("value %q: %v", tc.value, err)
 		}
@@ -43,7 +44,7 @@ func TestOpen_ShortSecretRefusedWithoutGarbling(t *testing.T) {
 			t.Fatal("the backend was asked")
 		}
 		recs := audit.records(t)
-		if len(recs) != 1 || recs[0]["event"] != EventRefused || recs[0]["rule"] != ruleShortSecret {
+		if len(recs) != 1 || recs[0]["event"] != EventRefused || recs[0]["rule"] != rules.ShortSecret {
 			t.Fatalf("audit: %s", audit)
 		}
 		// The long secret is still redacted; the short one garbles nothing.
@@ -75,7 +76,7 @@ func TestRun_TimeoutAboveSpecRefused(t *testing.T) {
 	err := c.With(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1"}, func(ctx context.Context, sb *Sandbox) error {
 		for _, d := range []time.Duration{61 * time.Second, 800 * time.Hour} {
 			_, err := sb.Run(ctx, []string{"sleep", "40"}, RunOptions{Timeout: d})
-			wantClass(t, err, ConfigurationError, ruleCallTimeout)
+			wantClass(t, err, ConfigurationError, rules.CallTimeout)
 			var me *Error
 			if !errors.As(err, &me) || me.Attribute != "timeout" || !strings.Contains(me.Fix, "at most 1m0s") {
 				t.Errorf("error: %v", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -114,8 +115,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.WaiversFile != "" {
 		w, err := verdict.LoadWaivers(cfg.WaiversFile)
 		if err != nil {
-			return nil, &model.Error{Class: model.ConfigurationError, Rule: "SBX-POL-002", Attribute: "policy_waivers",
-				Message: err.Error(), Fix: "fix the waiver file named in the error"}
+			return nil, err
 		}
 		c.waivers = w
 	}
@@ -213,15 +213,15 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 	}
 	_, given, err := spec.Canonical()
 	if err != nil {
-		return p, specError("SBX-SPC-001", "spec", err.Error(), "pass the rendered spec unchanged")
+		return p, specError(rules.SpecInvalid, "spec", err.Error(), "pass the rendered spec unchanged")
 	}
 	if want := strings.ToLower(strings.TrimSpace(req.SpecSHA256)); want != "" {
 		if !hexDigest.MatchString(want) {
-			return p, specError("SBX-SPC-003", "spec_sha256", "the expected spec sha256 is not 64 hex digits",
+			return p, specError(rules.SpecDigest, "spec_sha256", "the expected spec sha256 is not 64 hex digits",
 				"pass the spec_sha256 attribute of the template or tenant sandbox")
 		}
 		if want != given {
-			return p, specError("SBX-SPC-003", "spec_sha256",
+			return p, specError(rules.SpecDigest, "spec_sha256",
 				fmt.Sprintf("the spec does not match its sha256: it hashes to %s, not %s; it was edited after Terraform rendered it, or belongs to another sandbox", given[:12], want[:12]),
 				"pass the spec and spec_sha256 of the same data.sandboxio_tenant_sandbox (or sandboxio_template) unchanged")
 		}
@@ -234,17 +234,17 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 	var template model.Spec
 	if spec.TenantID != "" || spec.SessionID != "" {
 		if len(req.ExtraLabels) > 0 {
-			return p, specError(ruleExtraLabels, "labels", "extra labels can only be added when rendering a template spec; this spec is already rendered for a tenant",
+			return p, specError(rules.ExtraLabels, "labels", "extra labels can only be added when rendering a template spec; this spec is already rendered for a tenant",
 				"set extra_labels on data.sandboxio_tenant_sandbox, or pass the template spec (the CLI's --label works with a template spec only)")
 		}
 		if spec.TenantID != req.TenantID || spec.SessionID != req.SessionID {
-			return p, specError("SBX-SPC-004", "tenant_id",
+			return p, specError(rules.SpecTenant, "tenant_id",
 				fmt.Sprintf("the spec was rendered for tenant %q session %q, not tenant %q session %q", clip(spec.TenantID), clip(spec.SessionID), clip(req.TenantID), clip(req.SessionID)),
 				"open each tenant's sandbox from the spec rendered for that tenant and session (data.sandboxio_tenant_sandbox), or from the template spec")
 		}
 		for k, want := range map[string]string{model.LabelTenantID: spec.TenantID, model.LabelSessionID: spec.SessionID, model.LabelTemplate: spec.Name} {
 			if got, ok := spec.Labels[k]; !ok || got != want {
-				return p, specError("SBX-SPC-004", "labels",
+				return p, specError(rules.SpecTenant, "labels",
 					fmt.Sprintf("the spec's label %s does not match its tenant, session and template; it was edited after it was rendered", k),
 					"pass the spec rendered by data.sandboxio_tenant_sandbox unchanged")
 			}
@@ -260,14 +260,14 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 	for _, n := range spec.SecretNames {
 		declared[n] = true
 		if !req.Secrets.has(n) {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: ruleSecretValues, Attribute: "secret_names",
+			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("no value was given for secret %q, named in the spec's secret_names", n),
 				Fix:     "pass its value in Request.Secrets (the CLI reads it from its own environment)"}
 		}
 	}
 	for _, n := range req.Secrets.Names() {
 		if !declared[n] {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: ruleSecretValues, Attribute: "secret_names",
+			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("secret %q is not named in the spec's secret_names, so it would not be injected", n),
 				Fix:     "add it to the template's secret_names, or do not pass it"}
 		}
@@ -334,7 +334,7 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 func checkEnv(spec model.Spec, env map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if slices.Contains(spec.SecretNames, k) {
-			return &model.Error{Class: model.ConfigurationError, Rule: "SBX-SEC-003", Attribute: "env",
+			return &model.Error{Class: model.ConfigurationError, Rule: rules.SecEnvAndSecret, Attribute: "env",
 				Message: fmt.Sprintf("%q is a secret name (in the spec's secret_names); an extra env variable cannot set it", k),
 				Fix:     "pass it as a secret (the CLI reads declared secrets from its environment; the Go API takes Request.Secrets), not as an env variable"}
 		}
@@ -348,7 +348,7 @@ func checkCallTimeout(timeout, bound time.Duration, what string) error {
 	if timeout <= bound {
 		return nil
 	}
-	return &model.Error{Class: model.ConfigurationError, Rule: ruleCallTimeout, Attribute: "timeout",
+	return &model.Error{Class: model.ConfigurationError, Rule: rules.CallTimeout, Attribute: "timeout",
 		Message: fmt.Sprintf("%s, %s, is longer than the spec's timeout_seconds (%s), which bounds every call", what, timeout, bound),
 		Fix:     fmt.Sprintf("pass a timeout of at most %s (the CLI's --timeout, e.g. --timeout %s), or none to inherit it; or raise timeout_seconds in the template and apply", bound, bound)}
 }
@@ -373,7 +373,7 @@ func (c *Client) Open(ctx context.Context, req Request) (*Sandbox, error) {
 	p, err := c.prepare(ctx, req)
 	if err != nil {
 		secrets := req.Secrets
-		if me := (*model.Error)(nil); errors.As(err, &me) && me.Rule == ruleShortSecret {
+		if me := (*model.Error)(nil); errors.As(err, &me) && me.Rule == rules.ShortSecret {
 			secrets = secrets.redactable()
 		}
 		err = redactError(err, secrets)
@@ -411,7 +411,7 @@ func (c *Client) reserve(k key) error {
 	case c.closed:
 		return &model.Error{Class: model.ConfigurationError, Message: "the client is closed", Fix: "open sandboxes with a new client"}
 	case c.open[k] != nil || c.opening[k]:
-		return &model.Error{Class: model.ConfigurationError, Rule: docker.RuleOneSandbox, Attribute: "session_id",
+		return &model.Error{Class: model.ConfigurationError, Rule: rules.OneSandbox, Attribute: "session_id",
 			Message: fmt.Sprintf("a sandbox is already open for tenant %q session %q: one sandbox per tenant and session", clip(k.tenant), clip(k.session)),
 			Fix:     "use the open sandbox (Client.Get), close it first, or open the new sandbox under a new session id"}
 	}
@@ -554,12 +554,12 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 // backend, and the spec's own claim of its tier.
 func checkTier(spec model.Spec, live model.Tier) error {
 	if spec.RequireIsolation != "" && !live.Satisfies(spec.RequireIsolation) {
-		return &model.Error{Class: model.ConfigurationError, Rule: "SBX-ISO-003", Attribute: "require_isolation",
+		return &model.Error{Class: model.ConfigurationError, Rule: rules.IsoBelow, Attribute: "require_isolation",
 			Message: fmt.Sprintf("the live %s backend gives %s, below the required %s; nothing was provisioned", backendName(spec), live, spec.RequireIsolation),
 			Fix:     "use a runtime or backend of the required tier (runsc for GVISOR; E2B, Vercel or kata for MICROVM)"}
 	}
 	if spec.IsolationTier != "" && live != spec.IsolationTier {
-		return &model.Error{Class: model.ConfigurationError, Rule: "SBX-SPC-005", Attribute: "isolation_tier",
+		return &model.Error{Class: model.ConfigurationError, Rule: rules.SpecTierLies, Attribute: "isolation_tier",
 			Message: fmt.Sprintf("the spec says isolation_tier %s but the live %s backend gives %s; nothing was provisioned", spec.IsolationTier, backendName(spec), live),
 			Fix:     "render the spec again (terraform apply) against this backend, and check the runtime registered on it"}
 	}

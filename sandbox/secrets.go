@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -41,15 +42,6 @@ type secretHandle struct{ id uint64 }
 var (
 	vault     sync.Map // handle id -> map[string]string
 	vaultNext atomic.Uint64
-)
-
-// The run-time helper's own refusals of what its caller passes beside the
-// spec; internal/policycheck/catalog.go describes them for docs/policies.md.
-const (
-	ruleSecretValues = "SBX-RUN-001" // a declared secret without a value, or a value for an undeclared name
-	ruleShortSecret  = "SBX-RUN-002" // a secret value shorter than MinSecretLength
-	ruleCallTimeout  = "SBX-RUN-003" // a call timeout above the spec's timeout_seconds
-	ruleExtraLabels  = "SBX-RUN-004" // extra labels on a spec already rendered for a tenant
 )
 
 // MinSecretLength is the fewest characters a secret value may have; Open
@@ -96,7 +88,7 @@ func SecretsFromEnv(names []string, lookup func(string) (string, bool)) (Secrets
 	for _, n := range names {
 		v, ok := lookup(n)
 		if !ok {
-			return Secrets{}, &model.Error{Class: model.ConfigurationError, Rule: ruleSecretValues, Attribute: "secret_names",
+			return Secrets{}, &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("secret %q, named in the spec's secret_names, is not set in the environment", n),
 				Fix:     fmt.Sprintf("export %s with the secret's value in the environment of the caller (never in the spec, a DSN or Terraform)", n)}
 		}
@@ -118,7 +110,7 @@ func (s Secrets) checkLengths() error {
 		if l == 0 {
 			msg = fmt.Sprintf("secret %q has an empty value", n)
 		}
-		return &model.Error{Class: model.ConfigurationError, Rule: ruleShortSecret, Attribute: "secret_names", Message: msg,
+		return &model.Error{Class: model.ConfigurationError, Rule: rules.ShortSecret, Attribute: "secret_names", Message: msg,
 			Fix: fmt.Sprintf("supply the real credential for %s (at least %d characters; the CLI reads it from its environment, the Go API from Request.Secrets), or remove %s from the template's secret_names", n, MinSecretLength, n)}
 	}
 	return nil

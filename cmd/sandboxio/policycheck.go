@@ -15,7 +15,6 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policycheck"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
-	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
 func init() {
@@ -157,9 +156,7 @@ func (c *checkFlags) run(ctx context.Context, e *env, args []string) int {
 	opts := policycheck.Options{Now: e.now()}
 	if c.waivers != "" {
 		if opts.Waivers, err = verdict.LoadWaivers(c.waivers); err != nil {
-			// As the provider and `sandboxio run` report it.
-			return fail("load waivers: %v", &model.Error{Class: model.ConfigurationError, Rule: "SBX-POL-002", Attribute: "policy_waivers",
-				Message: err.Error(), Fix: "pass an existing waiver file (YAML or JSON) and fix the waiver the message names; see `sandboxio policy check --help` for the format"})
+			return fail("load waivers: %v", err) // SBX-POL-002, as the provider and `sandboxio run` report it
 		}
 	}
 	rep, err := policycheck.Check(ctx, eng, name, data, opts)

@@ -113,7 +113,7 @@ func TestCLI_UsageErrorsNameAFix(t *testing.T) {
 		{[]string{"policy", "check", "--waivers", filepath.Join(t.TempDir(), "missing.yaml"), planFile},
 			"sandboxio policy check: load waivers: ConfigurationError: waivers: open "},
 		{[]string{"policy", "check", "--waivers", filepath.Join(t.TempDir(), "missing.yaml"), planFile},
-			"[SBX-POL-002, attribute policy_waivers]; fix: pass an existing waiver file"},
+			"[SBX-POL-002, attribute policy_waivers]; fix: Pass a waiver file that exists (YAML or JSON)"},
 		{[]string{"policy", "check", missing}, "no such file or directory; pass the JSON of `terraform show -json plan.bin`"},
 	} {
 		code, out, errOut := cli(t, "", tc.args...)

@@ -9,15 +9,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
-)
-
-// Rule IDs of the DSN parser's refusals. They are stable: never reuse one.
-const (
-	RuleDSNUnknown    = "SBX-DSN-001" // empty, not a DSN, or an unknown scheme
-	RuleDSNMalformed  = "SBX-DSN-002" // malformed for its scheme
-	RuleDSNCredential = "SBX-DSN-003" // a credential in the DSN
-	RuleDSNOption     = "SBX-DSN-004" // an unknown query option
 )
 
 // DSN is a parsed backend DSN such as docker://?runtime=runsc, modal://APP or
@@ -131,7 +124,7 @@ var dsnSchemes = sync.OnceValue(func() map[string]*dsnScheme {
 func ParseDSN(s string) (DSN, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
-		return DSN{}, dsnErr(RuleDSNUnknown, "the backend DSN is empty", "write one of "+dsnForms())
+		return DSN{}, dsnErr(rules.DSNUnknown, "the backend DSN is empty", "write one of "+dsnForms())
 	}
 	name, rest, ok := strings.Cut(t, "://")
 	if !ok {
@@ -139,14 +132,14 @@ func ParseDSN(s string) (DSN, error) {
 		name, rest, _ = strings.Cut(t, ":")
 		sc := dsnSchemes()[strings.ToLower(name)]
 		if sc == nil {
-			return DSN{}, dsnErr(RuleDSNUnknown, "the backend is not a DSN of the form SCHEME://...",
+			return DSN{}, dsnErr(rules.DSNUnknown, "the backend is not a DSN of the form SCHEME://...",
 				"write one of "+dsnForms()+"; credentials come from environment variables, never from the DSN")
 		}
 		name = strings.ToLower(name)
 		if err := sc.checkCredentials(name, rest); err != nil {
 			return DSN{}, err
 		}
-		return DSN{}, dsnErr(RuleDSNMalformed, fmt.Sprintf("the %s backend DSN lacks :// after the scheme", name),
+		return DSN{}, dsnErr(rules.DSNMalformed, fmt.Sprintf("the %s backend DSN lacks :// after the scheme", name),
 			"write "+sc.form)
 	}
 	name = strings.ToLower(name)
@@ -160,7 +153,7 @@ func ParseDSN(s string) (DSN, error) {
 		if credentialIn(rest, 0) != "" {
 			fix += "; credentials come from environment variables, never from the DSN"
 		}
-		return DSN{}, dsnErr(RuleDSNUnknown, msg, fix)
+		return DSN{}, dsnErr(rules.DSNUnknown, msg, fix)
 	}
 	// Credentials first, so that a DSN which is both malformed and holds a
 	// secret is reported as the leak it is.
@@ -260,7 +253,7 @@ func (sc *dsnScheme) parseOptions(name, query string) (map[string]string, *model
 			if safeEcho(k, 32) {
 				msg = fmt.Sprintf("the %s backend DSN has no option %q", name, k)
 			}
-			return nil, dsnErr(RuleDSNOption, msg, "use only the options "+sc.optionList()+"; names are lower case")
+			return nil, dsnErr(rules.DSNOption, msg, "use only the options "+sc.optionList()+"; names are lower case")
 		}
 		if _, dup := opts[k]; dup {
 			return nil, sc.malformed(name, fmt.Sprintf("sets option %s twice", k), "keep one")
@@ -291,7 +284,7 @@ func (sc *dsnScheme) checkCredentials(name, rest string) *model.Error {
 	if where == "" {
 		return nil
 	}
-	return dsnErr(RuleDSNCredential,
+	return dsnErr(rules.DSNCredential,
 		fmt.Sprintf("the %s backend DSN carries a credential in %s; credentials never belong in a DSN", name, where),
 		fmt.Sprintf("remove it and set %s in the environment instead; write %s with non-secret options only",
 			sc.envHelp, sc.form))
@@ -581,7 +574,7 @@ func (sc *dsnScheme) malformed(name, what, fix string) *model.Error {
 	if !strings.Contains(fix, sc.form) {
 		fix += "; the form is " + sc.form
 	}
-	return dsnErr(RuleDSNMalformed, fmt.Sprintf("the %s backend DSN %s", name, what), fix)
+	return dsnErr(rules.DSNMalformed, fmt.Sprintf("the %s backend DSN %s", name, what), fix)
 }
 
 func dsnErr(rule, msg, fix string) *model.Error {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -54,7 +55,7 @@ func checkParse(t *testing.T, s string) {
 			t.Fatalf("ParseDSN(%q): malformed error %#v", s, err)
 		}
 		switch me.Rule {
-		case RuleDSNUnknown, RuleDSNMalformed, RuleDSNCredential, RuleDSNOption:
+		case rules.DSNUnknown, rules.DSNMalformed, rules.DSNCredential, rules.DSNOption:
 		default:
 			t.Fatalf("ParseDSN(%q): unknown rule %q", s, me.Rule)
 		}

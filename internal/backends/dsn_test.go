@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -149,89 +150,89 @@ func TestParseDSNErrors(t *testing.T) {
 		want []string // substrings of the error text
 	}{
 		// SBX-DSN-001: not a DSN, or an unknown scheme.
-		{"", RuleDSNUnknown, []string{"empty", "docker://", "e2b://", "modal://APP", "vercel://TEAM/PROJECT", "daytona://"}},
-		{"   ", RuleDSNUnknown, []string{"empty"}},
-		{"not a dsn", RuleDSNUnknown, []string{"modal://APP"}},
-		{"redis://localhost", RuleDSNUnknown, []string{`"redis"`, "vercel://TEAM/PROJECT"}},
-		{"http://example.com/", RuleDSNUnknown, []string{`"http"`}},
-		{"://", RuleDSNUnknown, []string{"unknown scheme"}},
-		{"k8s://cluster", RuleDSNUnknown, []string{"unknown scheme"}},
-		{"fly.io:app", RuleDSNUnknown, []string{"SCHEME://"}},
+		{"", rules.DSNUnknown, []string{"empty", "docker://", "e2b://", "modal://APP", "vercel://TEAM/PROJECT", "daytona://"}},
+		{"   ", rules.DSNUnknown, []string{"empty"}},
+		{"not a dsn", rules.DSNUnknown, []string{"modal://APP"}},
+		{"redis://localhost", rules.DSNUnknown, []string{`"redis"`, "vercel://TEAM/PROJECT"}},
+		{"http://example.com/", rules.DSNUnknown, []string{`"http"`}},
+		{"://", rules.DSNUnknown, []string{"unknown scheme"}},
+		{"k8s://cluster", rules.DSNUnknown, []string{"unknown scheme"}},
+		{"fly.io:app", rules.DSNUnknown, []string{"SCHEME://"}},
 
 		// SBX-DSN-002: malformed for its scheme.
-		{"docker", RuleDSNMalformed, []string{"lacks ://", "docker://"}},
-		{"docker:", RuleDSNMalformed, []string{"lacks ://"}},
-		{"modal:app", RuleDSNMalformed, []string{"modal://APP"}},
-		{"vercel:/acme/web", RuleDSNMalformed, []string{"vercel://TEAM/PROJECT"}},
-		{" docker://", RuleDSNMalformed, []string{"whitespace"}},
-		{"docker://\n", RuleDSNMalformed, []string{"whitespace"}},
-		{"docker://?runtime=runc\t", RuleDSNMalformed, []string{"whitespace"}},
-		{"modal://my app", RuleDSNMalformed, []string{"space"}},
-		{"modal://app\x00", RuleDSNMalformed, []string{"control"}},
-		{"modal://äpp", RuleDSNMalformed, []string{"non-ASCII"}},
-		{"docker://localhost:2375", RuleDSNMalformed, []string{"host", "DOCKER_HOST"}},
-		{"docker://unix", RuleDSNMalformed, []string{"host", "DOCKER_HOST"}},
-		{"docker://:2375", RuleDSNMalformed, []string{"host"}},
-		{"docker:///", RuleDSNMalformed, []string{"path"}},
-		{"docker:///var/run/docker.sock", RuleDSNMalformed, []string{"path"}},
-		{"docker://#", RuleDSNMalformed, []string{"fragment"}},
-		{"docker://?runtime=runsc#x", RuleDSNMalformed, []string{"fragment"}},
-		{"e2b://api.e2b.dev", RuleDSNMalformed, []string{"host", "domain"}},
-		{"e2b:///", RuleDSNMalformed, []string{"path"}},
-		{"daytona://app.daytona.io", RuleDSNMalformed, []string{"host", "api_url"}},
-		{"modal://", RuleDSNMalformed, []string{"lacks the Modal app name", "modal://APP"}},
-		{"modal://?environment=prod", RuleDSNMalformed, []string{"lacks the Modal app name"}},
-		{"modal:///app", RuleDSNMalformed, []string{"lacks the Modal app name"}},
-		{"modal://app/", RuleDSNMalformed, []string{"path", "modal://APP"}},
-		{"modal://app/extra", RuleDSNMalformed, []string{"path"}},
-		{"modal://app:8080", RuleDSNMalformed, []string{"invalid app name"}},
-		{"modal://.hidden", RuleDSNMalformed, []string{"invalid app name"}},
-		{"modal://a%2Fb", RuleDSNMalformed, []string{"invalid app name"}},
-		{"modal://" + strings.Repeat("a", 65), RuleDSNMalformed, []string{"invalid app name"}},
-		{"vercel://", RuleDSNMalformed, []string{"lacks the team", "vercel://TEAM/PROJECT"}},
-		{"vercel://acme", RuleDSNMalformed, []string{"lacks the project"}},
-		{"vercel://acme/", RuleDSNMalformed, []string{"lacks the project"}},
-		{"vercel:///web", RuleDSNMalformed, []string{"lacks the team"}},
-		{"vercel://acme/web/extra", RuleDSNMalformed, []string{"path parts after the project"}},
-		{"vercel://acme/web/", RuleDSNMalformed, []string{"path parts after the project"}},
-		{"vercel://ac me/web", RuleDSNMalformed, []string{"space"}},
-		{"vercel://acme/w*b", RuleDSNMalformed, []string{"invalid team or project"}},
-		{"docker://?runtime", RuleDSNMalformed, []string{"no value for option runtime"}},
-		{"docker://?runtime=", RuleDSNMalformed, []string{"no value for option runtime"}},
-		{"docker://?runtime=gvisor", RuleDSNMalformed, []string{"invalid value for option runtime", "kata", "runc", "runsc"}},
-		{"docker://?disk_strategy=xfs", RuleDSNMalformed, []string{"auto", "storage-opt", "tmpfs"}},
-		{"docker://?runtime=runc&runtime=runsc", RuleDSNMalformed, []string{"twice"}},
-		{"docker://?runtime=runc;disk_strategy=auto", RuleDSNMalformed, []string{"';'", "'&'"}},
-		{"docker://?runtime=%zz", RuleDSNMalformed, []string{"%-escape"}},
-		{"docker://?%zz=1", RuleDSNMalformed, []string{"%-escape"}},
-		{"docker://?runtime=run%0Ac", RuleDSNMalformed, []string{"invalid value"}},
-		{"docker://?runtime=run+c", RuleDSNMalformed, []string{"invalid value"}},
-		{"e2b://?request_timeout=0", RuleDSNMalformed, []string{"request_timeout", "seconds"}},
-		{"e2b://?request_timeout=3601", RuleDSNMalformed, []string{"request_timeout"}},
-		{"e2b://?request_timeout=30s", RuleDSNMalformed, []string{"request_timeout"}},
-		{"e2b://?domain=localhost", RuleDSNMalformed, []string{"domain", "DNS name"}},
-		{"e2b://?domain=-bad.example", RuleDSNMalformed, []string{"domain"}},
-		{"e2b://?domain=e2b.app:443", RuleDSNMalformed, []string{"domain"}},
-		{"modal://app?region=US", RuleDSNMalformed, []string{"region"}},
-		{"modal://app?environment=-x", RuleDSNMalformed, []string{"environment"}},
-		{"vercel://acme/web?region=us-east-1", RuleDSNMalformed, []string{"region", "iad1"}},
-		{"daytona://?target=US", RuleDSNMalformed, []string{"target"}},
-		{"daytona://?api_url=http://example.com/api", RuleDSNMalformed, []string{"api_url", "https"}},
-		{"daytona://?api_url=ftp://example.com", RuleDSNMalformed, []string{"api_url"}},
-		{"daytona://?api_url=https:opaque", RuleDSNMalformed, []string{"api_url"}},
-		{"daytona://?api_url=/relative", RuleDSNMalformed, []string{"api_url"}},
-		{"daytona://?api_url=https://example.com/api?x=1", RuleDSNMalformed, []string{"api_url"}},
-		{"daytona://?api_url=https%3A%2F%2Fexample.com%2Fapi%23frag", RuleDSNMalformed, []string{"api_url"}},
+		{"docker", rules.DSNMalformed, []string{"lacks ://", "docker://"}},
+		{"docker:", rules.DSNMalformed, []string{"lacks ://"}},
+		{"modal:app", rules.DSNMalformed, []string{"modal://APP"}},
+		{"vercel:/acme/web", rules.DSNMalformed, []string{"vercel://TEAM/PROJECT"}},
+		{" docker://", rules.DSNMalformed, []string{"whitespace"}},
+		{"docker://\n", rules.DSNMalformed, []string{"whitespace"}},
+		{"docker://?runtime=runc\t", rules.DSNMalformed, []string{"whitespace"}},
+		{"modal://my app", rules.DSNMalformed, []string{"space"}},
+		{"modal://app\x00", rules.DSNMalformed, []string{"control"}},
+		{"modal://äpp", rules.DSNMalformed, []string{"non-ASCII"}},
+		{"docker://localhost:2375", rules.DSNMalformed, []string{"host", "DOCKER_HOST"}},
+		{"docker://unix", rules.DSNMalformed, []string{"host", "DOCKER_HOST"}},
+		{"docker://:2375", rules.DSNMalformed, []string{"host"}},
+		{"docker:///", rules.DSNMalformed, []string{"path"}},
+		{"docker:///var/run/docker.sock", rules.DSNMalformed, []string{"path"}},
+		{"docker://#", rules.DSNMalformed, []string{"fragment"}},
+		{"docker://?runtime=runsc#x", rules.DSNMalformed, []string{"fragment"}},
+		{"e2b://api.e2b.dev", rules.DSNMalformed, []string{"host", "domain"}},
+		{"e2b:///", rules.DSNMalformed, []string{"path"}},
+		{"daytona://app.daytona.io", rules.DSNMalformed, []string{"host", "api_url"}},
+		{"modal://", rules.DSNMalformed, []string{"lacks the Modal app name", "modal://APP"}},
+		{"modal://?environment=prod", rules.DSNMalformed, []string{"lacks the Modal app name"}},
+		{"modal:///app", rules.DSNMalformed, []string{"lacks the Modal app name"}},
+		{"modal://app/", rules.DSNMalformed, []string{"path", "modal://APP"}},
+		{"modal://app/extra", rules.DSNMalformed, []string{"path"}},
+		{"modal://app:8080", rules.DSNMalformed, []string{"invalid app name"}},
+		{"modal://.hidden", rules.DSNMalformed, []string{"invalid app name"}},
+		{"modal://a%2Fb", rules.DSNMalformed, []string{"invalid app name"}},
+		{"modal://" + strings.Repeat("a", 65), rules.DSNMalformed, []string{"invalid app name"}},
+		{"vercel://", rules.DSNMalformed, []string{"lacks the team", "vercel://TEAM/PROJECT"}},
+		{"vercel://acme", rules.DSNMalformed, []string{"lacks the project"}},
+		{"vercel://acme/", rules.DSNMalformed, []string{"lacks the project"}},
+		{"vercel:///web", rules.DSNMalformed, []string{"lacks the team"}},
+		{"vercel://acme/web/extra", rules.DSNMalformed, []string{"path parts after the project"}},
+		{"vercel://acme/web/", rules.DSNMalformed, []string{"path parts after the project"}},
+		{"vercel://ac me/web", rules.DSNMalformed, []string{"space"}},
+		{"vercel://acme/w*b", rules.DSNMalformed, []string{"invalid team or project"}},
+		{"docker://?runtime", rules.DSNMalformed, []string{"no value for option runtime"}},
+		{"docker://?runtime=", rules.DSNMalformed, []string{"no value for option runtime"}},
+		{"docker://?runtime=gvisor", rules.DSNMalformed, []string{"invalid value for option runtime", "kata", "runc", "runsc"}},
+		{"docker://?disk_strategy=xfs", rules.DSNMalformed, []string{"auto", "storage-opt", "tmpfs"}},
+		{"docker://?runtime=runc&runtime=runsc", rules.DSNMalformed, []string{"twice"}},
+		{"docker://?runtime=runc;disk_strategy=auto", rules.DSNMalformed, []string{"';'", "'&'"}},
+		{"docker://?runtime=%zz", rules.DSNMalformed, []string{"%-escape"}},
+		{"docker://?%zz=1", rules.DSNMalformed, []string{"%-escape"}},
+		{"docker://?runtime=run%0Ac", rules.DSNMalformed, []string{"invalid value"}},
+		{"docker://?runtime=run+c", rules.DSNMalformed, []string{"invalid value"}},
+		{"e2b://?request_timeout=0", rules.DSNMalformed, []string{"request_timeout", "seconds"}},
+		{"e2b://?request_timeout=3601", rules.DSNMalformed, []string{"request_timeout"}},
+		{"e2b://?request_timeout=30s", rules.DSNMalformed, []string{"request_timeout"}},
+		{"e2b://?domain=localhost", rules.DSNMalformed, []string{"domain", "DNS name"}},
+		{"e2b://?domain=-bad.example", rules.DSNMalformed, []string{"domain"}},
+		{"e2b://?domain=e2b.app:443", rules.DSNMalformed, []string{"domain"}},
+		{"modal://app?region=US", rules.DSNMalformed, []string{"region"}},
+		{"modal://app?environment=-x", rules.DSNMalformed, []string{"environment"}},
+		{"vercel://acme/web?region=us-east-1", rules.DSNMalformed, []string{"region", "iad1"}},
+		{"daytona://?target=US", rules.DSNMalformed, []string{"target"}},
+		{"daytona://?api_url=http://example.com/api", rules.DSNMalformed, []string{"api_url", "https"}},
+		{"daytona://?api_url=ftp://example.com", rules.DSNMalformed, []string{"api_url"}},
+		{"daytona://?api_url=https:opaque", rules.DSNMalformed, []string{"api_url"}},
+		{"daytona://?api_url=/relative", rules.DSNMalformed, []string{"api_url"}},
+		{"daytona://?api_url=https://example.com/api?x=1", rules.DSNMalformed, []string{"api_url"}},
+		{"daytona://?api_url=https%3A%2F%2Fexample.com%2Fapi%23frag", rules.DSNMalformed, []string{"api_url"}},
 
 		// SBX-DSN-004: unknown option, with the allowed ones listed.
-		{"docker://?network=none", RuleDSNOption, []string{`"network"`, "runtime (one of kata, runc, runsc)", "disk_strategy"}},
-		{"docker://?Runtime=runsc", RuleDSNOption, []string{"does not know", "lower case"}},
-		{"e2b://?template=base", RuleDSNOption, []string{`"template"`, "domain", "request_timeout"}},
-		{"modal://app?regoin=us", RuleDSNOption, []string{`"regoin"`, "environment", "region"}},
-		{"vercel://acme/web?team=acme", RuleDSNOption, []string{`"team"`, "region"}},
-		{"daytona://?server_url=https://x.io", RuleDSNOption, []string{`"server_url"`, "api_url", "target"}},
-		{"docker://?" + canary + "=1", RuleDSNOption, []string{"does not know"}},
-		{"docker://?" + canary, RuleDSNOption, []string{"does not know"}},
+		{"docker://?network=none", rules.DSNOption, []string{`"network"`, "runtime (one of kata, runc, runsc)", "disk_strategy"}},
+		{"docker://?Runtime=runsc", rules.DSNOption, []string{"does not know", "lower case"}},
+		{"e2b://?template=base", rules.DSNOption, []string{`"template"`, "domain", "request_timeout"}},
+		{"modal://app?regoin=us", rules.DSNOption, []string{`"regoin"`, "environment", "region"}},
+		{"vercel://acme/web?team=acme", rules.DSNOption, []string{`"team"`, "region"}},
+		{"daytona://?server_url=https://x.io", rules.DSNOption, []string{`"server_url"`, "api_url", "target"}},
+		{"docker://?" + canary + "=1", rules.DSNOption, []string{"does not know"}},
+		{"docker://?" + canary, rules.DSNOption, []string{"does not know"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -276,7 +277,7 @@ var dsnBases = []struct {
 // checkCredentialError asserts a credential refusal that names the env vars.
 func checkCredentialError(t *testing.T, in string, err error, env []string) {
 	t.Helper()
-	me := checkDSNError(t, in, err, RuleDSNCredential)
+	me := checkDSNError(t, in, err, rules.DSNCredential)
 	if me == nil {
 		return
 	}
@@ -368,8 +369,8 @@ func TestParseDSNCredentialValues(t *testing.T) {
 		} {
 			_, err := ParseDSN(in)
 			var me *model.Error
-			if !errors.As(err, &me) || me.Rule != RuleDSNCredential {
-				t.Errorf("ParseDSN(%q) = %v, want %s", in, err, RuleDSNCredential)
+			if !errors.As(err, &me) || me.Rule != rules.DSNCredential {
+				t.Errorf("ParseDSN(%q) = %v, want %s", in, err, rules.DSNCredential)
 			}
 		}
 	}
@@ -404,7 +405,7 @@ func TestParseDSNUnknownSchemeWithCredential(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := ParseDSN(tt.in)
-		me := checkDSNError(t, tt.in, err, RuleDSNUnknown)
+		me := checkDSNError(t, tt.in, err, rules.DSNUnknown)
 		if me != nil && tt.pointEnv && !strings.Contains(me.Fix, "environment variables") {
 			t.Errorf("ParseDSN(%q): fix %q does not point at environment variables", tt.in, me.Fix)
 		}

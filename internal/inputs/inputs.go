@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -115,7 +116,7 @@ func (c Template) Build(defaultBackend string) (model.Spec, policy.Input, error)
 	}
 	if ref == nil {
 		return model.Spec{}, policy.Input{}, &model.Error{
-			Class: model.ConfigurationError, Rule: backends.RuleDSNUnknown, Attribute: "backend",
+			Class: model.ConfigurationError, Rule: rules.DSNUnknown, Attribute: "backend",
 			Message: "the template has no backend and the provider sets no default_backend",
 			Fix:     `set backend (for example "docker://") on the template, or default_backend on the provider`,
 		}
@@ -237,7 +238,7 @@ func Spec(s model.Spec) (policy.Input, model.Tier, error) {
 	}
 	if ref == nil {
 		return policy.Input{}, "", &model.Error{
-			Class: model.ConfigurationError, Rule: backends.RuleDSNUnknown, Attribute: "backend",
+			Class: model.ConfigurationError, Rule: rules.DSNUnknown, Attribute: "backend",
 			Message: "the spec has no backend: a spec names its backend, it never falls back to the provider's default_backend",
 			Fix:     `set "backend" in the spec (for example "docker://"), or pass the spec of a sandboxio_template (sandboxio_template.NAME.spec), which names it`,
 		}
@@ -248,11 +249,6 @@ func Spec(s model.Spec) (policy.Input, model.Tier, error) {
 	}
 	return policy.FromSpec(s, ref), tier, nil
 }
-
-// ruleSpecTier is the refusal of a spec whose isolation tier is not its
-// backend's, at plan (here) and against the live backend (the run-time
-// helper).
-const ruleSpecTier = "SBX-SPC-005"
 
 // specTier returns the tier the capability data gives the backend and
 // refuses a spec that states another.
@@ -277,7 +273,7 @@ func specTier(s model.Spec, ref *policy.BackendRef) (model.Tier, error) {
 				claim, claim, fix)
 		}
 	}
-	return "", &model.Error{Class: model.ConfigurationError, Rule: ruleSpecTier, Attribute: "isolation_tier", Message: msg, Fix: fix}
+	return "", &model.Error{Class: model.ConfigurationError, Rule: rules.SpecTierLies, Attribute: "isolation_tier", Message: msg, Fix: fix}
 }
 
 func tierRank(t model.Tier) int {

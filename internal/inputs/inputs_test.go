@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -52,7 +52,7 @@ func TestTemplate_DefaultsAndSpec(t *testing.T) {
 		t.Fatal("zero values were replaced by defaults; the rules must see them to refuse them")
 	}
 	var me *model.Error
-	if _, _, err := (Template{Name: "p"}).Build(""); !errors.As(err, &me) || me.Rule != backends.RuleDSNUnknown || me.Attribute != "backend" {
+	if _, _, err := (Template{Name: "p"}).Build(""); !errors.As(err, &me) || me.Rule != rules.DSNUnknown || me.Attribute != "backend" {
 		t.Fatalf("no backend: %v", err)
 	}
 }

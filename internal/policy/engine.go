@@ -24,6 +24,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/open-policy-agent/opa/v1/util"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/policies"
 )
@@ -566,7 +567,7 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (d Decision, err error)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			d, err = Decision{}, evalErr("SBX-POL-003", fmt.Sprintf("the evaluator failed on this input (%v)", p))
+			d, err = Decision{}, evalErr(rules.PolicyEval, fmt.Sprintf("the evaluator failed on this input (%v)", p))
 		}
 	}()
 	return e.evaluate(ctx, in)
@@ -648,9 +649,9 @@ func (e *Engine) run(ctx context.Context, bc *budgetCancel, q *decisionQuery, in
 	case err == nil && results == 1:
 		return nil
 	case err == nil:
-		return evalErr("SBX-POL-003", "the policy query returned no result, so nothing was decided")
+		return evalErr(rules.PolicyEval, "the policy query returned no result, so nothing was decided")
 	case bc.expired.Load():
-		return &model.Error{Class: model.ConfigurationError, Rule: "SBX-POL-004", Attribute: "policy_paths",
+		return &model.Error{Class: model.ConfigurationError, Rule: rules.PolicyTimedOut, Attribute: "policy_paths",
 			Message: fmt.Sprintf("policy evaluation did not finish within its budget of %s, so the configuration is refused rather than passed", bc.budget()),
 			Fix:     "a team rule is looping over a very large collection or waiting on something: make it cheaper (run `opa eval --profile` on it), or remove it from policy_paths"}
 	case ctx.Err() != nil:
@@ -660,7 +661,7 @@ func (e *Engine) run(ctx context.Context, bc *budgetCancel, q *decisionQuery, in
 		if errors.As(err, &me) {
 			return me
 		}
-		return evalErr("SBX-POL-003", "policy evaluation failed: "+err.Error())
+		return evalErr(rules.PolicyEval, "policy evaluation failed: "+err.Error())
 	}
 }
 
@@ -731,7 +732,7 @@ func (r ruleRef) kind() string {
 }
 
 func errShape(what string) error {
-	return evalErr("SBX-POL-003", "the policy result has the wrong shape ("+what+"), so nothing was decided")
+	return evalErr(rules.PolicyEval, "the policy result has the wrong shape ("+what+"), so nothing was decided")
 }
 
 func evalErr(rule, msg string) *model.Error {
@@ -795,7 +796,7 @@ func sortFindings(fs []Finding) {
 }
 
 func configErr(attr, msg, fix string) *model.Error {
-	return &model.Error{Class: model.ConfigurationError, Rule: "SBX-POL-001", Attribute: attr, Message: msg, Fix: fix}
+	return &model.Error{Class: model.ConfigurationError, Rule: rules.PolicyLoad, Attribute: attr, Message: msg, Fix: fix}
 }
 
 // WithBudget returns a copy of the engine whose evaluations are bounded by

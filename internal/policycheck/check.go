@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -241,7 +242,7 @@ func tenantPart(full policy.Input) policy.Input {
 // spec that does not parse) as the provider does: built-in, hard-mandatory.
 func refusalResult(me *model.Error) verdict.Result {
 	title := ""
-	if d, ok := goRule(me.Rule); ok {
+	if d, ok := rules.Lookup(me.Rule); ok {
 		title = d.Title
 	}
 	return verdict.Result{

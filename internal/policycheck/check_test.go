@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 )
 
@@ -556,7 +557,7 @@ func TestRender_SARIF(t *testing.T) {
 			t.Errorf("rule %s without help text", r.ID)
 		}
 	}
-	for _, id := range []string{"SBX-NET-003", "SBX-NET-007", "TEAM-LEG-001", CheckedAtApply} {
+	for _, id := range []string{"SBX-NET-003", "SBX-NET-007", "TEAM-LEG-001", rules.CheckedAtApply} {
 		if !seen[id] {
 			t.Errorf("no descriptor for %s", id)
 		}
@@ -575,10 +576,10 @@ func TestRender_SARIF(t *testing.T) {
 		}
 	}
 	for k, want := range map[string]string{
-		"sandboxio_template.bad SBX-NET-003":         "error",
-		"sandboxio_template.open SBX-NET-007":        "warning",
-		"sandboxio_template.later " + CheckedAtApply: "note",
-		"sandboxio_template.legacy TEAM-LEG-001":     "error",
+		"sandboxio_template.bad SBX-NET-003":               "error",
+		"sandboxio_template.open SBX-NET-007":              "warning",
+		"sandboxio_template.later " + rules.CheckedAtApply: "note",
+		"sandboxio_template.legacy TEAM-LEG-001":           "error",
 	} {
 		if levels[k] != want {
 			t.Errorf("%s: level %q, want %q (all %v)", k, levels[k], want, levels)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 )
 
@@ -65,7 +66,7 @@ func renderJUnit(w io.Writer, rep *Report, o RenderOptions) error {
 		}}
 		if r.Skipped != "" {
 			// One case: none of the rules ran.
-			suite.Cases = []junitCase{{Name: NotChecked + ": not checked", Classname: r.Address,
+			suite.Cases = []junitCase{{Name: rules.NotChecked + ": not checked", Classname: r.Address,
 				Skipped: &junitSkipped{Message: skippedText(r)}}}
 			suite.Tests, suite.Skipped = 1, 1
 			out.Tests++
@@ -77,24 +78,24 @@ func renderJUnit(w io.Writer, rep *Report, o RenderOptions) error {
 		for _, x := range r.Results {
 			byRule[x.ID] = append(byRule[x.ID], x)
 		}
-		rules := rep.Rules
+		docs := rep.Rules
 		for _, x := range r.Results {
 			if !inCatalogue(rep.Rules, x.ID) {
-				rules = append(rules, RuleDoc{ID: x.ID, Title: x.Title})
+				docs = append(docs, RuleDoc{Doc: rules.Doc{ID: x.ID, Title: x.Title}})
 			}
 		}
-		for _, rule := range rules {
-			if rule.Package == "go" && len(byRule[rule.ID]) == 0 && (rule.ID != CheckedAtApply || len(r.Deferred) == 0) {
+		for _, rule := range docs {
+			if rule.Package == "go" && len(byRule[rule.ID]) == 0 && (rule.ID != rules.CheckedAtApply || len(r.Deferred) == 0) {
 				continue // Go-side refusals appear only when they fired
 			}
 			c := junitCase{Name: caseName(rule), Classname: r.Address}
 			results := byRule[rule.ID]
 			switch {
-			case rule.ID == CheckedAtApply && o.FailOnDeferred:
+			case rule.ID == rules.CheckedAtApply && o.FailOnDeferred:
 				// It fails the check (--fail-on-deferred): a failure here too.
 				c.Failure = &junitFailure{Message: deferredText(r), Type: "CheckedAtApply",
-					Text: CheckedAtApply + " [CheckedAtApply]\n" + deferredText(r) + "\nwith --fail-on-deferred, anything checked only at apply fails the check"}
-			case rule.ID == CheckedAtApply:
+					Text: rules.CheckedAtApply + " [CheckedAtApply]\n" + deferredText(r) + "\nwith --fail-on-deferred, anything checked only at apply fails the check"}
+			case rule.ID == rules.CheckedAtApply:
 				c.Skipped = &junitSkipped{Message: deferredText(r)}
 			case hasOutcome(results, verdict.Fail):
 				c.Failure = failure(results)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 )
 
@@ -115,7 +116,7 @@ func renderSARIF(w io.Writer, rep *Report, o RenderOptions) error {
 			return i
 		}
 		index[x.ID] = len(driver.Rules)
-		driver.Rules = append(driver.Rules, descriptor(RuleDoc{ID: x.ID, Title: x.Title, Class: x.Class, Fix: x.Fix,
+		driver.Rules = append(driver.Rules, descriptor(RuleDoc{Doc: rules.Doc{ID: x.ID, Title: x.Title, Class: x.Class, Fix: x.Fix},
 			Package: x.Package, Deny: x.Deny, Builtin: x.Builtin, Enforcement: x.Enforcement, Severity: x.Severity}))
 		return index[x.ID]
 	}
@@ -127,12 +128,12 @@ func renderSARIF(w io.Writer, rep *Report, o RenderOptions) error {
 			if o.FailOnDeferred {
 				level = "error" // it fails the check
 			}
-			results = append(results, sarifResult{RuleID: CheckedAtApply, RuleIndex: index[CheckedAtApply],
+			results = append(results, sarifResult{RuleID: rules.CheckedAtApply, RuleIndex: index[rules.CheckedAtApply],
 				Level: level, Message: sarifText{Text: r.Address + ": " + d}, Locations: loc,
 				Properties: map[string]any{"address": r.Address, "unknown": r.Deferred}})
 		}
 		if d := skippedText(r); d != "" {
-			results = append(results, sarifResult{RuleID: NotChecked, RuleIndex: index[NotChecked],
+			results = append(results, sarifResult{RuleID: rules.NotChecked, RuleIndex: index[rules.NotChecked],
 				Level: "note", Message: sarifText{Text: r.Address + ": " + d}, Locations: loc,
 				Properties: map[string]any{"address": r.Address, "type": r.Type, "action": r.Action, "reason": r.Skipped}})
 		}
@@ -184,7 +185,7 @@ func renderSARIF(w io.Writer, rep *Report, o RenderOptions) error {
 func descriptor(r RuleDoc) sarifDescriptor {
 	level := "error"
 	switch {
-	case r.ID == CheckedAtApply:
+	case r.ID == rules.CheckedAtApply:
 		level = "note"
 	case !r.Enforcement.Mandatory():
 		level = "warning"

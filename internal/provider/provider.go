@@ -115,8 +115,8 @@ func (p *sandboxioProvider) Configure(ctx context.Context, req provider.Configur
 	if file := m.PolicyWaivers.ValueString(); file != "" {
 		w, err := verdict.LoadWaivers(file)
 		if err != nil {
-			resp.Diagnostics.AddAttributeError(path.Root("policy_waivers"), "ConfigurationError: waivers not loaded",
-				diags.Detail(err.Error(), "SBX-POL-002", "policy_waivers", "fix the waiver file named in the error"))
+			resp.Diagnostics.Append(diags.FromError(err, "waivers not loaded",
+				diags.PathMapper(func(string) path.Path { return path.Root("policy_waivers") })))
 			return
 		}
 		// Waivers that cannot apply are said once here, not on every resource.

@@ -20,6 +20,18 @@ var protoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, erro
 	"sandboxio": providerserver.NewProtocol6WithError(provider.New("test")()),
 }
 
+// unitTest runs a test case that needs no Docker daemon (plans, refusals,
+// data sources, applies on backends without live checks) as a unit test,
+// as terraform-provider-tls does: against the real Terraform CLI, without
+// TF_ACC, so that go test ./... runs it. Cases that apply a Docker template
+// check the live daemon and stay acceptance tests (requireDocker).
+func unitTest(t *testing.T, c resource.TestCase) {
+	t.Helper()
+	t.Parallel()
+	resource.UnitTest(t, c)
+}
+
+// testAccPreCheck runs before each acceptance test (one that needs Docker).
 func testAccPreCheck(t *testing.T) {
 	t.Helper()
 	if os.Getenv("TF_ACC") == "" {
@@ -68,8 +80,7 @@ func runRefusals(t *testing.T, cases []refusal) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			resource.ParallelTest(t, resource.TestCase{
-				PreCheck:                 func() { testAccPreCheck(t) },
+			unitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps: []resource.TestStep{{
 					Config:      tc.config,

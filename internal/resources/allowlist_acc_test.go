@@ -29,8 +29,7 @@ func TestAccAllowList_OpenEgressRefused(t *testing.T) {
 // TestAccAllowList_NonCanonicalNamesTheForm: the refusal of a non-canonical
 // block names the form to write.
 func TestAccAllowList_NonCanonicalNamesTheForm(t *testing.T) {
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config:      networkPolicyConfig("", "  backend = \"e2b://\"\n  allow   = [\"10.1.2.3/8\"]"),

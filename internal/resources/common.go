@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -119,10 +120,6 @@ func evaluateWithPlaceholders(ctx context.Context, pd *ProviderData, in policy.I
 	return out
 }
 
-// checkedAtApplyRule is the rule ID under which `sandboxio policy check`
-// reports values unknown in the plan (policycheck.CheckedAtApply).
-const checkedAtApplyRule = "SBX-CHK-001"
-
 // checkedAtApply is the warning of a plan that cannot decide on a resource:
 // a value a policy decision depends on is unknown until apply. CI running
 // `terraform plan` must not read the plan as a clean policy check.
@@ -136,7 +133,7 @@ func checkedAtApply(resource string, unknown []string) diag.Diagnostic {
 		diags.Detail(fmt.Sprintf("The policies cannot decide on this %s at plan: %s %s unknown until apply. "+
 			"They are checked at apply, before anything is created, and a refusal then fails the apply; "+
 			"this plan does not show whether the policies accept it.", resource, what, verb),
-			checkedAtApplyRule, "",
+			rules.CheckedAtApply, "",
 			"nothing, if the values come from other resources: apply runs the same rules. To have the plan decide "+
 				"(in CI), give these attributes values known at plan time (constants or variables)"))
 }
@@ -159,7 +156,7 @@ func teamPoliciesAtApply(placeholders []string) diag.Diagnostic {
 		diags.Detail(fmt.Sprintf("The built-in rules decided at plan, but %s %s unknown until apply and a team policy "+
 			"(policy_paths) may read them: the team policies are checked at apply, before anything is created, and a "+
 			"refusal then fails the apply.", joinAnd(what), verb),
-			checkedAtApplyRule, "",
+			rules.CheckedAtApply, "",
 			"nothing, if the values come from other resources: apply runs the same rules. To have the plan decide "+
 				"(in CI), give these attributes values known at plan time"))
 }

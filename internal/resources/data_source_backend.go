@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -119,7 +120,7 @@ func (d *backendDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	c, ok := backends.Lookup(key)
 	if !ok {
 		resp.Diagnostics.Append(diags.FromError(&model.Error{
-			Class: model.ConfigurationError, Rule: "SBX-ISO-005", Attribute: "runtime",
+			Class: model.ConfigurationError, Rule: rules.IsoNoCapsData, Attribute: "runtime",
 			Message: "no capability descriptor for " + key,
 			Fix:     "use runtime runc, runsc or kata on Docker",
 		}, "unknown runtime", onAttribute("runtime")))

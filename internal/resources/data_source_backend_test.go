@@ -41,8 +41,7 @@ func TestAccBackendDataSource_Capabilities(t *testing.T) {
 				checks = append(checks, statecheck.ExpectKnownValue(addr, tfjsonpath.New("credential_env"),
 					knownvalue.ListPartial(map[int]knownvalue.Check{indexOf(tc.credentialEnv, env): knownvalue.StringExact(env)})))
 			}
-			resource.ParallelTest(t, resource.TestCase{
-				PreCheck:                 func() { testAccPreCheck(t) },
+			unitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps:                    []resource.TestStep{{Config: backendConfig(tc.body), ConfigStateChecks: checks}},
 			})

@@ -30,8 +30,7 @@ data "sandboxio_tenant_sandbox" "test" {
 
 func TestAccTenantSandboxDataSource_LabelsAndSpec(t *testing.T) {
 	addr := "data.sandboxio_tenant_sandbox.test"
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: tenantSandboxConfig("acme", "s-42", `  extra_labels = { run = "nightly" }`),

@@ -15,8 +15,7 @@ import (
 // warnings; TestApply_DeferredCheckReportsWarnings checks that they are
 // there).
 func TestAccDeferredApply_WarningsDoNotStopApply(t *testing.T) {
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: providerBlock("") + `

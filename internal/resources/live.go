@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -62,7 +63,7 @@ func preflight(ctx context.Context, spec model.Spec) (*liveFacts, error) {
 	}
 	// The tier the live daemon gives must still meet the requirement.
 	if spec.RequireIsolation != "" && !p.Tier.Satisfies(spec.RequireIsolation) {
-		return nil, &model.Error{Class: model.ConfigurationError, Rule: "SBX-ISO-003", Attribute: "require_isolation",
+		return nil, &model.Error{Class: model.ConfigurationError, Rule: rules.IsoBelow, Attribute: "require_isolation",
 			Message: fmt.Sprintf("the daemon gives tier %s for runtime %q, below the required %s", p.Tier, spec.Runtime, spec.RequireIsolation),
 			Fix:     "register a runtime of the required tier on the daemon, or lower require_isolation"}
 	}

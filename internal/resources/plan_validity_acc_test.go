@@ -38,8 +38,7 @@ func TestAccPlanValidity_RuleRefusesFirst(t *testing.T) {
 
 // Values a float64 holds exactly as written still plan as written.
 func TestAccPlanValidity_ExactCPUAccepted(t *testing.T) {
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: providerBlock("docker://") + `resource "sandboxio_resource_caps" "c" { cpu = 0.01 }

@@ -22,8 +22,7 @@ func TestAccNetworkPolicy_DefaultDeny(t *testing.T) {
 		"egress": knownvalue.StringExact("deny"),
 		"allow":  knownvalue.ListExact([]knownvalue.Check{}),
 	})
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: networkPolicyConfig("docker://", ""),
@@ -48,8 +47,7 @@ func TestAccNetworkPolicy_DefaultDeny(t *testing.T) {
 
 func TestAccNetworkPolicy_AllowListOnE2B(t *testing.T) {
 	addr := "sandboxio_network_policy.test"
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: networkPolicyConfig("", `  backend = "e2b://"
@@ -67,8 +65,7 @@ func TestAccNetworkPolicy_AllowListOnE2B(t *testing.T) {
 }
 
 func TestAccNetworkPolicy_OpenEgressAccepted(t *testing.T) {
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: networkPolicyConfig("docker://", `  egress = "allow"`),

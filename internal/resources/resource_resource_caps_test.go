@@ -26,8 +26,7 @@ func capsCheck(cpu float64, memory, disk, pids int64) knownvalue.Check {
 
 func TestAccResourceCaps_DefaultsFilledIn(t *testing.T) {
 	addr := "sandboxio_resource_caps.test"
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: resourceCapsConfig("docker://", `  memory_mb = 1024`),
@@ -56,8 +55,7 @@ func TestAccResourceCaps_DefaultsFilledIn(t *testing.T) {
 }
 
 func TestAccResourceCaps_DefaultCapsOnE2B(t *testing.T) {
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: resourceCapsConfig("e2b://", ""),

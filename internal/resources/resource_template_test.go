@@ -128,8 +128,7 @@ func TestAccTemplate_DockerMissingImageRefusedAtApply(t *testing.T) {
 func TestAccTemplate_DockerPlanNeedsNoDaemon(t *testing.T) {
 	// Not parallel: the in-process provider reads DOCKER_HOST from this process.
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-	resource.Test(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	resource.UnitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config:             templateConfig("docker://", ""),
@@ -143,8 +142,7 @@ func TestAccTemplate_DockerPlanNeedsNoDaemon(t *testing.T) {
 }
 
 func TestAccTemplate_MicroVMOnE2B(t *testing.T) {
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: templateConfig("", `  backend = "e2b://"
@@ -160,8 +158,7 @@ func TestAccTemplate_MicroVMOnE2B(t *testing.T) {
 
 // A value unknown at plan time is checked again at apply, before anything is stored.
 func TestAccTemplate_UnknownAtPlanRefusedAtApply(t *testing.T) {
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: providerBlock("") + `
@@ -257,8 +254,7 @@ resource "sandboxio_template" "test" {
 		})
 	})
 	t.Run("allow list refused at apply", func(t *testing.T) {
-		resource.ParallelTest(t, resource.TestCase{
-			PreCheck:                 func() { testAccPreCheck(t) },
+		unitTest(t, resource.TestCase{
 			ProtoV6ProviderFactories: protoV6ProviderFactories,
 			Steps: []resource.TestStep{{
 				Config: provider + `

@@ -68,8 +68,7 @@ func TestAccTeamPolicies_Refused(t *testing.T) {
 
 func TestAccTeamPolicies_WaivedPlans(t *testing.T) {
 	ex := examplesDir(t)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config:             teamProvider(ex, filepath.Join(ex, "waivers.yaml")) + teamTemplate("legacy_notebook", "python:3.12-slim", 512),
@@ -119,8 +118,7 @@ x := 1
 	})
 	for name, dir := range map[string]string{"sandboxio namespace": shadow, "capability data": capsShadow} {
 		t.Run(name, func(t *testing.T) {
-			resource.ParallelTest(t, resource.TestCase{
-				PreCheck:                 func() { testAccPreCheck(t) },
+			unitTest(t, resource.TestCase{
 				ProtoV6ProviderFactories: protoV6ProviderFactories,
 				Steps: []resource.TestStep{{
 					Config:      teamProvider(dir, "") + allowList,
@@ -130,4 +128,20 @@ x := 1
 			})
 		})
 	}
+}
+
+// A waiver file that cannot be read is refused as SBX-POL-002 on
+// policy_waivers, with the catalogue's fix: the same error policy check and
+// the run-time helper report (verdict.LoadWaivers makes it once).
+func TestAccTeamPolicies_WaiverFileUnreadable(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.yaml")
+	unitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:   teamProvider(examplesDir(t), missing) + teamTemplate("python", "registry.internal.example/python:3.12", 512),
+			PlanOnly: true,
+			ExpectError: regexp.MustCompile(`(?s)ConfigurationError: waivers not loaded.*missing\.yaml.*Rule: SBX-POL-002` +
+				`.*Attribute: policy_waivers.*Fix: Pass a waiver file that exists`),
+		}},
+	})
 }

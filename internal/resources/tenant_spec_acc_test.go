@@ -72,8 +72,7 @@ func expectSpecRefusal(class, rule string) *regexp.Regexp {
 
 func planRefused(t *testing.T, config, class, rule string) {
 	t.Helper()
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config:      config,
@@ -143,8 +142,7 @@ func TestAccTenantSandbox_WrongType(t *testing.T) {
 // what the run-time helper accepts: the tier is the backend's.
 func TestAccTenantSandbox_ValidHandWritten(t *testing.T) {
 	addr := "data.sandboxio_tenant_sandbox.test"
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: handSpec(nil),
@@ -161,8 +159,7 @@ func TestAccTenantSandbox_ValidHandWritten(t *testing.T) {
 // it claimed nothing, so there is nothing to refuse.
 func TestAccTenantSandbox_IsolationTierFilledIn(t *testing.T) {
 	addr := "data.sandboxio_tenant_sandbox.test"
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: handSpec(map[string]string{"isolation_tier": "", "runtime": `"runsc"`}),
@@ -216,8 +213,7 @@ func TestAccTenantSandbox_UnknownSpecCheckedAtApply(t *testing.T) {
 	config := strings.Replace(handSpec(map[string]string{"isolation_tier": "terraform_data.later.output"}),
 		"\ndata ", unknownSource+"\ndata ", 1)
 	config = strings.Replace(config, `input = "python:3.12-slim"`, `input = "LOL"`, 1)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: config, PlanOnly: true, ExpectNonEmptyPlan: true},

@@ -49,8 +49,7 @@ func TestAccTemplate_UnknownImageRefusedAtPlan(t *testing.T) {
 	})
 
 	// Both refusals of the review's example, at plan.
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config:   unknownImageTemplate("docker://", "python", "  network = { allow = [\"1.2.3.4/32\"] }\n  timeout_seconds = 0"),
@@ -70,8 +69,7 @@ func TestAccTemplate_UnknownImagePlansTheRest(t *testing.T) {
   require_isolation = "MICROVM"
   env               = { LANG = "C.UTF-8", HOST = terraform_data.later.id }
   labels            = { team = terraform_data.later.id }`)
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config: config,
@@ -107,8 +105,7 @@ resource "sandboxio_template" "test" {
   network = { allow = ["10.0.0.0/8"] }
 }
 `
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config:             config,
@@ -137,8 +134,7 @@ resource "sandboxio_template" "t" {
 }
 `, memory, extra)
 	}
-	resource.ParallelTest(t, resource.TestCase{
-		PreCheck:                 func() { testAccPreCheck(t) },
+	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
 		Steps: []resource.TestStep{{
 			Config:             template(512, ""),

@@ -16,16 +16,13 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/policycheck"
 )
 
 // The warning of a plan that cannot decide names what is unknown and says
 // the check happens at apply, before anything is created, under the rule ID
-// `sandboxio policy check` uses for the same case.
+// `sandboxio policy check` uses for the same case (one constant,
+// rules.CheckedAtApply).
 func TestCheckedAtApplyWarning(t *testing.T) {
-	if checkedAtApplyRule != policycheck.CheckedAtApply {
-		t.Fatalf("rule %s, policy check reports %s", checkedAtApplyRule, policycheck.CheckedAtApply)
-	}
 	for _, tc := range []struct {
 		unknown []string
 		want    string

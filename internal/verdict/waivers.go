@@ -10,6 +10,8 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
 // Waiver is one exception to a soft-mandatory team rule: the rule, the
@@ -39,12 +41,25 @@ var waiverKeys = map[string]bool{"rule": true, "address": true, "reason": true, 
 // LoadWaivers reads a waiver file. YAML and JSON are both accepted (JSON is
 // read as the YAML it is). Only a regular file within inputs.DefaultLimit
 // is read: a device or a FIFO is refused before it is opened.
+//
+// A file that cannot be read or parsed is refused as SBX-POL-002, with the
+// rule catalogue's fix: the provider, `sandboxio policy check` and the
+// run-time helper report this error as it is.
 func LoadWaivers(path string) (*Waivers, error) {
 	data, err := inputs.ReadFile(path, inputs.DefaultLimit)
 	if err != nil {
-		return nil, fmt.Errorf("waivers: %w", err)
+		return nil, waiversError(fmt.Errorf("waivers: %w", err))
 	}
-	return ParseWaivers(path, data)
+	w, err := ParseWaivers(path, data)
+	if err != nil {
+		return nil, waiversError(err)
+	}
+	return w, nil
+}
+
+func waiversError(err error) error {
+	d, _ := rules.Lookup(rules.WaiversLoad)
+	return &model.Error{Class: model.ErrorClass(d.Class), Rule: d.ID, Attribute: d.Attribute, Message: err.Error(), Fix: d.Fix}
 }
 
 // ParseWaivers parses a waiver file:

@@ -13,6 +13,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -22,10 +23,6 @@ import (
 // process, on whichever host, asks for it. Two deployments (or test runs)
 // that share a daemon but not their tenants can set different scopes.
 const ScopeEnv = "SANDBOXIO_DOCKER_SCOPE"
-
-// RuleOneSandbox is the rule of the refusal of a second sandbox for a tenant
-// and session.
-const RuleOneSandbox = "SBX-RUN-005"
 
 // sessionName is the container name of the sandbox of a tenant and session:
 // derived from them (and the scope) alone, so that the daemon itself refuses
@@ -112,7 +109,7 @@ func busyError(p createPlan, id string, labels map[string]string, expires time.T
 	if id != "" {
 		holder = "container " + shortID(id) + who
 	}
-	return &model.Error{Class: model.ConfigurationError, Rule: RuleOneSandbox, Attribute: "session_id",
+	return &model.Error{Class: model.ConfigurationError, Rule: rules.OneSandbox, Attribute: "session_id",
 		Message: fmt.Sprintf("a sandbox is already open for tenant %q session %q (%s): one sandbox per tenant and session, on this Docker daemon",
 			clip(p.spec.TenantID), clip(p.spec.SessionID), holder),
 		Fix: "use the open sandbox, or close it first" + until +

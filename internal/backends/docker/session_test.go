@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -74,7 +75,7 @@ func TestOneSandboxPerTenantSession(t *testing.T) {
 			continue
 		}
 		me := classError(t, err, model.ConfigurationError, "")
-		if me.Rule != RuleOneSandbox || me.Attribute != "session_id" || !strings.Contains(me.Message, `tenant "acme" session "`+spec.SessionID+`"`) {
+		if me.Rule != rules.OneSandbox || me.Attribute != "session_id" || !strings.Contains(me.Message, `tenant "acme" session "`+spec.SessionID+`"`) {
 			t.Fatalf("refusal: %v", err)
 		}
 	}
@@ -146,7 +147,7 @@ func TestRefusedCreateLeavesTheHolderAlone(t *testing.T) {
 	other := newTestBackend(t)
 	other.owner.ID = "another-process"
 	_, err := other.Create(context.Background(), backends.CreateRequest{Spec: spec})
-	if me := classError(t, err, model.ConfigurationError, ""); me.Rule != RuleOneSandbox || !strings.Contains(me.Message, shortID(holder.id)) {
+	if me := classError(t, err, model.ConfigurationError, ""); me.Rule != rules.OneSandbox || !strings.Contains(me.Message, shortID(holder.id)) {
 		t.Fatalf("refusal: %v", err)
 	}
 	name := sessionName(other.cfg.scope, spec.TenantID, spec.SessionID)

@@ -10,6 +10,7 @@ import (
 	"github.com/docker/docker/api/types/system"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -113,16 +114,16 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 	case model.EgressAllow:
 		p.networkMode = "bridge"
 	case model.EgressLearn:
-		return p, &model.Error{Class: model.CapabilityNotSupported, Rule: "SBX-NET-001", Attribute: "network.egress",
+		return p, &model.Error{Class: model.CapabilityNotSupported, Rule: rules.NetLearn, Attribute: "network.egress",
 			Message: `egress "learn" is not available in this version`,
 			Fix:     `use egress = "deny" (the default) or an explicit egress = "allow"`}
 	default:
-		return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-NET-002", Attribute: "network.egress",
+		return p, &model.Error{Class: model.ConfigurationError, Rule: rules.NetEgressMode, Attribute: "network.egress",
 			Message: fmt.Sprintf("egress %q is not a network mode", n.Egress),
 			Fix:     `use egress = "deny" or "allow"`}
 	}
 	if len(n.Allow) > 0 {
-		return p, &model.Error{Class: model.CapabilityNotSupported, Rule: "SBX-NET-003", Attribute: "network.allow",
+		return p, &model.Error{Class: model.CapabilityNotSupported, Rule: rules.NetAllowList, Attribute: "network.allow",
 			Message: "Docker cannot enforce an egress allow list: its network modes are none, bridge, host, container or a custom network, with no per-host filter",
 			Fix:     "remove the allow list and bake dependencies into the image or upload a wheelhouse, or use a backend with allow lists (E2B, Modal)"}
 	}
@@ -137,7 +138,7 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 	}
 	tier, ok := runtimeTiers[p.runtime]
 	if !ok {
-		return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-ISO-005", Attribute: "runtime",
+		return p, &model.Error{Class: model.ConfigurationError, Rule: rules.IsoNoCapsData, Attribute: "runtime",
 			Message: fmt.Sprintf("Docker runtime %q has no known isolation tier", p.runtime),
 			Fix:     "set runtime to runc (CONTAINER), runsc (GVISOR) or kata (MICROVM)"}
 	}
@@ -157,7 +158,7 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 		return p, err
 	}
 	if caps, ok := backends.Lookup(backends.CapabilityKey("docker", p.runtime)); ok && caps.Caps.MaxPids > 0 && c.Pids > caps.Caps.MaxPids {
-		return p, &model.Error{Class: model.CapabilityNotSupported, Rule: "SBX-RES-005", Attribute: "resources.pids",
+		return p, &model.Error{Class: model.CapabilityNotSupported, Rule: rules.ResPidsCeiling, Attribute: "resources.pids",
 			Message: fmt.Sprintf("pids %d is above the Docker ceiling of %d", c.Pids, caps.Caps.MaxPids),
 			Fix:     fmt.Sprintf("set pids to at most %d", caps.Caps.MaxPids)}
 	}
@@ -194,12 +195,12 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 			if own, ok := p.labels[k]; ok && own == v && k != model.LabelManaged {
 				continue
 			}
-			return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-LBL-001", Attribute: "labels",
+			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.LblReserved, Attribute: "labels",
 				Message: fmt.Sprintf("label %q is under the reserved prefix %q", k, model.ReservedLabelPrefix),
 				Fix:     "rename the label; tenant_id and session_id are set from the spec"}
 		}
 		if k == "" {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-LBL-002", Attribute: "labels",
+			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.LblMalformed, Attribute: "labels",
 				Message: "empty label key", Fix: "give every label a non-empty key"}
 		}
 		p.labels[k] = v
@@ -216,12 +217,12 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 		v, ok := req.Secrets[name]
 		if !ok && checkSecrets {
 			// Name only: the value is never part of an error.
-			return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-RUN-001", Attribute: "secret_names",
+			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("no value was supplied for secret %q", name),
 				Fix:     "pass the secret's value at run time (from the environment of the caller)"}
 		}
 		if name == "" || strings.ContainsAny(name, "=\x00") {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: "SBX-SEC-001", Attribute: "secret_names",
+			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.SecName, Attribute: "secret_names",
 				Message: fmt.Sprintf("%q is not an environment variable name", name), Fix: "use names without '=' or NUL"}
 		}
 		p.secrets = append(p.secrets, name+"="+v)
@@ -231,15 +232,15 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 
 func checkRequirement(tier, required model.Tier, runtime string) error {
 	if _, ok := required.Rank(); !ok {
-		return &model.Error{Class: model.ConfigurationError, Rule: "SBX-ISO-002", Attribute: "require_isolation",
+		return &model.Error{Class: model.ConfigurationError, Rule: rules.IsoNotATier, Attribute: "require_isolation",
 			Message: fmt.Sprintf("%q is not an isolation tier", required), Fix: "use one of CONTAINER, GVISOR or MICROVM"}
 	}
 	if required == model.TierUnknown {
-		return &model.Error{Class: model.ConfigurationError, Rule: "SBX-ISO-001", Attribute: "require_isolation",
+		return &model.Error{Class: model.ConfigurationError, Rule: rules.IsoUnknown, Attribute: "require_isolation",
 			Message: "UNKNOWN satisfies no requirement and cannot be required", Fix: "require CONTAINER, GVISOR or MICROVM"}
 	}
 	if !tier.Satisfies(required) {
-		return &model.Error{Class: model.ConfigurationError, Rule: "SBX-ISO-003", Attribute: "require_isolation",
+		return &model.Error{Class: model.ConfigurationError, Rule: rules.IsoBelow, Attribute: "require_isolation",
 			Message: fmt.Sprintf("docker with runtime %s gives %s, below the required %s", runtime, tier, required),
 			Fix:     "use runtime runsc (GVISOR) or kata (MICROVM), or a backend of the required tier"}
 	}

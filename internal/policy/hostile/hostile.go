@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 )
 
 // Outcome is what the engine must do with a hostile package.
@@ -41,51 +43,51 @@ type Case struct {
 // Cases lists every hostile bundle.
 func Cases() []Case {
 	return []Case{
-		{Name: "complete deny that is undefined", Want: RefusedAtLoad, Rule: "SBX-POL-001", Files: one(`package team.silence
+		{Name: "complete deny that is undefined", Want: RefusedAtLoad, Rule: rules.PolicyLoad, Files: one(`package team.silence
 deny := "never" if { input.kind == "no-such-kind" }
 `)},
-		{Name: "warn from a missing input value", Want: RefusedAtLoad, Rule: "SBX-POL-001", Files: one(`package team.silence
+		{Name: "warn from a missing input value", Want: RefusedAtLoad, Rule: rules.PolicyLoad, Files: one(`package team.silence
 warn := input.nope
 `)},
-		{Name: "deny from a missing template attribute", Want: RefusedAtLoad, Rule: "SBX-POL-001", Files: one(`package team.silence
+		{Name: "deny from a missing template attribute", Want: RefusedAtLoad, Rule: rules.PolicyLoad, Files: one(`package team.silence
 deny := input.template.nonexistent
 `)},
-		{Name: "deny as a function", Want: RefusedAtLoad, Rule: "SBX-POL-001", Files: one(`package team.silence
+		{Name: "deny as a function", Want: RefusedAtLoad, Rule: rules.PolicyLoad, Files: one(`package team.silence
 deny(x) := x if { x == "never" }
 `)},
-		{Name: "default deny", Want: RefusedAtLoad, Rule: "SBX-POL-001", Files: one(`package team.silence
+		{Name: "default deny", Want: RefusedAtLoad, Rule: rules.PolicyLoad, Files: one(`package team.silence
 default deny := set()
 `)},
-		{Name: "deny as an object", Want: RefusedAtLoad, Rule: "SBX-POL-001", Files: one(`package team.silence
+		{Name: "deny as an object", Want: RefusedAtLoad, Rule: rules.PolicyLoad, Files: one(`package team.silence
 deny[k] := "x" if { some k in input.nope }
 `)},
-		{Name: "deny on a nested reference", Want: RefusedAtLoad, Rule: "SBX-POL-001", Files: one(`package team.silence
+		{Name: "deny on a nested reference", Want: RefusedAtLoad, Rule: rules.PolicyLoad, Files: one(`package team.silence
 deny.inner contains "x" if { input.nope }
 `)},
-		{Name: "set and complete deny in two files of one package", Want: RefusedAtLoad, Rule: "SBX-POL-001", Files: map[string]string{
+		{Name: "set and complete deny in two files of one package", Want: RefusedAtLoad, Rule: rules.PolicyLoad, Files: map[string]string{
 			"a.rego": "package team.silence\ndeny contains \"a\" if { input.nope }\n",
 			"b.rego": "package team.silence\ndeny := {\"b\"} if { input.nope }\n",
 		}},
-		{Name: "package inside the built-in namespace", Want: RefusedAtLoad, Rule: "SBX-POL-001", Files: one(`package sandboxio.network
+		{Name: "package inside the built-in namespace", Want: RefusedAtLoad, Rule: rules.PolicyLoad, Files: one(`package sandboxio.network
 deny contains "x" if { input.nope }
 `)},
-		{Name: "conflicting function values at run time", Want: EvalRefused, Rule: "SBX-POL-003", Files: one(`package team.conflict
+		{Name: "conflicting function values at run time", Want: EvalRefused, Rule: rules.PolicyEval, Files: one(`package team.conflict
 f(x) := 1 if { x }
 f(x) := 2 if { x }
 deny contains "conflict" if { f(true) == 3 }
 `)},
-		{Name: "conflicting complete values at run time", Want: EvalRefused, Rule: "SBX-POL-003", Files: one(`package team.conflict
+		{Name: "conflicting complete values at run time", Want: EvalRefused, Rule: rules.PolicyEval, Files: one(`package team.conflict
 mode := "a" if { input.kind }
 mode := "b" if { input.kind }
 deny contains "conflict" if { mode == "c" }
 `)},
-		{Name: "runtime error in a built-in function", Want: EvalRefused, Rule: "SBX-POL-003", Files: one(`package team.broken
+		{Name: "runtime error in a built-in function", Want: EvalRefused, Rule: rules.PolicyEval, Files: one(`package team.broken
 deny contains msg if {
 	n := to_number("not a number")
 	msg := sprintf("%v", [n])
 }
 `)},
-		{Name: "division by zero", Want: EvalRefused, Rule: "SBX-POL-003", Files: one(`package team.broken
+		{Name: "division by zero", Want: EvalRefused, Rule: rules.PolicyEval, Files: one(`package team.broken
 deny contains msg if {
 	n := 1 / count([])
 	msg := sprintf("%v", [n])
@@ -103,7 +105,7 @@ warn contains x if { some x in data.nothing.here }
 deny contains "never" if { input.kind == "no-such-kind" }
 warn contains "never" if { false }
 `)},
-		{Name: "nested iteration until the budget runs out", Want: EvalRefused, Rule: "SBX-POL-004", Slow: true, Files: one(`package team.loop
+		{Name: "nested iteration until the budget runs out", Want: EvalRefused, Rule: rules.PolicyTimedOut, Slow: true, Files: one(`package team.loop
 deny contains msg if {
 	some i in numbers.range(1, 100000)
 	some j in numbers.range(1, 100000)

@@ -1,0 +1,89 @@
+// Package rules declares, once, every rule ID that Go code names. IDs are
+// stable: never reuse one.
+//
+// Two kinds live here. The Rego rules (SBX-NET, SBX-RES, SBX-TMO, SBX-ISO,
+// SBX-LBL, SBX-SEC) are defined, with their text, by the METADATA of the
+// policy bundle; Go names a few of them where it backs a refusal up (the
+// Docker backend's pre-flight, the model's own range checks). The Go-side
+// rules (SBX-DSN, SBX-SPC, SBX-RUN, SBX-POL, SBX-CHK) are refusals made
+// before an input document exists, or reports of what a plan cannot show;
+// their text is in Go (Docs).
+//
+// No other Go file writes an SBX- ID as a literal: TestIDsDeclaredOnce in
+// internal/policycheck checks that, and that every ID here is in the rule
+// catalogue and every Go-side catalogue entry is used.
+package rules
+
+// Go-side rules: the DSN parser.
+const (
+	DSNUnknown    = "SBX-DSN-001" // empty, not a DSN, or an unknown scheme
+	DSNMalformed  = "SBX-DSN-002" // malformed for its scheme
+	DSNCredential = "SBX-DSN-003" // a credential in the DSN
+	DSNOption     = "SBX-DSN-004" // an unknown query option
+)
+
+// Go-side rules: the spec parser and the checks of a spec against its
+// digest, tenant and backend.
+const (
+	SpecInvalid  = "SBX-SPC-001" // not a sandboxio spec
+	SpecVersion  = "SBX-SPC-002" // an unsupported spec version
+	SpecDigest   = "SBX-SPC-003" // a spec that does not match its sha256
+	SpecTenant   = "SBX-SPC-004" // a spec rendered for another tenant or session
+	SpecTierLies = "SBX-SPC-005" // an isolation tier the spec's backend does not give
+)
+
+// Go-side rules: the run-time helper's refusals of what its caller passes
+// beside the spec.
+const (
+	SecretValues = "SBX-RUN-001" // a declared secret without a value, or a value for an undeclared name
+	ShortSecret  = "SBX-RUN-002" // a secret value shorter than the redaction minimum
+	CallTimeout  = "SBX-RUN-003" // a call timeout above the spec's timeout_seconds
+	ExtraLabels  = "SBX-RUN-004" // extra labels on a spec already rendered for a tenant
+	OneSandbox   = "SBX-RUN-005" // a second sandbox for a tenant and session
+)
+
+// Go-side rules: loading and evaluating the policies and waivers.
+const (
+	PolicyLoad     = "SBX-POL-001" // team policies cannot be loaded
+	WaiversLoad    = "SBX-POL-002" // the waiver file cannot be read
+	PolicyEval     = "SBX-POL-003" // the evaluation failed or decided nothing
+	PolicyTimedOut = "SBX-POL-004" // the evaluation ran out of its time budget
+)
+
+// Go-side reports of `sandboxio policy check` (and the provider's plan
+// warning): what a plan cannot decide.
+const (
+	// CheckedAtApply reports a resource whose values Terraform only knows
+	// at apply: it is not silently passed.
+	CheckedAtApply = "SBX-CHK-001"
+	// NotChecked reports a sandboxio resource the check did not decide on
+	// (deleted, deferred by Terraform to a later plan, of a type it has no
+	// rules for), so that nothing is passed unseen.
+	NotChecked = "SBX-CHK-002"
+)
+
+// Rego rules that Go names. Their text is the bundle's METADATA.
+const (
+	NetLearn           = "SBX-NET-001" // egress learning mode
+	NetEgressMode      = "SBX-NET-002" // unknown egress mode
+	NetAllowList       = "SBX-NET-003" // an allow list the backend cannot enforce
+	NetOpenEgress      = "SBX-NET-007" // open egress (warning)
+	NetOpenUnsupported = "SBX-NET-010" // open egress on a backend that cannot give it
+
+	ResCap         = "SBX-RES-001" // a cap unset, zero, negative or out of range
+	ResPidsCeiling = "SBX-RES-005" // pids above the backend's ceiling
+
+	TmoCall     = "SBX-TMO-001" // a call timeout unset, zero, negative or above the ceiling
+	TmoLifetime = "SBX-TMO-002" // a lifetime unset, zero, negative or above the ceiling
+
+	IsoUnknown    = "SBX-ISO-001" // UNKNOWN required
+	IsoNotATier   = "SBX-ISO-002" // require_isolation is not a tier
+	IsoBelow      = "SBX-ISO-003" // the backend does not give the required tier
+	IsoNoCapsData = "SBX-ISO-005" // a backend or runtime without a capability description
+
+	LblReserved  = "SBX-LBL-001" // a label under the reserved prefix
+	LblMalformed = "SBX-LBL-002" // a malformed label key
+
+	SecName         = "SBX-SEC-001" // a secret name that is not a variable name
+	SecEnvAndSecret = "SBX-SEC-003" // a variable both in env and in secret_names
+)
