@@ -61,6 +61,9 @@ var (
 // Read is a resource's configuration as read from its Terraform value.
 type Read[T any] struct {
 	Config T
+	// Backend is the configured backend, also while other values are
+	// unknown; "" when unset or unknown.
+	Backend string
 	// BackendSet says the backend attribute holds a value (is not null).
 	BackendSet bool
 	// Unknown names, sorted, the attributes unknown at plan that a
@@ -117,13 +120,11 @@ func ReadTemplate(v tftypes.Value) (Read[Template], error) {
 	attrs, unknown, err := readAttributes(v, templateAttributes, false)
 	if err != nil || len(unknown) > 0 {
 		r.Unknown = unknown
-		if len(unknown) > 0 {
-			// the backend, when known, says whether the provider default
-			// is awaited too
-			r.Config.Backend, _ = String(attrs["backend"])
-		}
 		return r, err
 	}
+	// the backend, when known, says whether the provider default is
+	// awaited too
+	r.Backend, _ = String(attrs["backend"])
 	for name, a := range attrs {
 		if a.IsFullyKnown() {
 			continue
@@ -146,7 +147,6 @@ func ReadTemplate(v tftypes.Value) (Read[Template], error) {
 	if len(r.Unknown) > 0 {
 		sort.Strings(r.Unknown)
 		r.Placeholders = nil
-		r.Config.Backend, _ = String(attrs["backend"])
 		return r, nil
 	}
 	sort.Strings(r.Placeholders)
@@ -188,10 +188,10 @@ func readTemplateAttrs(attrs map[string]tftypes.Value) (c Template, err error) {
 	if c.LifetimeSeconds, err = int64Of(attrs["lifetime_seconds"], "lifetime_seconds"); err != nil {
 		return c, err
 	}
-	if c.Env, err = stringMap(attrs["env"]); err != nil {
+	if c.Env, err = StringMap(attrs["env"]); err != nil {
 		return c, err
 	}
-	if c.Labels, err = stringMap(attrs["labels"]); err != nil {
+	if c.Labels, err = StringMap(attrs["labels"]); err != nil {
 		return c, err
 	}
 	if c.SecretNames, err = stringList(attrs["secret_names"]); err != nil {
@@ -208,8 +208,9 @@ func readTemplateAttrs(attrs map[string]tftypes.Value) (c Template, err error) {
 func ReadNetworkPolicy(v tftypes.Value) (Read[NetworkPolicy], error) {
 	var r Read[NetworkPolicy]
 	attrs, unknown, err := readAttributes(v, networkPolicyAttributes, true)
-	if err == nil {
-		r.Config.Backend, err = String(attrs["backend"])
+	if err == nil && attrs != nil {
+		r.Backend, err = String(attrs["backend"])
+		r.Config.Backend = r.Backend
 		r.BackendSet = attrs["backend"].IsKnown() && !attrs["backend"].IsNull()
 	}
 	if r.Unknown = unknown; err != nil || len(unknown) > 0 {
@@ -227,8 +228,9 @@ func ReadNetworkPolicy(v tftypes.Value) (Read[NetworkPolicy], error) {
 func ReadResourceCaps(v tftypes.Value) (Read[ResourceCaps], error) {
 	var r Read[ResourceCaps]
 	attrs, unknown, err := readAttributes(v, resourceCapsAttributes, true)
-	if err == nil {
-		r.Config.Backend, err = String(attrs["backend"])
+	if err == nil && attrs != nil {
+		r.Backend, err = String(attrs["backend"])
+		r.Config.Backend = r.Backend
 		r.BackendSet = attrs["backend"].IsKnown() && !attrs["backend"].IsNull()
 	}
 	if r.Unknown = unknown; err != nil || len(unknown) > 0 {
@@ -415,8 +417,8 @@ func stringList(v tftypes.Value) ([]string, error) {
 	return out, nil
 }
 
-// stringMap reads a map of strings; null gives an empty map.
-func stringMap(v tftypes.Value) (map[string]string, error) {
+// StringMap reads a map of strings; null gives an empty map.
+func StringMap(v tftypes.Value) (map[string]string, error) {
 	out := map[string]string{}
 	if v.IsNull() {
 		return out, nil

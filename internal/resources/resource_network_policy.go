@@ -99,7 +99,7 @@ func (r *networkPolicyResource) Configure(_ context.Context, req resource.Config
 // It returns false when a value is still unknown and the check must wait.
 func (r *networkPolicyResource) decide(ctx context.Context, c inputs.Read[inputs.NetworkPolicy]) (networkPolicyModel, bool, diag.Diagnostics) {
 	var m networkPolicyModel
-	if r.pd.waitsForDefault(c.Config.Backend) && !slices.Contains(c.Unknown, "backend") {
+	if r.pd.waitsForDefault(c.Backend) && !slices.Contains(c.Unknown, "backend") {
 		c.Unknown = append(c.Unknown, "the provider's default_backend")
 	}
 	if !c.Known() {

@@ -104,7 +104,7 @@ func (r *resourceCapsResource) Configure(_ context.Context, req resource.Configu
 // still unknown and the check must wait.
 func (r *resourceCapsResource) decide(ctx context.Context, c inputs.Read[inputs.ResourceCaps]) (resourceCapsModel, bool, diag.Diagnostics) {
 	var m resourceCapsModel
-	if r.pd.waitsForDefault(c.Config.Backend) && !slices.Contains(c.Unknown, "backend") {
+	if r.pd.waitsForDefault(c.Backend) && !slices.Contains(c.Unknown, "backend") {
 		c.Unknown = append(c.Unknown, "the provider's default_backend")
 	}
 	if !c.Known() {

@@ -202,7 +202,7 @@ func (r *templateResource) decide(ctx context.Context, config, base, prior tftyp
 		d.Append(diags.FromError(err, "Reading the template configuration failed", templatePaths))
 		return base, model.Spec{}, true, d
 	}
-	if r.pd.waitsForDefault(c.Config.Backend) && !slices.Contains(c.Unknown, "backend") {
+	if r.pd.waitsForDefault(c.Backend) && !slices.Contains(c.Unknown, "backend") {
 		c.Unknown = append(c.Unknown, "the provider's default_backend")
 	}
 	if !c.Known() {
