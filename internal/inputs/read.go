@@ -58,6 +58,22 @@ var (
 	resourceCapsAttributes  = []string{"cpu", "memory_mb", "disk_mb", "pids", "backend"}
 )
 
+// The parts of those types the readers read: all a value needs to hold for
+// its reader (a plan's other attributes need not be decoded).
+var (
+	TemplateReadType      = subset(TemplateType, templateAttributes)
+	NetworkPolicyReadType = subset(NetworkPolicyType, networkPolicyAttributes)
+	ResourceCapsReadType  = subset(ResourceCapsType, resourceCapsAttributes)
+)
+
+func subset(t tftypes.Object, names []string) tftypes.Object {
+	out := tftypes.Object{AttributeTypes: make(map[string]tftypes.Type, len(names))}
+	for _, n := range names {
+		out.AttributeTypes[n] = t.AttributeTypes[n]
+	}
+	return out
+}
+
 // Read is a resource's configuration as read from its Terraform value.
 type Read[T any] struct {
 	Config T
@@ -165,7 +181,7 @@ func readTemplateAttrs(attrs map[string]tftypes.Value) (c Template, err error) {
 			return c, err
 		}
 	}
-	if network, err := Object(attrs["network"]); err != nil {
+	if network, err := object(attrs["network"]); err != nil {
 		return c, err
 	} else if network != nil {
 		if c.Egress, c.EgressEmpty, err = readEgress(network["egress"]); err != nil {
@@ -175,7 +191,7 @@ func readTemplateAttrs(attrs map[string]tftypes.Value) (c Template, err error) {
 			return c, err
 		}
 	}
-	if caps, err := Object(attrs["resources"]); err != nil {
+	if caps, err := object(attrs["resources"]); err != nil {
 		return c, err
 	} else if caps != nil {
 		if c.Caps, err = readCaps(caps); err != nil {
@@ -247,9 +263,9 @@ func readAttributes(v tftypes.Value, names []string, listUnknown bool) (attrs ma
 	if !v.IsKnown() {
 		return nil, []string{WholeUnknown}, nil
 	}
-	all, err := Object(v)
-	if err != nil {
-		return nil, nil, err
+	var all map[string]tftypes.Value
+	if err := v.As(&all); err != nil {
+		return nil, nil, fmt.Errorf("read object: %w", err)
 	}
 	attrs = make(map[string]tftypes.Value, len(names))
 	for _, n := range names {
@@ -310,7 +326,7 @@ func withPlaceholders(m tftypes.Value, placeholder string) (tftypes.Value, error
 // or, in a known object (network, resources), its unknown attributes.
 func unknownAttributes(name string, v tftypes.Value) []string {
 	if v.IsKnown() && v.Type().Is(tftypes.Object{}) {
-		if attrs, err := Object(v); err == nil {
+		if attrs, err := object(v); err == nil {
 			var out []string
 			for k, a := range attrs {
 				if !a.IsFullyKnown() {
@@ -328,6 +344,14 @@ func unknownAttributes(name string, v tftypes.Value) []string {
 // Object returns an object's attributes; a null or unknown object gives
 // nil. The map is the caller's to change.
 func Object(v tftypes.Value) (map[string]tftypes.Value, error) {
+	m, err := object(v)
+	// As hands out the value's own map; a copy keeps the value immutable
+	// when the caller fills in attributes.
+	return maps.Clone(m), err
+}
+
+// object returns an object's attributes, the value's own map: read only.
+func object(v tftypes.Value) (map[string]tftypes.Value, error) {
 	if v.IsNull() || !v.IsKnown() {
 		return nil, nil
 	}
@@ -335,9 +359,7 @@ func Object(v tftypes.Value) (map[string]tftypes.Value, error) {
 	if err := v.As(&m); err != nil {
 		return nil, fmt.Errorf("read object: %w", err)
 	}
-	// As hands out the value's own map; a copy keeps the value immutable
-	// when the caller fills in attributes.
-	return maps.Clone(m), nil
+	return m, nil
 }
 
 // String reads a string; null (or unknown) gives "".

@@ -37,19 +37,19 @@ type document struct {
 func (r *planResource) build() (document, error) {
 	switch r.Type {
 	case typeNetworkPolicy:
-		return buildManaged(r, inputs.NetworkPolicyType, inputs.ReadNetworkPolicy,
+		return buildManaged(r, inputs.NetworkPolicyReadType, inputs.ReadNetworkPolicy,
 			func(c inputs.NetworkPolicy, def string) (policy.Input, error) {
 				in, _, err := c.Build(def)
 				return in, err
 			})
 	case typeResourceCaps:
-		return buildManaged(r, inputs.ResourceCapsType, inputs.ReadResourceCaps,
+		return buildManaged(r, inputs.ResourceCapsReadType, inputs.ReadResourceCaps,
 			func(c inputs.ResourceCaps, def string) (policy.Input, error) {
 				in, _, err := c.Build(def)
 				return in, err
 			})
 	case typeTemplate:
-		return buildManaged(r, inputs.TemplateType, inputs.ReadTemplate,
+		return buildManaged(r, inputs.TemplateReadType, inputs.ReadTemplate,
 			func(c inputs.Template, def string) (policy.Input, error) { _, in, err := c.Build(def); return in, err })
 	}
 	var doc document

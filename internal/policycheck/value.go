@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
@@ -18,18 +19,32 @@ import (
 // null.
 func planValue(addr string, typ tftypes.Type, after map[string]any, unknown any) (tftypes.Value, error) {
 	d := decoder{addr: addr}
-	v := d.value("", typ, after, unknown)
+	v := d.value(typ, after, unknown)
 	return v, d.err
 }
 
+// The primitive types as interface values, made once: converting one on
+// every call allocates.
+var stringType, numberType, boolType tftypes.Type = tftypes.String, tftypes.Number, tftypes.Bool
+
+// decoder keeps the path to the value it decodes as parts, joined only
+// for an error: most plans have none.
 type decoder struct {
 	addr string
+	path []string
 	err  error
 }
 
-func (d *decoder) wrong(path, want string, got any) {
+func (d *decoder) wrong(want string, got any) {
 	if d.err != nil {
 		return
+	}
+	path := ""
+	for _, p := range d.path {
+		if path != "" && !strings.HasPrefix(p, "[") {
+			path += "."
+		}
+		path += p
 	}
 	what := describe(got)
 	if n, ok := got.(json.Number); ok {
@@ -41,17 +56,10 @@ func (d *decoder) wrong(path, want string, got any) {
 	d.err = fmt.Errorf("%s: attribute %s holds %s, not %s", d.addr, path, what, want)
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
 // value builds the value at path. unknown is after_unknown's mark at the
 // same place: true for a value unknown until apply, an object or a list of
 // marks for a collection with unknowns inside.
-func (d *decoder) value(path string, typ tftypes.Type, v, unknown any) tftypes.Value {
+func (d *decoder) value(typ tftypes.Type, v, unknown any) tftypes.Value {
 	if u, ok := unknown.(bool); ok && u {
 		return tftypes.NewValue(typ, tftypes.UnknownValue)
 	}
@@ -62,19 +70,21 @@ func (d *decoder) value(path string, typ tftypes.Type, v, unknown any) tftypes.V
 	case tftypes.Object:
 		m, ok := v.(map[string]any)
 		if !ok {
-			d.wrong(path, "an object", v)
+			d.wrong("an object", v)
 			return tftypes.NewValue(typ, nil)
 		}
 		marks, _ := unknown.(map[string]any)
 		attrs := make(map[string]tftypes.Value, len(t.AttributeTypes))
 		for k, at := range t.AttributeTypes {
-			attrs[k] = d.value(join(path, k), at, m[k], marks[k])
+			d.path = append(d.path, k)
+			attrs[k] = d.value(at, m[k], marks[k])
+			d.path = d.path[:len(d.path)-1]
 		}
 		return tftypes.NewValue(typ, attrs)
 	case tftypes.List:
 		l, ok := v.([]any)
 		if !ok {
-			d.wrong(path, "a list", v)
+			d.wrong("a list", v)
 			return tftypes.NewValue(typ, nil)
 		}
 		marks, _ := unknown.([]any)
@@ -84,29 +94,33 @@ func (d *decoder) value(path string, typ tftypes.Type, v, unknown any) tftypes.V
 			if i < len(marks) {
 				mark = marks[i]
 			}
-			elems[i] = d.value(fmt.Sprintf("%s[%d]", path, i), t.ElementType, e, mark)
+			d.path = append(d.path, "["+strconv.Itoa(i)+"]")
+			elems[i] = d.value(t.ElementType, e, mark)
+			d.path = d.path[:len(d.path)-1]
 		}
 		return tftypes.NewValue(typ, elems)
 	case tftypes.Map:
 		m, ok := v.(map[string]any)
 		if !ok {
-			d.wrong(path, "a map", v)
+			d.wrong("a map", v)
 			return tftypes.NewValue(typ, nil)
 		}
 		marks, _ := unknown.(map[string]any)
 		elems := make(map[string]tftypes.Value, len(m))
 		for k, e := range m {
-			elems[k] = d.value(fmt.Sprintf("%s[%q]", path, k), t.ElementType, e, marks[k])
+			d.path = append(d.path, "["+strconv.Quote(k)+"]")
+			elems[k] = d.value(t.ElementType, e, marks[k])
+			d.path = d.path[:len(d.path)-1]
 		}
 		return tftypes.NewValue(typ, elems)
 	}
 	switch {
-	case typ.Is(tftypes.String):
+	case typ.Is(stringType):
 		if s, ok := v.(string); ok {
 			return tftypes.NewValue(typ, s)
 		}
-		d.wrong(path, "a string", v)
-	case typ.Is(tftypes.Number):
+		d.wrong("a string", v)
+	case typ.Is(numberType):
 		// At Terraform's precision, so that a number reads as written. One
 		// beyond big.Float's range is no number Terraform writes.
 		if n, ok := v.(json.Number); ok {
@@ -114,14 +128,14 @@ func (d *decoder) value(path string, typ tftypes.Type, v, unknown any) tftypes.V
 				return tftypes.NewValue(typ, f)
 			}
 		}
-		d.wrong(path, "a number", v)
-	case typ.Is(tftypes.Bool):
+		d.wrong("a number", v)
+	case typ.Is(boolType):
 		if b, ok := v.(bool); ok {
 			return tftypes.NewValue(typ, b)
 		}
-		d.wrong(path, "a boolean", v)
+		d.wrong("a boolean", v)
 	default:
-		d.wrong(path, typ.String(), v)
+		d.wrong(typ.String(), v)
 	}
 	return tftypes.NewValue(typ, nil)
 }
