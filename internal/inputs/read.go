@@ -222,38 +222,39 @@ func readTemplateAttrs(attrs map[string]tftypes.Value) (c Template, err error) {
 // ReadNetworkPolicy reads a sandboxio_network_policy. Any unknown value
 // leaves the check to apply.
 func ReadNetworkPolicy(v tftypes.Value) (Read[NetworkPolicy], error) {
-	var r Read[NetworkPolicy]
-	attrs, unknown, err := readAttributes(v, networkPolicyAttributes, true)
-	if err == nil && attrs != nil {
-		r.Backend, err = String(attrs["backend"])
-		r.Config.Backend = r.Backend
-		r.BackendSet = attrs["backend"].IsKnown() && !attrs["backend"].IsNull()
-	}
-	if r.Unknown = unknown; err != nil || len(unknown) > 0 {
-		return r, err
-	}
-	if r.Config.Egress, r.Config.EgressEmpty, err = readEgress(attrs["egress"]); err != nil {
-		return r, err
-	}
-	r.Config.Allow, err = stringList(attrs["allow"])
-	return r, err
+	return readAll(v, networkPolicyAttributes, func(c *NetworkPolicy, attrs map[string]tftypes.Value) (err error) {
+		if c.Egress, c.EgressEmpty, err = readEgress(attrs["egress"]); err != nil {
+			return err
+		}
+		c.Allow, err = stringList(attrs["allow"])
+		return err
+	}, func(c *NetworkPolicy, backend string) { c.Backend = backend })
 }
 
 // ReadResourceCaps reads a sandboxio_resource_caps. Any unknown value
 // leaves the check to apply.
 func ReadResourceCaps(v tftypes.Value) (Read[ResourceCaps], error) {
-	var r Read[ResourceCaps]
-	attrs, unknown, err := readAttributes(v, resourceCapsAttributes, true)
+	return readAll(v, resourceCapsAttributes, func(c *ResourceCaps, attrs map[string]tftypes.Value) (err error) {
+		c.Caps, err = readCaps(attrs)
+		return err
+	}, func(c *ResourceCaps, backend string) { c.Backend = backend })
+}
+
+// readAll reads a resource with no decision-free attribute: its backend,
+// then, once every value is known, the rest.
+func readAll[T any](v tftypes.Value, names []string, read func(*T, map[string]tftypes.Value) error,
+	setBackend func(*T, string)) (Read[T], error) {
+	var r Read[T]
+	attrs, unknown, err := readAttributes(v, names, true)
 	if err == nil && attrs != nil {
 		r.Backend, err = String(attrs["backend"])
-		r.Config.Backend = r.Backend
+		setBackend(&r.Config, r.Backend)
 		r.BackendSet = attrs["backend"].IsKnown() && !attrs["backend"].IsNull()
 	}
 	if r.Unknown = unknown; err != nil || len(unknown) > 0 {
 		return r, err
 	}
-	r.Config.Caps, err = readCaps(attrs)
-	return r, err
+	return r, read(&r.Config, attrs)
 }
 
 // readAttributes returns the named attributes of an object value. Where v
