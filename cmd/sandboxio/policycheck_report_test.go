@@ -128,7 +128,7 @@ func TestPolicyCheck_ReportsWhatItSkips(t *testing.T) {
 // refusal still exits 1.
 func TestPolicyCheck_FailOnDeferred(t *testing.T) {
 	dir := t.TempDir()
-	deferredPlan := strings.Replace(plan("later", nil), `"after_unknown":{}`, `"after_unknown":{"image":true}`, 1)
+	deferredPlan := strings.Replace(plan("later", nil), `"after_unknown":{}`, `"after_unknown":{"network":true}`, 1) // the image alone is decided with a placeholder
 	deferred := writeFile(t, dir, "deferred.json", deferredPlan)
 	for _, tc := range []struct {
 		name string

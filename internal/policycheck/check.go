@@ -202,6 +202,14 @@ func decide(ctx context.Context, eng *policy.Engine, r *planResource, doc docume
 	if err != nil {
 		return rr, fmt.Errorf("%s: %w", r.Address, err)
 	}
+	if len(doc.placeholders) > 0 {
+		// As the provider does: the built-in rules decide with the
+		// placeholders; a team package that may read them is left to apply.
+		var teamReads bool
+		if v, teamReads = verdict.WithoutTeamReads(eng, v, inputs.PlaceholderPaths(doc.placeholders)); teamReads {
+			rr.Deferred = doc.placeholders
+		}
+	}
 	if r.Type == typeTenantSandbox && !doc.part {
 		// The data source reports warnings from its tenant part only (the
 		// template's own warnings are on the template); its refusals come

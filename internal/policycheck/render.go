@@ -78,6 +78,9 @@ func deferredText(r ResourceReport) string {
 	if !r.Checked() {
 		return fmt.Sprintf("checked at apply: %s unknown until apply", what)
 	}
+	if r.Type == typeTemplate {
+		return fmt.Sprintf("partly checked (the built-in rules); the team policies that may read %s are checked at apply: unknown until apply", what)
+	}
 	return fmt.Sprintf("partly checked (the tenant part); the rest is checked at apply: %s unknown until apply", what)
 }
 

@@ -20,6 +20,9 @@ type planResource struct {
 	skip    string
 	values  map[string]any
 	unknown map[string]bool // top-level attributes unknown until apply
+	// afterUnknown is the change's after_unknown as decoded: which values,
+	// at any depth, are unknown until apply.
+	afterUnknown any
 	// The provider's default_backend for this resource; defaultUnknown when
 	// the plan does not hold its value (a reference the check cannot follow).
 	defaultBackend string
@@ -126,7 +129,7 @@ func (p *plan) resources(file string) ([]*planResource, error) {
 		if r.values, err = decodeObject(rc.Change.After); err != nil {
 			return nil, &InputError{File: file, Msg: fmt.Sprintf("%s: change.after: %v", rc.Address, err)}
 		}
-		if r.unknown, err = unknownAttributes(rc.Change.AfterUnknown); err != nil {
+		if r.unknown, r.afterUnknown, err = unknownAttributes(rc.Change.AfterUnknown); err != nil {
 			return nil, &InputError{File: file, Msg: fmt.Sprintf("%s: change.after_unknown: %v", rc.Address, err)}
 		}
 		r.defaultBackend, r.defaultUnknown = defaults.lookup(rc.ModuleAddress, rc.Mode, rc.Type, rc.Name)
@@ -252,15 +255,16 @@ func decodeObject(raw json.RawMessage) (map[string]any, error) {
 }
 
 // unknownAttributes reads after_unknown: true at an attribute, or anywhere
-// inside it, means its value is only known at apply.
-func unknownAttributes(raw json.RawMessage) (map[string]bool, error) {
+// inside it, means its value is only known at apply. It returns the
+// top-level attributes unknown and after_unknown as decoded.
+func unknownAttributes(raw json.RawMessage) (map[string]bool, any, error) {
 	out := map[string]bool{}
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) || bytes.Equal(raw, []byte("false")) {
-		return out, nil
+		return out, nil, nil
 	}
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch x := v.(type) {
 	case bool:
@@ -273,9 +277,9 @@ func unknownAttributes(raw json.RawMessage) (map[string]bool, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("want an object or a boolean, got %s", describe(v))
+		return nil, nil, fmt.Errorf("want an object or a boolean, got %s", describe(v))
 	}
-	return out, nil
+	return out, v, nil
 }
 
 func containsTrue(v any, depth int) bool {

@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -17,6 +15,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
@@ -81,9 +80,9 @@ func evaluate(ctx context.Context, pd *ProviderData, in policy.Input, mapPath di
 
 // evaluateWithPlaceholders decides on a document in which the attributes
 // named by placeholders hold placeholders for values unknown at plan. No
-// built-in rule decides on them (see decisionFree), so its findings stand.
-// A team package may read them: the findings of one that may are left to
-// apply, which checks the real values, and a warning says so.
+// built-in rule decides on them (see inputs.DecisionFree), so its findings
+// stand. A team package may read them: the findings of one that may are
+// left to apply, which checks the real values, and a warning says so.
 func evaluateWithPlaceholders(ctx context.Context, pd *ProviderData, in policy.Input, mapPath diags.Mapper, placeholders []string) diag.Diagnostics {
 	var out diag.Diagnostics
 	eng, err := pd.engine(ctx)
@@ -98,22 +97,8 @@ func evaluateWithPlaceholders(ctx context.Context, pd *ProviderData, in policy.I
 		out.Append(diags.FromError(err, "Policy evaluation failed", mapPath))
 		return out
 	}
-	if len(placeholders) == 0 {
-		out.Append(diags.FromVerdict(v, mapPath)...)
-		return out
-	}
-	paths := make([][]string, 0, len(placeholders))
-	for _, a := range placeholders {
-		paths = append(paths, policyPaths[a])
-	}
-	if eng.TeamReads(paths...) {
-		kept := v.Results[:0:0]
-		for _, r := range v.Results {
-			if r.Builtin || !eng.PackageReads(r.Package, paths...) {
-				kept = append(kept, r)
-			}
-		}
-		v.Results = kept
+	v, teamReads := verdict.WithoutTeamReads(eng, v, inputs.PlaceholderPaths(placeholders))
+	if teamReads {
 		out.Append(teamPoliciesAtApply(placeholders))
 	}
 	out.Append(diags.FromVerdict(v, mapPath)...)
@@ -159,22 +144,6 @@ func teamPoliciesAtApply(placeholders []string) diag.Diagnostic {
 			rules.CheckedAtApply, "",
 			"nothing, if the values come from other resources: apply runs the same rules. To have the plan decide "+
 				"(in CI), give these attributes values known at plan time"))
-}
-
-// unknownOf names, in order, the attributes whose values are not fully
-// known, and the provider's default_backend when the resource waits for it.
-func unknownOf(attrs map[string]attr.Value, waitsForDefault bool) []string {
-	var out []string
-	for name, v := range attrs {
-		if !fullyKnown(v) {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	if waitsForDefault && !slices.Contains(out, "backend") {
-		out = append(out, "the provider's default_backend")
-	}
-	return out
 }
 
 // joinAnd renders ["a", "b", "c"] as "a, b and c".
@@ -296,7 +265,7 @@ func applyDiagnostics(in diag.Diagnostics, deferred bool) diag.Diagnostics {
 // only once the configuration is evaluated, unknown: the check waited for
 // apply.
 func deferredAtPlan(plan tftypes.Value, attribute string) bool {
-	attrs, err := rawObject(plan)
+	attrs, err := inputs.Object(plan)
 	if err != nil || attrs == nil {
 		return false
 	}

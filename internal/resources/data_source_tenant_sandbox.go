@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -85,7 +86,7 @@ func (d *tenantSandboxDataSource) Configure(_ context.Context, req datasource.Co
 func (d *tenantSandboxDataSource) ValidateConfig(ctx context.Context, req datasource.ValidateConfigRequest, resp *datasource.ValidateConfigResponse) {
 	var m tenantSandboxModel
 	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() || m.TenantID.IsUnknown() || m.SessionID.IsUnknown() || !fullyKnown(m.ExtraLabels) {
+	if resp.Diagnostics.HasError() || m.TenantID.IsUnknown() || m.SessionID.IsUnknown() || !fullyKnown(ctx, m.ExtraLabels) {
 		return
 	}
 	extra, dd := stringMap(ctx, m.ExtraLabels)
@@ -169,4 +170,10 @@ func tenantPath(attribute string) path.Path {
 		return path.Root("extra_labels")
 	}
 	return path.Root("template_spec")
+}
+
+// fullyKnown reports whether a value holds no unknown anywhere inside.
+func fullyKnown(ctx context.Context, v attr.Value) bool {
+	tv, err := v.ToTerraformValue(ctx)
+	return err == nil && tv.IsFullyKnown()
 }

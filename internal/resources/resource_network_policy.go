@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
@@ -93,43 +94,53 @@ func (r *networkPolicyResource) Configure(_ context.Context, req resource.Config
 	}
 }
 
-// decide normalizes the model, evaluates it and fills the computed values.
+// decide evaluates a configuration read by inputs.ReadNetworkPolicy (the
+// reader `sandboxio policy check` uses too) and returns the planned value.
 // It returns false when a value is still unknown and the check must wait.
-func (r *networkPolicyResource) decide(ctx context.Context, m *networkPolicyModel) (bool, diag.Diagnostics) {
-	if waits := r.pd.waitsForDefault(m.Backend.ValueString()); waits || m.Egress.IsUnknown() || !fullyKnown(m.Allow) || m.Backend.IsUnknown() {
-		unknown := unknownOf(map[string]attr.Value{"egress": m.Egress, "allow": m.Allow, "backend": m.Backend}, waits)
-		return false, diag.Diagnostics{checkedAtApply("sandboxio_network_policy", unknown)}
+func (r *networkPolicyResource) decide(ctx context.Context, c inputs.Read[inputs.NetworkPolicy]) (networkPolicyModel, bool, diag.Diagnostics) {
+	var m networkPolicyModel
+	if r.pd.waitsForDefault(c.Backend) && !slices.Contains(c.Unknown, "backend") {
+		c.Unknown = append(c.Unknown, "the provider's default_backend")
 	}
-	allow, items := stringList(ctx, m.Allow)
-	// An empty egress is kept as written, so that SBX-NET-002 refuses it:
-	// normalized to deny, it would pass and the plan would differ from the
-	// configuration.
-	in, n, err := inputs.NetworkPolicy{Egress: m.Egress.ValueString(), Allow: allow, Backend: m.Backend.ValueString(),
-		EgressEmpty: !m.Egress.IsNull() && m.Egress.ValueString() == ""}.
-		Build(r.pd.defaultBackend())
+	if !c.Known() {
+		return m, false, diag.Diagnostics{checkedAtApply("sandboxio_network_policy", c.Unknown)}
+	}
+	var items diag.Diagnostics
+	in, n, err := c.Config.Build(r.pd.defaultBackend())
 	if err != nil {
 		items.Append(backendError(err, diags.Dotted))
-		return true, items
+		return m, true, items
 	}
 	items.Append(evaluate(ctx, r.pd, in, networkPolicyPaths)...)
+	// An empty egress is kept as written (inputs.NetworkPolicy.EgressEmpty),
+	// so that SBX-NET-002 refuses it: normalized to deny, it would pass and
+	// the plan would differ from the configuration.
 	m.Egress = types.StringValue(n.Egress)
 	m.Allow = listValue(n.Allow)
+	m.Backend = types.StringNull()
+	if c.BackendSet {
+		m.Backend = types.StringValue(c.Config.Backend)
+	}
 	m.Policy = networkObject(n)
 	canon, _ := json.Marshal(n)
 	m.ID = types.StringValue("np-" + model.Digest(canon)[:16])
-	return true, items
+	return m, true, items
+}
+
+// readAndDecide reads and decides on a configuration.
+func (r *networkPolicyResource) readAndDecide(ctx context.Context, config tftypes.Value) (networkPolicyModel, bool, diag.Diagnostics) {
+	c, err := inputs.ReadNetworkPolicy(config)
+	if err != nil {
+		return networkPolicyModel{}, true, diag.Diagnostics{diags.FromError(err, "Reading the network policy configuration failed", networkPolicyPaths)}
+	}
+	return r.decide(ctx, c)
 }
 
 func (r *networkPolicyResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return // destroy
 	}
-	var m networkPolicyModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	known, items := r.decide(ctx, &m)
+	m, known, items := r.readAndDecide(ctx, req.Config.Raw)
 	resp.Diagnostics.Append(items...)
 	if !known || resp.Diagnostics.HasError() {
 		return
@@ -138,24 +149,19 @@ func (r *networkPolicyResource) ModifyPlan(ctx context.Context, req resource.Mod
 }
 
 func (r *networkPolicyResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	r.apply(ctx, req.Config, deferredAtPlan(req.Plan.Raw, "policy"), &resp.State, &resp.Diagnostics)
+	r.apply(ctx, req.Config.Raw, deferredAtPlan(req.Plan.Raw, "policy"), &resp.State, &resp.Diagnostics)
 }
 
 func (r *networkPolicyResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	r.apply(ctx, req.Config, deferredAtPlan(req.Plan.Raw, "policy"), &resp.State, &resp.Diagnostics)
+	r.apply(ctx, req.Config.Raw, deferredAtPlan(req.Plan.Raw, "policy"), &resp.State, &resp.Diagnostics)
 }
 
 // apply reads the configuration, as the plan-time check did, so that both
 // see what the user wrote. deferred says the plan did not evaluate it (a
 // value was unknown): its warnings are then reported here.
-func (r *networkPolicyResource) apply(ctx context.Context, config tfsdk.Config, deferred bool, state *tfsdk.State, d *diag.Diagnostics) {
-	var m networkPolicyModel
-	d.Append(config.Get(ctx, &m)...)
-	if d.HasError() {
-		return
-	}
+func (r *networkPolicyResource) apply(ctx context.Context, config tftypes.Value, deferred bool, state *tfsdk.State, d *diag.Diagnostics) {
 	// Values unknown at plan time are known now: check again before storing.
-	_, items := r.decide(ctx, &m)
+	m, _, items := r.readAndDecide(ctx, config)
 	d.Append(applyDiagnostics(items, deferred)...)
 	if d.HasError() {
 		return
@@ -182,12 +188,8 @@ func (r *networkPolicyResource) ImportState(ctx context.Context, req resource.Im
 				`use for example terraform import sandboxio_network_policy.NAME '{"egress":"deny","allow":[]}'`))
 		return
 	}
-	m := networkPolicyModel{
-		Egress:  types.StringValue(n.Egress),
-		Allow:   listValue(n.Normalized().Allow),
-		Backend: types.StringNull(),
-	}
-	_, items := r.decide(ctx, &m)
+	m, _, items := r.decide(ctx, inputs.Read[inputs.NetworkPolicy]{
+		Config: inputs.NetworkPolicy{Egress: n.Egress, Allow: n.Normalized().Allow}})
 	resp.Diagnostics.Append(errorsOnly(items)...)
 	if resp.Diagnostics.HasError() {
 		return

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -98,87 +98,60 @@ func (r *resourceCapsResource) Configure(_ context.Context, req resource.Configu
 	}
 }
 
-func (m *resourceCapsModel) request() model.CapsRequest {
-	var req model.CapsRequest
-	if !m.CPU.IsNull() {
-		v := m.CPU.ValueFloat64()
-		req.CPU = &v
+// decide evaluates a configuration read by inputs.ReadResourceCaps (the
+// reader `sandboxio policy check` uses too, with its exact cpu and integer
+// checks) and returns the planned value. It returns false when a value is
+// still unknown and the check must wait.
+func (r *resourceCapsResource) decide(ctx context.Context, c inputs.Read[inputs.ResourceCaps]) (resourceCapsModel, bool, diag.Diagnostics) {
+	var m resourceCapsModel
+	if r.pd.waitsForDefault(c.Backend) && !slices.Contains(c.Unknown, "backend") {
+		c.Unknown = append(c.Unknown, "the provider's default_backend")
 	}
-	if !m.MemoryMB.IsNull() {
-		v := m.MemoryMB.ValueInt64()
-		req.MemoryMB = &v
-	}
-	if !m.DiskMB.IsNull() {
-		v := m.DiskMB.ValueInt64()
-		req.DiskMB = &v
-	}
-	if !m.Pids.IsNull() {
-		v := m.Pids.ValueInt64()
-		req.Pids = &v
-	}
-	return req
-}
-
-func (r *resourceCapsResource) decide(ctx context.Context, m *resourceCapsModel) (bool, diag.Diagnostics) {
-	if waits := r.pd.waitsForDefault(m.Backend.ValueString()); waits || m.CPU.IsUnknown() || m.MemoryMB.IsUnknown() ||
-		m.DiskMB.IsUnknown() || m.Pids.IsUnknown() || m.Backend.IsUnknown() {
-		unknown := unknownOf(map[string]attr.Value{"cpu": m.CPU, "memory_mb": m.MemoryMB, "disk_mb": m.DiskMB, "pids": m.Pids,
-			"backend": m.Backend}, waits)
-		return false, diag.Diagnostics{checkedAtApply("sandboxio_resource_caps", unknown)}
+	if !c.Known() {
+		return m, false, diag.Diagnostics{checkedAtApply("sandboxio_resource_caps", c.Unknown)}
 	}
 	var items diag.Diagnostics
-	in, caps, err := inputs.ResourceCaps{Caps: m.request(), Backend: m.Backend.ValueString()}.Build(r.pd.defaultBackend())
+	in, caps, err := c.Config.Build(r.pd.defaultBackend())
 	if err != nil {
 		items.Append(backendError(err, diags.Dotted))
-		return true, items
+		return m, true, items
 	}
 	items.Append(evaluate(ctx, r.pd, in, resourceCapsPaths)...)
 	m.CPU = types.Float64Value(caps.CPU)
 	m.MemoryMB = types.Int64Value(caps.MemoryMB)
 	m.DiskMB = types.Int64Value(caps.DiskMB)
 	m.Pids = types.Int64Value(caps.Pids)
+	m.Backend = types.StringNull()
+	if c.BackendSet {
+		m.Backend = types.StringValue(c.Config.Backend)
+	}
 	m.Caps = capsObject(caps)
 	canon, _ := json.Marshal(caps)
 	m.ID = types.StringValue("caps-" + model.Digest(canon)[:16])
-	return true, items
+	return m, true, items
+}
+
+// readAndDecide reads and decides on a configuration. A cpu a float64
+// cannot hold as written is refused before anything reads it as one
+// (inputs.CPU): rounded, it could pass the range rule it fails, and the
+// plan would differ from the configuration.
+func (r *resourceCapsResource) readAndDecide(ctx context.Context, config tftypes.Value) (resourceCapsModel, bool, diag.Diagnostics) {
+	c, err := inputs.ReadResourceCaps(config)
+	if err != nil {
+		return resourceCapsModel{}, true, diag.Diagnostics{diags.FromError(err, capRangeTitle, resourceCapsPaths)}
+	}
+	return r.decide(ctx, c)
 }
 
 // capRangeTitle is SBX-RES-001's title, the summary of its refusals made
 // in Go.
 const capRangeTitle = "cap that is unset, zero, negative or outside the range backends apply"
 
-// configCPU refuses a configured cpu that a float64 cannot hold as written
-// (inputs.CPU), before the framework reads it as one: rounded, it could
-// pass the range rule it fails, and the plan would differ from the
-// configuration (Terraform's "Provider produced invalid plan"), or, beyond
-// float64's range, fail to be read at all.
-func configCPU(config tftypes.Value) error {
-	attrs, err := rawObject(config)
-	if err != nil || attrs == nil {
-		return nil // the framework reports what it cannot read
-	}
-	cpu, ok := attrs["cpu"]
-	if !ok || !cpu.IsKnown() {
-		return nil
-	}
-	_, err = rawFloat64(cpu, "resources.cpu")
-	return err
-}
-
 func (r *resourceCapsResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return
 	}
-	if err := configCPU(req.Config.Raw); err != nil {
-		resp.Diagnostics.Append(diags.FromError(err, capRangeTitle, resourceCapsPaths))
-		return
-	}
-	var m resourceCapsModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	known, items := r.decide(ctx, &m)
+	m, known, items := r.readAndDecide(ctx, req.Config.Raw)
 	resp.Diagnostics.Append(items...)
 	if !known || resp.Diagnostics.HasError() {
 		return
@@ -187,27 +160,18 @@ func (r *resourceCapsResource) ModifyPlan(ctx context.Context, req resource.Modi
 }
 
 func (r *resourceCapsResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
-	r.apply(ctx, req.Config, deferredAtPlan(req.Plan.Raw, "caps"), &resp.State, &resp.Diagnostics)
+	r.apply(ctx, req.Config.Raw, deferredAtPlan(req.Plan.Raw, "caps"), &resp.State, &resp.Diagnostics)
 }
 
 func (r *resourceCapsResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
-	r.apply(ctx, req.Config, deferredAtPlan(req.Plan.Raw, "caps"), &resp.State, &resp.Diagnostics)
+	r.apply(ctx, req.Config.Raw, deferredAtPlan(req.Plan.Raw, "caps"), &resp.State, &resp.Diagnostics)
 }
 
 // apply reads the configuration, not the plan: the plan holds the defaults
 // already filled in, and the check must see what the user wrote. deferred
 // says the plan did not evaluate it: its warnings are then reported here.
-func (r *resourceCapsResource) apply(ctx context.Context, config tfsdk.Config, deferred bool, state *tfsdk.State, d *diag.Diagnostics) {
-	if err := configCPU(config.Raw); err != nil {
-		d.Append(diags.FromError(err, capRangeTitle, resourceCapsPaths))
-		return
-	}
-	var m resourceCapsModel
-	d.Append(config.Get(ctx, &m)...)
-	if d.HasError() {
-		return
-	}
-	_, items := r.decide(ctx, &m)
+func (r *resourceCapsResource) apply(ctx context.Context, config tftypes.Value, deferred bool, state *tfsdk.State, d *diag.Diagnostics) {
+	m, _, items := r.readAndDecide(ctx, config)
 	d.Append(applyDiagnostics(items, deferred)...)
 	if d.HasError() {
 		return
@@ -237,10 +201,8 @@ func (r *resourceCapsResource) ImportState(ctx context.Context, req resource.Imp
 				`use for example terraform import sandboxio_resource_caps.NAME '{"memory_mb":1024}'`))
 		return
 	}
-	m := resourceCapsModel{Backend: types.StringNull(),
-		CPU: types.Float64PointerValue(raw.CPU), MemoryMB: types.Int64PointerValue(raw.MemoryMB),
-		DiskMB: types.Int64PointerValue(raw.DiskMB), Pids: types.Int64PointerValue(raw.Pids)}
-	_, items := r.decide(ctx, &m)
+	m, _, items := r.decide(ctx, inputs.Read[inputs.ResourceCaps]{Config: inputs.ResourceCaps{
+		Caps: model.CapsRequest{CPU: raw.CPU, MemoryMB: raw.MemoryMB, DiskMB: raw.DiskMB, Pids: raw.Pids}}})
 	resp.Diagnostics.Append(errorsOnly(items)...)
 	if resp.Diagnostics.HasError() {
 		return

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -174,203 +172,18 @@ func (r *templateResource) Configure(_ context.Context, req resource.ConfigureRe
 // templatePaths maps finding attributes onto the template's schema.
 var templatePaths diags.PathMapper = diags.Dotted
 
-// templateConfig is the template as configured, read from raw values
-// here and built into a document by the shared builder.
-type templateConfig struct {
-	inputs.Template
-	BackendSet bool
-	// Placeholders names the attributes unknown at plan that no rule of the
-	// bundle decides on (see decisionFree): they hold placeholders, so
-	// that the plan can still decide, and whatever is computed from them
-	// stays unknown until apply.
-	Placeholders []string
-	// Unknown names the attributes unknown at plan that a decision depends
-	// on: the check waits for apply.
-	Unknown []string
-}
-
-// decisionFree are the attributes no rule of the bundle decides on, and the
-// placeholder each takes while unknown at plan. The image only appears in
-// the text of SBX-RES-002 (the empty placeholder reads "the backend's
-// template" there). env and labels are decision-free only in their values,
-// once the map itself, hence its keys, is known: SBX-SEC-003, SBX-LBL-001
-// and SBX-LBL-002 decide on the keys, no refusal on a value (SBX-SEC-002
-// warns on a value shaped like a credential: with the placeholder, that
-// warning comes when apply evaluates the real value).
-// TestDecisionFree_PlaceholdersDecideAsRealValues holds the bundle to this.
-// Team rules may read them: see policyPaths.
-var decisionFree = map[string]string{"image": "", "env": "", "labels": ""}
-
-// policyPaths are the input paths of the decision-free attributes, for
-// Engine.TeamReads.
-var policyPaths = map[string][]string{
-	"image":  {"template", "image"},
-	"env":    {"template", "env"},
-	"labels": {"template", "labels"},
-}
-
-// readTemplateConfig reads the configuration. It returns known=false while
-// a value a decision depends on is unknown (c.Unknown names them): the check
-// then waits for apply. Unknown values no decision depends on are replaced
-// by placeholders (c.Placeholders names them).
-func readTemplateConfig(v tftypes.Value) (c templateConfig, known bool, err error) {
-	if !v.IsFullyKnown() {
-		return readPartlyKnown(v)
-	}
-	attrs, err := rawObject(v)
-	if err != nil {
-		return c, true, err
-	}
-	return readTemplateAttrs(attrs)
-}
-
-// readPartlyKnown reads a configuration with unknown values, off the path
-// of a fully known one.
-func readPartlyKnown(v tftypes.Value) (c templateConfig, known bool, err error) {
-	if !v.IsKnown() {
-		c.Unknown = []string{"the whole configuration"}
-		return c, false, nil
-	}
-	attrs, err := rawObject(v)
-	if err != nil {
-		return c, true, err
-	}
-	var placeholders []string
-	for name, a := range attrs {
-		if a.IsFullyKnown() {
-			continue
-		}
-		placeholder, free := decisionFree[name]
-		switch {
-		case free && name == "image":
-			attrs[name] = stringValue(placeholder)
-		case free && a.IsKnown():
-			// a map of strings whose keys are known: only values are not
-			if attrs[name], err = withPlaceholders(a, placeholder); err != nil {
-				return c, true, err
-			}
-		default:
-			c.Unknown = append(c.Unknown, unknownAttributes(name, a)...)
-			continue
-		}
-		placeholders = append(placeholders, name)
-	}
-	if len(c.Unknown) > 0 {
-		sort.Strings(c.Unknown)
-		// the backend, when known, says whether the provider default is
-		// awaited too
-		c.Backend, _ = rawString(attrs["backend"])
-		return c, false, nil
-	}
-	c, known, err = readTemplateAttrs(attrs)
-	sort.Strings(placeholders)
-	c.Placeholders = placeholders
-	return c, known, err
-}
-
-// withPlaceholders replaces the unknown elements of a known map of strings.
-func withPlaceholders(m tftypes.Value, placeholder string) (tftypes.Value, error) {
-	var elems map[string]tftypes.Value
-	if err := m.As(&elems); err != nil {
-		return m, fmt.Errorf("read map: %w", err)
-	}
-	out := make(map[string]tftypes.Value, len(elems))
-	for k, e := range elems {
-		if !e.IsKnown() {
-			e = stringValue(placeholder)
-		}
-		out[k] = e
-	}
-	return tftypes.NewValue(m.Type(), out), nil
-}
-
-// unknownAttributes names what is unknown in an attribute: the attribute,
-// or, in a known object (network, resources), its unknown attributes.
-func unknownAttributes(name string, v tftypes.Value) []string {
-	if v.IsKnown() {
-		if attrs, err := rawObject(v); err == nil && v.Type().Is(tftypes.Object{}) {
-			var out []string
-			for k, a := range attrs {
-				if !a.IsFullyKnown() {
-					out = append(out, name+"."+k)
-				}
-			}
-			if len(out) > 0 {
-				return out
-			}
-		}
-	}
-	return []string{name}
-}
-
-// readTemplateAttrs reads the attributes of a configuration with no
-// unknown value left.
-func readTemplateAttrs(attrs map[string]tftypes.Value) (c templateConfig, known bool, err error) {
-	for name, dst := range map[string]*string{
-		"name": &c.Name, "backend": &c.Backend, "image": &c.Image, "runtime": &c.Runtime, "require_isolation": &c.RequireIsolation,
-	} {
-		if *dst, err = rawString(attrs[name]); err != nil {
-			return c, true, err
-		}
-	}
-	c.BackendSet = !attrs["backend"].IsNull()
-	if network, err := rawObject(attrs["network"]); err != nil {
-		return c, true, err
-	} else if network != nil {
-		if c.Egress, err = rawString(network["egress"]); err != nil {
-			return c, true, err
-		}
-		// Kept as written, so that SBX-NET-002 refuses it (see
-		// inputs.Template.EgressEmpty).
-		c.EgressEmpty = !network["egress"].IsNull() && c.Egress == ""
-		if c.Allow, err = rawStrings(network["allow"]); err != nil {
-			return c, true, err
-		}
-	}
-	if caps, err := rawObject(attrs["resources"]); err != nil {
-		return c, true, err
-	} else if caps != nil {
-		if c.Caps.CPU, err = rawFloat64(caps["cpu"], "resources.cpu"); err != nil {
-			return c, true, err
-		}
-		for _, f := range []struct {
-			name string
-			dst  **int64
-		}{{"memory_mb", &c.Caps.MemoryMB}, {"disk_mb", &c.Caps.DiskMB}, {"pids", &c.Caps.Pids}} {
-			if *f.dst, err = rawInt64(caps[f.name], "resources."+f.name); err != nil {
-				return c, true, err
-			}
-		}
-	}
-	if c.TimeoutSeconds, err = rawInt64(attrs["timeout_seconds"], "timeout_seconds"); err != nil {
-		return c, true, err
-	}
-	if c.LifetimeSeconds, err = rawInt64(attrs["lifetime_seconds"], "lifetime_seconds"); err != nil {
-		return c, true, err
-	}
-	if c.Env, err = rawStringMap(attrs["env"]); err != nil {
-		return c, true, err
-	}
-	if c.Labels, err = rawStringMap(attrs["labels"]); err != nil {
-		return c, true, err
-	}
-	if c.SecretNames, err = rawStrings(attrs["secret_names"]); err != nil {
-		return c, true, err
-	}
-	if c.SecretNames == nil {
-		c.SecretNames = []string{}
-	}
-	return c, true, nil
-}
+// templateConfig is the template as configured, read by the reader
+// `sandboxio policy check` uses too (inputs.ReadTemplate).
+type templateConfig = inputs.Read[inputs.Template]
 
 // render normalizes the configuration into an input document and a spec,
 // through the builder that `sandboxio policy check` uses too.
 func (r *templateResource) render(c templateConfig) (model.Spec, policy.Input, diag.Diagnostics) {
 	var d diag.Diagnostics
-	spec, in, err := c.Build(r.pd.defaultBackend())
+	spec, in, err := c.Config.Build(r.pd.defaultBackend())
 	if err != nil {
 		summary := "invalid backend"
-		if c.Backend == "" && r.pd.defaultBackend() == "" {
+		if c.Config.Backend == "" && r.pd.defaultBackend() == "" {
 			summary = "no backend"
 		}
 		d.Append(backendErrorSummary(err, summary, templatePaths))
@@ -384,16 +197,15 @@ func (r *templateResource) render(c templateConfig) (model.Spec, policy.Input, d
 // filled in. It returns known=false when the check must wait for apply.
 func (r *templateResource) decide(ctx context.Context, config, base, prior tftypes.Value) (tftypes.Value, model.Spec, bool, diag.Diagnostics) {
 	var d diag.Diagnostics
-	c, known, err := readTemplateConfig(config)
+	c, err := inputs.ReadTemplate(config)
 	if err != nil {
 		d.Append(diags.FromError(err, "Reading the template configuration failed", templatePaths))
 		return base, model.Spec{}, true, d
 	}
 	if r.pd.waitsForDefault(c.Backend) && !slices.Contains(c.Unknown, "backend") {
 		c.Unknown = append(c.Unknown, "the provider's default_backend")
-		known = false
 	}
-	if !known {
+	if !c.Known() {
 		d.Append(checkedAtApply("sandboxio_template", c.Unknown))
 		return base, model.Spec{}, false, d
 	}
@@ -413,13 +225,13 @@ func (r *templateResource) decide(ctx context.Context, config, base, prior tftyp
 			return base, model.Spec{}, true, d
 		}
 	}
-	attrs, err := rawObject(base)
+	attrs, err := inputs.Object(base)
 	if err != nil {
 		d.AddError("Reading the planned template failed", err.Error())
 		return base, model.Spec{}, true, d
 	}
 	objType, _ := base.Type().(tftypes.Object)
-	attrs["id"] = stringValue(c.Name)
+	attrs["id"] = stringValue(c.Config.Name)
 	if !c.BackendSet {
 		// Only fill in the default: a configured DSN stays as written, or
 		// Terraform would see the plan disagree with the configuration.
@@ -490,7 +302,7 @@ func (r *templateResource) apply(ctx context.Context, config, plan tftypes.Value
 		d.Append(diags.FromError(err, "the backend cannot run this template", templatePaths))
 		return
 	}
-	attrs, err := rawObject(planned)
+	attrs, err := inputs.Object(planned)
 	if err != nil {
 		d.AddError("Reading the planned template failed", err.Error())
 		return
@@ -515,9 +327,9 @@ func setLiveFacts(attrs map[string]tftypes.Value, spec model.Spec, sum string, p
 		}
 		return
 	}
-	if old, err := rawObject(prior); err == nil && old != nil {
-		oldSum, _ := rawString(old["spec_sha256"])
-		oldImage, _ := rawString(old["image_id"])
+	if old, err := inputs.Object(prior); err == nil && old != nil {
+		oldSum, _ := inputs.String(old["spec_sha256"])
+		oldImage, _ := inputs.String(old["image_id"])
 		if oldSum == sum && oldImage != "" {
 			for _, a := range liveAttrs {
 				attrs[a] = old[a]
@@ -535,11 +347,11 @@ func setLiveFacts(attrs map[string]tftypes.Value, spec model.Spec, sum string, p
 // drift and apply says how to prepare the image. An unreachable backend
 // leaves the state as it is, so plans keep working with no daemon.
 func (r *templateResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
-	attrs, err := rawObject(req.State.Raw)
+	attrs, err := inputs.Object(req.State.Raw)
 	if err != nil || attrs == nil {
 		return
 	}
-	raw, _ := rawString(attrs["spec"])
+	raw, _ := inputs.String(attrs["spec"])
 	spec, err := model.ParseSpec([]byte(raw))
 	if err != nil || !hasLiveChecks(spec) {
 		return
@@ -556,35 +368,4 @@ func (r *templateResource) Read(ctx context.Context, req resource.ReadRequest, r
 }
 
 func (r *templateResource) Delete(context.Context, resource.DeleteRequest, *resource.DeleteResponse) {
-}
-
-// fullyKnown reports whether a value holds no unknown anywhere inside.
-func fullyKnown(v attr.Value) bool {
-	if v == nil || v.IsNull() {
-		return true
-	}
-	if v.IsUnknown() {
-		return false
-	}
-	switch x := v.(type) {
-	case types.Object:
-		for _, a := range x.Attributes() {
-			if !fullyKnown(a) {
-				return false
-			}
-		}
-	case types.List:
-		for _, a := range x.Elements() {
-			if !fullyKnown(a) {
-				return false
-			}
-		}
-	case types.Map:
-		for _, a := range x.Elements() {
-			if !fullyKnown(a) {
-				return false
-			}
-		}
-	}
-	return true
 }

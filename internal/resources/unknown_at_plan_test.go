@@ -149,7 +149,7 @@ func TestModifyPlan_UnknownImageDecides(t *testing.T) {
 	if len(resp.Diagnostics) != 0 {
 		t.Fatalf("accepted template with an unknown image: %v", resp.Diagnostics)
 	}
-	planned, err := rawObject(resp.Plan.Raw)
+	planned, err := inputs.Object(resp.Plan.Raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestModifyPlan_UnknownImageDecides(t *testing.T) {
 		}
 	}
 	for a, want := range map[string]string{"id": "python", "isolation_tier": "CONTAINER", "backend": "docker://"} {
-		if got, _ := rawString(planned[a]); got != want {
+		if got, _ := inputs.String(planned[a]); got != want {
 			t.Errorf("%s = %q in the plan, want %q", a, got, want)
 		}
 	}
@@ -193,9 +193,14 @@ func TestModifyPlan_UnknownImageDecides(t *testing.T) {
 // real values as with the placeholders, and the placeholders raise no
 // warning the real values do not.
 func TestDecisionFree_PlaceholdersDecideAsRealValues(t *testing.T) {
-	if want := []string{"env", "image", "labels"}; !slices.Equal(slices.Sorted(maps.Keys(decisionFree)), want) ||
-		!slices.Equal(slices.Sorted(maps.Keys(policyPaths)), want) {
-		t.Fatalf("decisionFree %v and policyPaths %v must name %v", decisionFree, policyPaths, want)
+	want := []string{"env", "image", "labels"}
+	if !slices.Equal(slices.Sorted(maps.Keys(inputs.DecisionFree)), want) {
+		t.Fatalf("DecisionFree %v must name %v", inputs.DecisionFree, want)
+	}
+	for i, p := range inputs.PlaceholderPaths(want) {
+		if !slices.Equal(p, []string{"template", want[i]}) {
+			t.Fatalf("PlaceholderPaths(%s) = %v", want[i], p)
+		}
 	}
 	ctx := context.Background()
 	eng, err := policy.Shared(ctx, nil)
@@ -221,14 +226,14 @@ func TestDecisionFree_PlaceholdersDecideAsRealValues(t *testing.T) {
 					Labels: map[string]string{"team": v, "app.kubernetes.io/name": v}}
 				variant(&real)
 				placeholder := real
-				placeholder.Image = decisionFree["image"]
+				placeholder.Image = inputs.DecisionFree["image"]
 				placeholder.Env = map[string]string{}
 				for k := range real.Env {
-					placeholder.Env[k] = decisionFree["env"]
+					placeholder.Env[k] = inputs.DecisionFree["env"]
 				}
 				placeholder.Labels = map[string]string{}
 				for k := range real.Labels {
-					placeholder.Labels[k] = decisionFree["labels"]
+					placeholder.Labels[k] = inputs.DecisionFree["labels"]
 				}
 				realDenies, realWarns := decide(t, eng, real)
 				phDenies, phWarns := decide(t, eng, placeholder)

@@ -185,3 +185,22 @@ func typesOf(kind string) string {
 	}
 	return ts[0] + " or " + ts[1]
 }
+
+// WithoutTeamReads sets aside the findings of the team packages that may
+// read any of paths: input values that are placeholders at plan (see
+// inputs.DecisionFree). No built-in rule decides on them, so the other
+// findings stand; the set-aside ones are decided at apply, on the real
+// values. It reports whether any team package may read them.
+func WithoutTeamReads(eng *policy.Engine, v Verdict, paths [][]string) (Verdict, bool) {
+	if len(paths) == 0 || !eng.TeamReads(paths...) {
+		return v, false
+	}
+	kept := v.Results[:0:0]
+	for _, r := range v.Results {
+		if r.Builtin || !eng.PackageReads(r.Package, paths...) {
+			kept = append(kept, r)
+		}
+	}
+	v.Results = kept
+	return v, true
+}
