@@ -1,7 +1,9 @@
-package backends
+package backends_test
 
 import (
 	"errors"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/all"
 	"reflect"
 	"slices"
 	"strings"
@@ -62,44 +64,44 @@ func checkDSNError(t *testing.T, in string, err error, rule string) *model.Error
 func TestParseDSNValid(t *testing.T) {
 	tests := []struct {
 		in   string
-		want DSN
+		want backends.DSN
 		norm string
 	}{
-		{"docker://", DSN{Scheme: "docker"}, "docker://"},
-		{"DOCKER://", DSN{Scheme: "docker"}, "docker://"},
-		{"docker://?", DSN{Scheme: "docker"}, "docker://"},
-		{"Docker://?runtime=runsc", DSN{Scheme: "docker", Options: map[string]string{"runtime": "runsc"}}, "docker://?runtime=runsc"},
-		{"docker://?runtime=kata&disk_strategy=tmpfs", DSN{Scheme: "docker", Options: map[string]string{"runtime": "kata", "disk_strategy": "tmpfs"}},
+		{"docker://", backends.DSN{Scheme: "docker"}, "docker://"},
+		{"DOCKER://", backends.DSN{Scheme: "docker"}, "docker://"},
+		{"docker://?", backends.DSN{Scheme: "docker"}, "docker://"},
+		{"Docker://?runtime=runsc", backends.DSN{Scheme: "docker", Options: map[string]string{"runtime": "runsc"}}, "docker://?runtime=runsc"},
+		{"docker://?runtime=kata&disk_strategy=tmpfs", backends.DSN{Scheme: "docker", Options: map[string]string{"runtime": "kata", "disk_strategy": "tmpfs"}},
 			"docker://?disk_strategy=tmpfs&runtime=kata"},
-		{"docker://?&runtime=runc&&disk_strategy=storage-opt&", DSN{Scheme: "docker", Options: map[string]string{"runtime": "runc", "disk_strategy": "storage-opt"}},
+		{"docker://?&runtime=runc&&disk_strategy=storage-opt&", backends.DSN{Scheme: "docker", Options: map[string]string{"runtime": "runc", "disk_strategy": "storage-opt"}},
 			"docker://?disk_strategy=storage-opt&runtime=runc"},
-		{"docker://?disk_strategy=auto", DSN{Scheme: "docker", Options: map[string]string{"disk_strategy": "auto"}}, "docker://?disk_strategy=auto"},
-		{"e2b://", DSN{Scheme: "e2b"}, "e2b://"},
-		{"E2B://?domain=E2B.app&request_timeout=030", DSN{Scheme: "e2b", Options: map[string]string{"domain": "e2b.app", "request_timeout": "30"}},
+		{"docker://?disk_strategy=auto", backends.DSN{Scheme: "docker", Options: map[string]string{"disk_strategy": "auto"}}, "docker://?disk_strategy=auto"},
+		{"e2b://", backends.DSN{Scheme: "e2b"}, "e2b://"},
+		{"E2B://?domain=E2B.app&request_timeout=030", backends.DSN{Scheme: "e2b", Options: map[string]string{"domain": "e2b.app", "request_timeout": "30"}},
 			"e2b://?domain=e2b.app&request_timeout=30"},
-		{"e2b://?domain=cn-hangzhou.sandbox.example.com", DSN{Scheme: "e2b", Options: map[string]string{"domain": "cn-hangzhou.sandbox.example.com"}},
+		{"e2b://?domain=cn-hangzhou.sandbox.example.com", backends.DSN{Scheme: "e2b", Options: map[string]string{"domain": "cn-hangzhou.sandbox.example.com"}},
 			"e2b://?domain=cn-hangzhou.sandbox.example.com"},
-		{"modal://my-app", DSN{Scheme: "modal", App: "my-app"}, "modal://my-app"},
-		{"modal://My_App.v2?region=us-east&environment=prod", DSN{Scheme: "modal", App: "My_App.v2", Options: map[string]string{"environment": "prod", "region": "us-east"}},
+		{"modal://my-app", backends.DSN{Scheme: "modal", App: "my-app"}, "modal://my-app"},
+		{"modal://My_App.v2?region=us-east&environment=prod", backends.DSN{Scheme: "modal", App: "My_App.v2", Options: map[string]string{"environment": "prod", "region": "us-east"}},
 			"modal://My_App.v2?environment=prod&region=us-east"},
-		{"modal://ak-my-long-application-name", DSN{Scheme: "modal", App: "ak-my-long-application-name"}, "modal://ak-my-long-application-name"},
-		{"vercel://acme/web", DSN{Scheme: "vercel", Team: "acme", Project: "web"}, "vercel://acme/web"},
+		{"modal://ak-my-long-application-name", backends.DSN{Scheme: "modal", App: "ak-my-long-application-name"}, "modal://ak-my-long-application-name"},
+		{"vercel://acme/web", backends.DSN{Scheme: "vercel", Team: "acme", Project: "web"}, "vercel://acme/web"},
 		{"vercel://team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt/prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef?region=iad1",
-			DSN{Scheme: "vercel", Team: "team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt", Project: "prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef", Options: map[string]string{"region": "iad1"}},
+			backends.DSN{Scheme: "vercel", Team: "team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt", Project: "prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef", Options: map[string]string{"region": "iad1"}},
 			"vercel://team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt/prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef?region=iad1"},
-		{"daytona://", DSN{Scheme: "daytona"}, "daytona://"},
-		{"daytona://?target=us&api_url=https://app.daytona.io/api", DSN{Scheme: "daytona", Options: map[string]string{"target": "us", "api_url": "https://app.daytona.io/api"}},
+		{"daytona://", backends.DSN{Scheme: "daytona"}, "daytona://"},
+		{"daytona://?target=us&api_url=https://app.daytona.io/api", backends.DSN{Scheme: "daytona", Options: map[string]string{"target": "us", "api_url": "https://app.daytona.io/api"}},
 			"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi&target=us"},
-		{"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi", DSN{Scheme: "daytona", Options: map[string]string{"api_url": "https://app.daytona.io/api"}},
+		{"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi", backends.DSN{Scheme: "daytona", Options: map[string]string{"api_url": "https://app.daytona.io/api"}},
 			"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi"},
-		{"daytona://?api_url=http://localhost:3000/api", DSN{Scheme: "daytona", Options: map[string]string{"api_url": "http://localhost:3000/api"}},
+		{"daytona://?api_url=http://localhost:3000/api", backends.DSN{Scheme: "daytona", Options: map[string]string{"api_url": "http://localhost:3000/api"}},
 			"daytona://?api_url=http%3A%2F%2Flocalhost%3A3000%2Fapi"},
 		// The canary outside a credential position is an ordinary name.
-		{"modal://" + canary, DSN{Scheme: "modal", App: canary}, "modal://" + canary},
+		{"modal://" + canary, backends.DSN{Scheme: "modal", App: canary}, "modal://" + canary},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseDSN(tt.in)
+			got, err := backends.ParseDSN(tt.in)
 			if err != nil {
 				t.Fatalf("ParseDSN(%q): %v", tt.in, err)
 			}
@@ -112,7 +114,7 @@ func TestParseDSNValid(t *testing.T) {
 			if got.String() != tt.norm {
 				t.Errorf("String() = %q, want %q", got.String(), tt.norm)
 			}
-			again, err := ParseDSN(got.String())
+			again, err := backends.ParseDSN(got.String())
 			if err != nil || !reflect.DeepEqual(again, got) {
 				t.Errorf("round trip of %q: %#v, %v", got.String(), again, err)
 			}
@@ -123,13 +125,13 @@ func TestParseDSNValid(t *testing.T) {
 // Every Docker runtime of the capability data is a valid runtime option.
 func TestParseDSNDockerRuntimesFromCapabilities(t *testing.T) {
 	n := 0
-	for _, key := range Keys() {
+	for _, key := range backends.Keys() {
 		rt, ok := strings.CutPrefix(key, "docker/")
 		if !ok {
 			continue
 		}
 		n++
-		d, err := ParseDSN("docker://?runtime=" + rt)
+		d, err := backends.ParseDSN("docker://?runtime=" + rt)
 		if err != nil {
 			t.Fatalf("runtime %s: %v", rt, err)
 		}
@@ -149,93 +151,93 @@ func TestParseDSNErrors(t *testing.T) {
 		want []string // substrings of the error text
 	}{
 		// SBX-DSN-001: not a DSN, or an unknown scheme.
-		{"", RuleDSNUnknown, []string{"empty", "docker://", "e2b://", "modal://APP", "vercel://TEAM/PROJECT", "daytona://"}},
-		{"   ", RuleDSNUnknown, []string{"empty"}},
-		{"not a dsn", RuleDSNUnknown, []string{"modal://APP"}},
-		{"redis://localhost", RuleDSNUnknown, []string{`"redis"`, "vercel://TEAM/PROJECT"}},
-		{"http://example.com/", RuleDSNUnknown, []string{`"http"`}},
-		{"://", RuleDSNUnknown, []string{"unknown scheme"}},
-		{"k8s://cluster", RuleDSNUnknown, []string{"unknown scheme"}},
-		{"fly.io:app", RuleDSNUnknown, []string{"SCHEME://"}},
+		{"", backends.RuleDSNUnknown, []string{"empty", "docker://", "e2b://", "modal://APP", "vercel://TEAM/PROJECT", "daytona://"}},
+		{"   ", backends.RuleDSNUnknown, []string{"empty"}},
+		{"not a dsn", backends.RuleDSNUnknown, []string{"modal://APP"}},
+		{"redis://localhost", backends.RuleDSNUnknown, []string{`"redis"`, "vercel://TEAM/PROJECT"}},
+		{"http://example.com/", backends.RuleDSNUnknown, []string{`"http"`}},
+		{"://", backends.RuleDSNUnknown, []string{"unknown scheme"}},
+		{"k8s://cluster", backends.RuleDSNUnknown, []string{"unknown scheme"}},
+		{"fly.io:app", backends.RuleDSNUnknown, []string{"SCHEME://"}},
 
 		// SBX-DSN-002: malformed for its scheme.
-		{"docker", RuleDSNMalformed, []string{"lacks ://", "docker://"}},
-		{"docker:", RuleDSNMalformed, []string{"lacks ://"}},
-		{"modal:app", RuleDSNMalformed, []string{"modal://APP"}},
-		{"vercel:/acme/web", RuleDSNMalformed, []string{"vercel://TEAM/PROJECT"}},
-		{" docker://", RuleDSNMalformed, []string{"whitespace"}},
-		{"docker://\n", RuleDSNMalformed, []string{"whitespace"}},
-		{"docker://?runtime=runc\t", RuleDSNMalformed, []string{"whitespace"}},
-		{"modal://my app", RuleDSNMalformed, []string{"space"}},
-		{"modal://app\x00", RuleDSNMalformed, []string{"control"}},
-		{"modal://äpp", RuleDSNMalformed, []string{"non-ASCII"}},
-		{"docker://localhost:2375", RuleDSNMalformed, []string{"host", "DOCKER_HOST"}},
-		{"docker://unix", RuleDSNMalformed, []string{"host", "DOCKER_HOST"}},
-		{"docker://:2375", RuleDSNMalformed, []string{"host"}},
-		{"docker:///", RuleDSNMalformed, []string{"path"}},
-		{"docker:///var/run/docker.sock", RuleDSNMalformed, []string{"path"}},
-		{"docker://#", RuleDSNMalformed, []string{"fragment"}},
-		{"docker://?runtime=runsc#x", RuleDSNMalformed, []string{"fragment"}},
-		{"e2b://api.e2b.dev", RuleDSNMalformed, []string{"host", "domain"}},
-		{"e2b:///", RuleDSNMalformed, []string{"path"}},
-		{"daytona://app.daytona.io", RuleDSNMalformed, []string{"host", "api_url"}},
-		{"modal://", RuleDSNMalformed, []string{"lacks the Modal app name", "modal://APP"}},
-		{"modal://?environment=prod", RuleDSNMalformed, []string{"lacks the Modal app name"}},
-		{"modal:///app", RuleDSNMalformed, []string{"lacks the Modal app name"}},
-		{"modal://app/", RuleDSNMalformed, []string{"path", "modal://APP"}},
-		{"modal://app/extra", RuleDSNMalformed, []string{"path"}},
-		{"modal://app:8080", RuleDSNMalformed, []string{"invalid app name"}},
-		{"modal://.hidden", RuleDSNMalformed, []string{"invalid app name"}},
-		{"modal://a%2Fb", RuleDSNMalformed, []string{"invalid app name"}},
-		{"modal://" + strings.Repeat("a", 65), RuleDSNMalformed, []string{"invalid app name"}},
-		{"vercel://", RuleDSNMalformed, []string{"lacks the team", "vercel://TEAM/PROJECT"}},
-		{"vercel://acme", RuleDSNMalformed, []string{"lacks the project"}},
-		{"vercel://acme/", RuleDSNMalformed, []string{"lacks the project"}},
-		{"vercel:///web", RuleDSNMalformed, []string{"lacks the team"}},
-		{"vercel://acme/web/extra", RuleDSNMalformed, []string{"path parts after the project"}},
-		{"vercel://acme/web/", RuleDSNMalformed, []string{"path parts after the project"}},
-		{"vercel://ac me/web", RuleDSNMalformed, []string{"space"}},
-		{"vercel://acme/w*b", RuleDSNMalformed, []string{"invalid team or project"}},
-		{"docker://?runtime", RuleDSNMalformed, []string{"no value for option runtime"}},
-		{"docker://?runtime=", RuleDSNMalformed, []string{"no value for option runtime"}},
-		{"docker://?runtime=gvisor", RuleDSNMalformed, []string{"invalid value for option runtime", "kata", "runc", "runsc"}},
-		{"docker://?disk_strategy=xfs", RuleDSNMalformed, []string{"auto", "storage-opt", "tmpfs"}},
-		{"docker://?runtime=runc&runtime=runsc", RuleDSNMalformed, []string{"twice"}},
-		{"docker://?runtime=runc;disk_strategy=auto", RuleDSNMalformed, []string{"';'", "'&'"}},
-		{"docker://?runtime=%zz", RuleDSNMalformed, []string{"%-escape"}},
-		{"docker://?%zz=1", RuleDSNMalformed, []string{"%-escape"}},
-		{"docker://?runtime=run%0Ac", RuleDSNMalformed, []string{"invalid value"}},
-		{"docker://?runtime=run+c", RuleDSNMalformed, []string{"invalid value"}},
-		{"e2b://?request_timeout=0", RuleDSNMalformed, []string{"request_timeout", "seconds"}},
-		{"e2b://?request_timeout=3601", RuleDSNMalformed, []string{"request_timeout"}},
-		{"e2b://?request_timeout=30s", RuleDSNMalformed, []string{"request_timeout"}},
-		{"e2b://?domain=localhost", RuleDSNMalformed, []string{"domain", "DNS name"}},
-		{"e2b://?domain=-bad.example", RuleDSNMalformed, []string{"domain"}},
-		{"e2b://?domain=e2b.app:443", RuleDSNMalformed, []string{"domain"}},
-		{"modal://app?region=US", RuleDSNMalformed, []string{"region"}},
-		{"modal://app?environment=-x", RuleDSNMalformed, []string{"environment"}},
-		{"vercel://acme/web?region=us-east-1", RuleDSNMalformed, []string{"region", "iad1"}},
-		{"daytona://?target=US", RuleDSNMalformed, []string{"target"}},
-		{"daytona://?api_url=http://example.com/api", RuleDSNMalformed, []string{"api_url", "https"}},
-		{"daytona://?api_url=ftp://example.com", RuleDSNMalformed, []string{"api_url"}},
-		{"daytona://?api_url=https:opaque", RuleDSNMalformed, []string{"api_url"}},
-		{"daytona://?api_url=/relative", RuleDSNMalformed, []string{"api_url"}},
-		{"daytona://?api_url=https://example.com/api?x=1", RuleDSNMalformed, []string{"api_url"}},
-		{"daytona://?api_url=https%3A%2F%2Fexample.com%2Fapi%23frag", RuleDSNMalformed, []string{"api_url"}},
+		{"docker", backends.RuleDSNMalformed, []string{"lacks ://", "docker://"}},
+		{"docker:", backends.RuleDSNMalformed, []string{"lacks ://"}},
+		{"modal:app", backends.RuleDSNMalformed, []string{"modal://APP"}},
+		{"vercel:/acme/web", backends.RuleDSNMalformed, []string{"vercel://TEAM/PROJECT"}},
+		{" docker://", backends.RuleDSNMalformed, []string{"whitespace"}},
+		{"docker://\n", backends.RuleDSNMalformed, []string{"whitespace"}},
+		{"docker://?runtime=runc\t", backends.RuleDSNMalformed, []string{"whitespace"}},
+		{"modal://my app", backends.RuleDSNMalformed, []string{"space"}},
+		{"modal://app\x00", backends.RuleDSNMalformed, []string{"control"}},
+		{"modal://äpp", backends.RuleDSNMalformed, []string{"non-ASCII"}},
+		{"docker://localhost:2375", backends.RuleDSNMalformed, []string{"host", "DOCKER_HOST"}},
+		{"docker://unix", backends.RuleDSNMalformed, []string{"host", "DOCKER_HOST"}},
+		{"docker://:2375", backends.RuleDSNMalformed, []string{"host"}},
+		{"docker:///", backends.RuleDSNMalformed, []string{"path"}},
+		{"docker:///var/run/docker.sock", backends.RuleDSNMalformed, []string{"path"}},
+		{"docker://#", backends.RuleDSNMalformed, []string{"fragment"}},
+		{"docker://?runtime=runsc#x", backends.RuleDSNMalformed, []string{"fragment"}},
+		{"e2b://api.e2b.dev", backends.RuleDSNMalformed, []string{"host", "domain"}},
+		{"e2b:///", backends.RuleDSNMalformed, []string{"path"}},
+		{"daytona://app.daytona.io", backends.RuleDSNMalformed, []string{"host", "api_url"}},
+		{"modal://", backends.RuleDSNMalformed, []string{"lacks the Modal app name", "modal://APP"}},
+		{"modal://?environment=prod", backends.RuleDSNMalformed, []string{"lacks the Modal app name"}},
+		{"modal:///app", backends.RuleDSNMalformed, []string{"lacks the Modal app name"}},
+		{"modal://app/", backends.RuleDSNMalformed, []string{"path", "modal://APP"}},
+		{"modal://app/extra", backends.RuleDSNMalformed, []string{"path"}},
+		{"modal://app:8080", backends.RuleDSNMalformed, []string{"invalid app name"}},
+		{"modal://.hidden", backends.RuleDSNMalformed, []string{"invalid app name"}},
+		{"modal://a%2Fb", backends.RuleDSNMalformed, []string{"invalid app name"}},
+		{"modal://" + strings.Repeat("a", 65), backends.RuleDSNMalformed, []string{"invalid app name"}},
+		{"vercel://", backends.RuleDSNMalformed, []string{"lacks the team", "vercel://TEAM/PROJECT"}},
+		{"vercel://acme", backends.RuleDSNMalformed, []string{"lacks the project"}},
+		{"vercel://acme/", backends.RuleDSNMalformed, []string{"lacks the project"}},
+		{"vercel:///web", backends.RuleDSNMalformed, []string{"lacks the team"}},
+		{"vercel://acme/web/extra", backends.RuleDSNMalformed, []string{"path parts after the project"}},
+		{"vercel://acme/web/", backends.RuleDSNMalformed, []string{"path parts after the project"}},
+		{"vercel://ac me/web", backends.RuleDSNMalformed, []string{"space"}},
+		{"vercel://acme/w*b", backends.RuleDSNMalformed, []string{"invalid team or project"}},
+		{"docker://?runtime", backends.RuleDSNMalformed, []string{"no value for option runtime"}},
+		{"docker://?runtime=", backends.RuleDSNMalformed, []string{"no value for option runtime"}},
+		{"docker://?runtime=gvisor", backends.RuleDSNMalformed, []string{"invalid value for option runtime", "kata", "runc", "runsc"}},
+		{"docker://?disk_strategy=xfs", backends.RuleDSNMalformed, []string{"auto", "storage-opt", "tmpfs"}},
+		{"docker://?runtime=runc&runtime=runsc", backends.RuleDSNMalformed, []string{"twice"}},
+		{"docker://?runtime=runc;disk_strategy=auto", backends.RuleDSNMalformed, []string{"';'", "'&'"}},
+		{"docker://?runtime=%zz", backends.RuleDSNMalformed, []string{"%-escape"}},
+		{"docker://?%zz=1", backends.RuleDSNMalformed, []string{"%-escape"}},
+		{"docker://?runtime=run%0Ac", backends.RuleDSNMalformed, []string{"invalid value"}},
+		{"docker://?runtime=run+c", backends.RuleDSNMalformed, []string{"invalid value"}},
+		{"e2b://?request_timeout=0", backends.RuleDSNMalformed, []string{"request_timeout", "seconds"}},
+		{"e2b://?request_timeout=3601", backends.RuleDSNMalformed, []string{"request_timeout"}},
+		{"e2b://?request_timeout=30s", backends.RuleDSNMalformed, []string{"request_timeout"}},
+		{"e2b://?domain=localhost", backends.RuleDSNMalformed, []string{"domain", "DNS name"}},
+		{"e2b://?domain=-bad.example", backends.RuleDSNMalformed, []string{"domain"}},
+		{"e2b://?domain=e2b.app:443", backends.RuleDSNMalformed, []string{"domain"}},
+		{"modal://app?region=US", backends.RuleDSNMalformed, []string{"region"}},
+		{"modal://app?environment=-x", backends.RuleDSNMalformed, []string{"environment"}},
+		{"vercel://acme/web?region=us-east-1", backends.RuleDSNMalformed, []string{"region", "iad1"}},
+		{"daytona://?target=US", backends.RuleDSNMalformed, []string{"target"}},
+		{"daytona://?api_url=http://example.com/api", backends.RuleDSNMalformed, []string{"api_url", "https"}},
+		{"daytona://?api_url=ftp://example.com", backends.RuleDSNMalformed, []string{"api_url"}},
+		{"daytona://?api_url=https:opaque", backends.RuleDSNMalformed, []string{"api_url"}},
+		{"daytona://?api_url=/relative", backends.RuleDSNMalformed, []string{"api_url"}},
+		{"daytona://?api_url=https://example.com/api?x=1", backends.RuleDSNMalformed, []string{"api_url"}},
+		{"daytona://?api_url=https%3A%2F%2Fexample.com%2Fapi%23frag", backends.RuleDSNMalformed, []string{"api_url"}},
 
 		// SBX-DSN-004: unknown option, with the allowed ones listed.
-		{"docker://?network=none", RuleDSNOption, []string{`"network"`, "runtime (one of kata, runc, runsc)", "disk_strategy"}},
-		{"docker://?Runtime=runsc", RuleDSNOption, []string{"does not know", "lower case"}},
-		{"e2b://?template=base", RuleDSNOption, []string{`"template"`, "domain", "request_timeout"}},
-		{"modal://app?regoin=us", RuleDSNOption, []string{`"regoin"`, "environment", "region"}},
-		{"vercel://acme/web?team=acme", RuleDSNOption, []string{`"team"`, "region"}},
-		{"daytona://?server_url=https://x.io", RuleDSNOption, []string{`"server_url"`, "api_url", "target"}},
-		{"docker://?" + canary + "=1", RuleDSNOption, []string{"does not know"}},
-		{"docker://?" + canary, RuleDSNOption, []string{"does not know"}},
+		{"docker://?network=none", backends.RuleDSNOption, []string{`"network"`, "runtime (one of kata, runc, runsc)", "disk_strategy"}},
+		{"docker://?Runtime=runsc", backends.RuleDSNOption, []string{"does not know", "lower case"}},
+		{"e2b://?template=base", backends.RuleDSNOption, []string{`"template"`, "domain", "request_timeout"}},
+		{"modal://app?regoin=us", backends.RuleDSNOption, []string{`"regoin"`, "environment", "region"}},
+		{"vercel://acme/web?team=acme", backends.RuleDSNOption, []string{`"team"`, "region"}},
+		{"daytona://?server_url=https://x.io", backends.RuleDSNOption, []string{`"server_url"`, "api_url", "target"}},
+		{"docker://?" + canary + "=1", backends.RuleDSNOption, []string{"does not know"}},
+		{"docker://?" + canary, backends.RuleDSNOption, []string{"does not know"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			_, err := ParseDSN(tt.in)
+			_, err := backends.ParseDSN(tt.in)
 			_ = checkDSNError(t, tt.in, err, tt.rule)
 			if err == nil {
 				return
@@ -276,7 +278,7 @@ var dsnBases = []struct {
 // checkCredentialError asserts a credential refusal that names the env vars.
 func checkCredentialError(t *testing.T, in string, err error, env []string) {
 	t.Helper()
-	me := checkDSNError(t, in, err, RuleDSNCredential)
+	me := checkDSNError(t, in, err, backends.RuleDSNCredential)
 	if me == nil {
 		return
 	}
@@ -296,7 +298,7 @@ func TestParseDSNCredentialOptions(t *testing.T) {
 				for _, form := range []string{"?%s=%s", "?runtime=runc&%s=%s", "?%s=%s&region=us"} {
 					q := strings.Replace(strings.Replace(form, "%s", k, 1), "%s", v, 1)
 					in := b.dsn + q
-					_, err := ParseDSN(in)
+					_, err := backends.ParseDSN(in)
 					checkCredentialError(t, in, err, b.env)
 					n++
 				}
@@ -333,7 +335,7 @@ func TestParseDSNCredentialUserinfo(t *testing.T) {
 			scheme + ":u:" + canary + "@" + host,
 			scheme + "://?domain=" + canary + "@evil.example",
 		} {
-			_, err := ParseDSN(in)
+			_, err := backends.ParseDSN(in)
 			checkCredentialError(t, in, err, b.env)
 		}
 	}
@@ -366,10 +368,10 @@ func TestParseDSNCredentialValues(t *testing.T) {
 			"daytona://?" + tok,
 			"daytona://#" + tok,
 		} {
-			_, err := ParseDSN(in)
+			_, err := backends.ParseDSN(in)
 			var me *model.Error
-			if !errors.As(err, &me) || me.Rule != RuleDSNCredential {
-				t.Errorf("ParseDSN(%q) = %v, want %s", in, err, RuleDSNCredential)
+			if !errors.As(err, &me) || me.Rule != backends.RuleDSNCredential {
+				t.Errorf("ParseDSN(%q) = %v, want %s", in, err, backends.RuleDSNCredential)
 			}
 		}
 	}
@@ -382,7 +384,7 @@ func TestParseDSNCredentialValues(t *testing.T) {
 		"daytona://#access_token=" + canary,
 		"daytona://?target=us#api_key=" + canary,
 	} {
-		_, err := ParseDSN(in)
+		_, err := backends.ParseDSN(in)
 		checkCredentialError(t, in, err, []string{"DAYTONA_API_KEY"})
 	}
 }
@@ -403,8 +405,8 @@ func TestParseDSNUnknownSchemeWithCredential(t *testing.T) {
 		{strings.ToLower(canary) + "://x", false},
 	}
 	for _, tt := range tests {
-		_, err := ParseDSN(tt.in)
-		me := checkDSNError(t, tt.in, err, RuleDSNUnknown)
+		_, err := backends.ParseDSN(tt.in)
+		me := checkDSNError(t, tt.in, err, backends.RuleDSNUnknown)
 		if me != nil && tt.pointEnv && !strings.Contains(me.Fix, "environment variables") {
 			t.Errorf("ParseDSN(%q): fix %q does not point at environment variables", tt.in, me.Fix)
 		}
@@ -413,27 +415,25 @@ func TestParseDSNUnknownSchemeWithCredential(t *testing.T) {
 
 // No allowed option may look like a credential, or it could never be set.
 func TestDSNOptionsAreNotCredentialNames(t *testing.T) {
-	for name, sc := range dsnSchemes() {
-		if len(sc.options) == 0 {
+	for _, name := range backends.Schemes() {
+		opts := backends.DSNOptionNames(name)
+		if len(opts) == 0 {
 			t.Errorf("%s: no options", name)
 		}
-		for k := range sc.options {
-			if w := credentialWord(k); w != "" {
+		for _, k := range opts {
+			if w := backends.CredentialWord(k); w != "" {
 				t.Errorf("%s option %s matches credential word %q", name, k, w)
 			}
-			if !safeEcho(k, 32) {
+			if !backends.SafeEcho(k, 32) {
 				t.Errorf("%s option %s would not be echoed", name, k)
 			}
 		}
-	}
-	if len(dsnSchemes()) != len(dsnOrder) {
-		t.Errorf("dsnOrder lists %d schemes, the table has %d", len(dsnOrder), len(dsnSchemes()))
 	}
 }
 
 func TestDSNCredentialEnv(t *testing.T) {
 	for _, b := range dsnBases {
-		d, err := ParseDSN(b.dsn)
+		d, err := backends.ParseDSN(b.dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -446,7 +446,7 @@ func TestDSNCredentialEnv(t *testing.T) {
 			t.Errorf("%s: CredentialEnv returns shared storage", b.dsn)
 		}
 	}
-	if env := (DSN{Scheme: "nope"}).CredentialEnv(); env != nil {
+	if env := (backends.DSN{Scheme: "nope"}).CredentialEnv(); env != nil {
 		t.Errorf("unknown scheme: CredentialEnv = %v, want nil", env)
 	}
 }
@@ -464,7 +464,7 @@ func TestDSNCapabilityKey(t *testing.T) {
 		{"daytona://", "", "daytona"},
 	}
 	for _, tt := range tests {
-		d, err := ParseDSN(tt.dsn)
+		d, err := backends.ParseDSN(tt.dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -472,7 +472,7 @@ func TestDSNCapabilityKey(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%s runtime %q: CapabilityKey = %s, want %s", tt.dsn, tt.runtime, got, tt.want)
 		}
-		if _, ok := Lookup(got); !ok {
+		if _, ok := backends.Lookup(got); !ok {
 			t.Errorf("%s: capability key %s is not in the capability data", tt.dsn, got)
 		}
 	}
@@ -482,13 +482,13 @@ func TestSecretish(t *testing.T) {
 	for _, s := range []string{"my-app", "ak-my-long-application-name", "prod", "us-east", "app.daytona.io",
 		"team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt", "prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef", "https://app.daytona.io/api", canary,
 		"my-service-2024-production-deployment-v2"} {
-		if secretish(s) {
-			t.Errorf("secretish(%q) = true, want false", s)
+		if backends.Secretish(s) {
+			t.Errorf("Secretish(%q) = true, want false", s)
 		}
 	}
 	for _, s := range []string{"sk-proj-Ab3dEf6hIj9kLm2nOp5q", "AKIAIOSFODNN7EXAMPLE", "x/0123456789abcdef0123456789abcdef", "sk%2Dproj%2DAb3dEf6hIj9kLm2nOp5q"} {
-		if !secretish(s) {
-			t.Errorf("secretish(%q) = false, want true", s)
+		if !backends.Secretish(s) {
+			t.Errorf("Secretish(%q) = false, want true", s)
 		}
 	}
 }
@@ -505,8 +505,8 @@ func TestUnescape(t *testing.T) {
 		"%2a%2A":       "**",
 		"api%5Fkey%25": "api_key%",
 	} {
-		if got := unescape(in); got != want {
-			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
+		if got := backends.Unescape(in); got != want {
+			t.Errorf("Unescape(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
