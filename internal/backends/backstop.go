@@ -3,10 +3,14 @@ package backends
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
-	"sync/atomic"
+	"sync"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
+	"github.com/sandboxio/terraform-provider-sandboxio/policies"
 )
 
 // The policy bundle decides what is refused; a backend does not restate a
@@ -28,20 +32,45 @@ type RuleText struct {
 	Fix       string
 }
 
-var catalogue atomic.Pointer[func(id string) (RuleText, bool)]
-
-// SetCatalogue installs the lookup of the rule catalogue. The policy
-// engine installs the embedded bundle's METADATA; until then (in a
-// backend's own unit tests) Backstop names the rule and points at the
-// catalogue.
-func SetCatalogue(f func(id string) (RuleText, bool)) { catalogue.Store(&f) }
-
-// LookupRule returns the catalogue's text of a rule.
-func LookupRule(id string) (RuleText, bool) {
-	if f := catalogue.Load(); f != nil {
-		return (*f)(id)
+// builtinRules is the catalogue of the embedded bundle's rules, read from
+// their METADATA (title, and the custom id, class, attribute and fix), the
+// same annotations policy.Engine.Rules reports; a test in the policy
+// package holds the two equal. It is read here, below the engine, so that a
+// backend's own tests see the catalogue's text too.
+var builtinRules = sync.OnceValue(func() map[string]RuleText {
+	m := map[string]RuleText{}
+	files, _ := fs.Glob(policies.Bundle, "*.rego")
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.rego") {
+			continue
+		}
+		src, err := policies.Bundle.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		mod, err := ast.ParseModuleWithOpts(f, string(src), ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
+		if err != nil {
+			continue // the engine refuses a broken bundle at load
+		}
+		for _, a := range mod.Annotations {
+			id, _ := a.Custom["id"].(string)
+			if id == "" {
+				continue
+			}
+			t := RuleText{Title: a.Title}
+			t.Class, _ = a.Custom["class"].(string)
+			t.Attribute, _ = a.Custom["attribute"].(string)
+			t.Fix, _ = a.Custom["fix"].(string)
+			m[id] = t
+		}
 	}
-	return RuleText{}, false
+	return m
+})
+
+// LookupRule returns the catalogue's text of a built-in rule.
+func LookupRule(id string) (RuleText, bool) {
+	t, ok := builtinRules()[id]
+	return t, ok
 }
 
 // Backstop returns the error a backend raises when its pre-flight finds a
