@@ -333,8 +333,12 @@ func checkEnv(spec model.Spec, env map[string]string) error {
 		if slices.Contains(spec.SecretNames, k) {
 			// Request.Env is not in the spec, so the policy never sees it:
 			// the rule is applied here, in the catalogue's words.
-			return backends.RuleRefusal("SBX-SEC-003", "env",
+			e := backends.RuleRefusal("SBX-SEC-003", "env",
 				fmt.Sprintf("%q is a secret name in the spec's secret_names, given as an extra env variable", k))
+			// How to pass a secret at run time, which the rule's fix (about
+			// the template) does not say.
+			e.Fix += " At run time, pass it as a secret (the CLI reads declared secrets from its environment; the Go API takes Request.Secrets), not as an env variable."
+			return e
 		}
 	}
 	return nil
