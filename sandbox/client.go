@@ -122,19 +122,16 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// factories are the backends this build can provision on, by DSN scheme.
-var factories = map[string]func() (backends.Backend, error){
-	docker.Name: func() (backends.Backend, error) { return docker.New() },
-}
+// Backends lists the DSN schemes this build can provision on: the
+// registered backends with a factory.
+func Backends() []string { return backends.Provisionable() }
 
-// Backends lists the DSN schemes this build can provision on.
-func Backends() []string {
-	out := make([]string, 0, len(factories))
-	for k := range factories {
-		out = append(out, k)
+// factory returns the registered factory of a scheme, or nil.
+func factory(scheme string) func() (backends.Backend, error) {
+	if r, ok := backends.Registered(scheme); ok {
+		return r.Open
 	}
-	slices.Sort(out)
-	return out
+	return nil
 }
 
 var sharedBackends struct {
@@ -151,8 +148,8 @@ func sharedBackend(scheme string) (backends.Backend, error) {
 	if b, ok := sharedBackends.m[scheme]; ok {
 		return b, nil
 	}
-	f, ok := factories[scheme]
-	if !ok {
+	f := factory(scheme)
+	if f == nil {
 		return nil, notInBuild(scheme)
 	}
 	b, err := f()
@@ -308,7 +305,7 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 	if err != nil {
 		return p, err
 	}
-	if _, ok := factories[d.Scheme]; !ok {
+	if factory(d.Scheme) == nil {
 		return p, notInBuild(d.Scheme)
 	}
 	_, p.digest, err = spec.Canonical()
@@ -334,9 +331,14 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 func checkEnv(spec model.Spec, env map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if slices.Contains(spec.SecretNames, k) {
-			return &model.Error{Class: model.ConfigurationError, Rule: rules.SecEnvAndSecret, Attribute: "env",
-				Message: fmt.Sprintf("%q is a secret name (in the spec's secret_names); an extra env variable cannot set it", k),
-				Fix:     "pass it as a secret (the CLI reads declared secrets from its environment; the Go API takes Request.Secrets), not as an env variable"}
+			// Request.Env is not in the spec, so the policy never sees it:
+			// the rule is applied here, in the catalogue's words.
+			e := backends.RuleRefusal(rules.SecEnvAndSecret, "env",
+				fmt.Sprintf("%q is a secret name in the spec's secret_names, given as an extra env variable", k))
+			// How to pass a secret at run time, which the rule's fix (about
+			// the template) does not say.
+			e.Fix += " At run time, pass it as a secret (the CLI reads declared secrets from its environment; the Go API takes Request.Secrets), not as an env variable."
+			return e
 		}
 	}
 	return nil
@@ -553,10 +555,8 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 // checkTier evaluates require_isolation against the tier of the live
 // backend, and the spec's own claim of its tier.
 func checkTier(spec model.Spec, live model.Tier) error {
-	if spec.RequireIsolation != "" && !live.Satisfies(spec.RequireIsolation) {
-		return &model.Error{Class: model.ConfigurationError, Rule: rules.IsoBelow, Attribute: "require_isolation",
-			Message: fmt.Sprintf("the live %s backend gives %s, below the required %s; nothing was provisioned", backendName(spec), live, spec.RequireIsolation),
-			Fix:     "use a runtime or backend of the required tier (runsc for GVISOR; E2B, Vercel or kata for MICROVM)"}
+	if err := backends.CheckLiveTier(backendName(spec), spec.RequireIsolation, live, spec.Runtime); err != nil {
+		return err
 	}
 	if spec.IsolationTier != "" && live != spec.IsolationTier {
 		return &model.Error{Class: model.ConfigurationError, Rule: rules.SpecTierLies, Attribute: "isolation_tier",

@@ -10,7 +10,8 @@ import (
 
 // ReapOptions select what Reap removes.
 type ReapOptions struct {
-	// Backend is the DSN of the backend to sweep; empty means docker://.
+	// Backend is the DSN of the backend to sweep; empty means every
+	// registered backend that can list its sandboxes.
 	Backend string
 	// DryRun lists what would be removed and removes nothing.
 	DryRun bool
@@ -36,27 +37,56 @@ type Reaped struct {
 // Reap removes sandboxes whose lifetime has passed or whose owner process is
 // gone: what a crash, a stopped daemon or a lost connection left behind.
 // Sandboxes of live owners within their lifetime are never touched. Each
-// one is audited (expired, or orphaned for a dead owner).
+// one is audited (expired, or orphaned for a dead owner). Without
+// opts.Backend it sweeps every registered backend that can list its
+// sandboxes; a backend that fails does not stop the others, and the first
+// failure is returned.
 func (c *Client) Reap(ctx context.Context, opts ReapOptions) ([]Reaped, error) {
-	dsn := opts.Backend
+	schemes, err := reapSchemes(opts.Backend)
+	if err != nil {
+		return nil, err
+	}
+	var out []Reaped
+	var first error
+	for _, scheme := range schemes {
+		got, err := c.reapBackend(ctx, scheme, opts)
+		out = append(out, got...)
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return out, first
+}
+
+// reapSchemes returns the schemes a sweep covers: the DSN's, or every
+// registered backend that can list.
+func reapSchemes(dsn string) ([]string, error) {
 	if dsn == "" {
-		dsn = "docker://"
+		return backends.Listable(), nil
 	}
 	d, err := backends.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := factories[d.Scheme]; !ok {
+	r, _ := backends.Registered(d.Scheme)
+	if r == nil || r.Open == nil {
 		return nil, notInBuild(d.Scheme)
 	}
-	b, err := c.backendFor(d.Scheme)
+	if !r.Lists {
+		return nil, noReaper(d.Scheme)
+	}
+	return []string{d.Scheme}, nil
+}
+
+// reapBackend sweeps one backend.
+func (c *Client) reapBackend(ctx context.Context, scheme string, opts ReapOptions) ([]Reaped, error) {
+	b, err := c.backendFor(scheme)
 	if err != nil {
-		return nil, classify(err, d.Scheme, "reap", Secrets{})
+		return nil, classify(err, scheme, "reap", Secrets{})
 	}
 	r, ok := b.(backends.Reaper)
 	if !ok {
-		return nil, &model.Error{Class: model.CapabilityNotSupported, Attribute: "backend",
-			Message: "backend " + d.Scheme + " has no reaper", Fix: "remove its sandboxes with the backend's own tools"}
+		return nil, noReaper(scheme)
 	}
 	start := time.Now()
 	got, err := r.Reap(ctx, backends.ReapOptions{DryRun: opts.DryRun, Labels: opts.Labels})
@@ -76,7 +106,12 @@ func (c *Client) Reap(ctx context.Context, opts ReapOptions) ([]Reaped, error) {
 			Reason: g.Reason, DryRun: opts.DryRun, DurationMS: ms(time.Since(start))}, Secrets{})
 	}
 	if err != nil {
-		return out, classify(err, d.Scheme, "reap", Secrets{})
+		return out, classify(err, scheme, "reap", Secrets{})
 	}
 	return out, nil
+}
+
+func noReaper(scheme string) error {
+	return &model.Error{Class: model.CapabilityNotSupported, Attribute: "backend",
+		Message: "backend " + scheme + " has no reaper", Fix: "remove its sandboxes with the backend's own tools"}
 }

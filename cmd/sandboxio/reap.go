@@ -45,7 +45,7 @@ sandbox (event expired, or orphaned for a dead owner).`,
 			dryRun := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
 			var labels kvFlag
 			fs.Var(&labels, "label", "reap only sandboxes carrying the label `KEY=VALUE`; repeatable")
-			backend := fs.String("backend", "docker://", "the backend `DSN` to sweep")
+			backend := fs.String("backend", "", "the backend `DSN` to sweep; default: every backend of this build that can list its sandboxes")
 			audit := fs.String("audit", "", "append one JSON audit record per sandbox to `FILE`; - writes them to standard output")
 			asJSON := fs.Bool("json", false, "print the sandboxes as a JSON array")
 			return func(ctx context.Context, e *env, args []string) int {

@@ -131,14 +131,3 @@ func CapBounds() model.Bounds { return data().Bounds }
 // MaxTimeoutSeconds returns the ceiling of timeout_seconds and
 // lifetime_seconds (SBX-TMO-001, SBX-TMO-002).
 func MaxTimeoutSeconds() int64 { return data().MaxTimeout }
-
-// CapabilityKey returns the key of a backend scheme and Docker runtime.
-func CapabilityKey(scheme, runtime string) string {
-	if scheme == "docker" {
-		if runtime == "" {
-			runtime = "runc"
-		}
-		return "docker/" + runtime
-	}
-	return scheme
-}

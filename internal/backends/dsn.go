@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -23,95 +23,49 @@ type DSN struct {
 	Options map[string]string // non-secret query options; never nil after ParseDSN
 }
 
-// dsnOption is one allowed query option.
-type dsnOption struct {
-	help  string                      // the values it takes, for the fix
-	check func(string) (string, bool) // validates and normalizes a decoded value
+// DSNOption is one allowed query option of a scheme.
+type DSNOption struct {
+	Help  string                      // the values it takes, for the fix
+	Check func(string) (string, bool) // validates and normalizes a decoded value
 }
 
-// Where a scheme takes its target.
-const (
-	targetNone        = iota // docker://, e2b://, daytona://: nothing after ://
-	targetApp                // modal://APP
-	targetTeamProject        // vercel://TEAM/PROJECT
-)
+// dsnScheme is a registered scheme's DSN syntax with its runtime option
+// (from the capability data) added.
+type dsnScheme struct{ DSNSyntax }
 
-type dsnScheme struct {
-	form    string   // the expected form, quoted in fixes
-	target  int      // targetNone, targetApp or targetTeamProject
-	env     []string // the environment variables the credentials come from
-	envHelp string   // the same, as a fix says it
-	noHost  string   // targetNone: where an address goes instead of a host
-	options map[string]dsnOption
+type dsnTables struct {
+	schemes map[string]*dsnScheme
+	order   []string // the schemes in the order fixes show them
 }
 
-// dsnOrder lists the schemes in the order fixes show them.
-var dsnOrder = []string{"docker", "e2b", "modal", "vercel", "daytona"}
+// dsnCache holds the parser's tables, built on first use from the
+// registrations (Register clears it): a backend with runtimes takes a
+// runtime option whose values come from the embedded capability data, so
+// the parser and the Rego rules agree on them.
+var dsnCache atomic.Pointer[dsnTables]
 
-// dsnSchemes is built on first use because the Docker runtimes come from the
-// embedded capability data, so the parser and the Rego rules agree on them.
-var dsnSchemes = sync.OnceValue(func() map[string]*dsnScheme {
-	var runtimes []string
-	for _, k := range Keys() {
-		if rt, ok := strings.CutPrefix(k, "docker/"); ok {
-			runtimes = append(runtimes, rt)
+func dsnSchemes() map[string]*dsnScheme { return tables().schemes }
+
+func tables() *dsnTables {
+	if t := dsnCache.Load(); t != nil {
+		return t
+	}
+	t := &dsnTables{schemes: map[string]*dsnScheme{}}
+	for _, r := range All() {
+		sc := &dsnScheme{r.DSN}
+		sc.Options = make(map[string]DSNOption, len(r.DSN.Options)+1)
+		for k, v := range r.DSN.Options {
+			sc.Options[k] = v
 		}
+		if rts := r.Runtimes(); len(rts) > 0 {
+			sc.Options["runtime"] = OneOf(rts...)
+		}
+		t.schemes[r.Scheme] = sc
+		t.order = append(t.order, r.Scheme)
 	}
-	region := pattern(`^[a-z]{2}(-[a-z0-9]+){0,3}$`, "a region id such as us-east")
-	return map[string]*dsnScheme{
-		"docker": {
-			form: "docker://", target: targetNone,
-			env:     []string{"DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"},
-			envHelp: "DOCKER_HOST (with DOCKER_TLS_VERIFY and DOCKER_CERT_PATH for TLS)",
-			noHost:  "the daemon address goes in DOCKER_HOST",
-			options: map[string]dsnOption{
-				"runtime":       oneOf(runtimes...),
-				"disk_strategy": oneOf("auto", "storage-opt", "tmpfs"),
-			},
-		},
-		"e2b": {
-			form: "e2b://", target: targetNone,
-			env:     []string{"E2B_API_KEY"},
-			envHelp: "E2B_API_KEY",
-			noHost:  "a self-hosted E2B domain goes in the domain option: e2b://?domain=HOST",
-			options: map[string]dsnOption{
-				"domain":          {help: "a DNS name such as e2b.app", check: dnsName},
-				"request_timeout": {help: "whole seconds, 1 to 3600", check: seconds},
-			},
-		},
-		"modal": {
-			form: "modal://APP", target: targetApp,
-			env:     []string{"MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"},
-			envHelp: "MODAL_TOKEN_ID and MODAL_TOKEN_SECRET",
-			options: map[string]dsnOption{
-				"environment": {help: "a Modal environment name", check: func(v string) (string, bool) { return v, validName(v, 64) }},
-				"region":      region,
-			},
-		},
-		"vercel": {
-			form: "vercel://TEAM/PROJECT", target: targetTeamProject,
-			// VERCEL_OIDC_TOKEN is Vercel's recommended credential and
-			// VERCEL_TOKEN the access-token fallback; the team and project,
-			// which the SDK would read from VERCEL_TEAM_ID and
-			// VERCEL_PROJECT_ID, are in the DSN.
-			env:     []string{"VERCEL_OIDC_TOKEN", "VERCEL_TOKEN"},
-			envHelp: "VERCEL_OIDC_TOKEN (or VERCEL_TOKEN)",
-			options: map[string]dsnOption{
-				"region": pattern(`^[a-z]{3}[0-9]$`, "a Vercel region id such as iad1"),
-			},
-		},
-		"daytona": {
-			form: "daytona://", target: targetNone,
-			env:     []string{"DAYTONA_API_KEY"},
-			envHelp: "DAYTONA_API_KEY",
-			noHost:  "a self-hosted Daytona API goes in the api_url option: daytona://?api_url=URL",
-			options: map[string]dsnOption{
-				"target":  region,
-				"api_url": {help: "an https URL without user-info, query or fragment", check: apiURL},
-			},
-		},
-	}
-})
+	dsnCache.Store(t)
+	return t
+}
 
 // ParseDSN parses a backend DSN. Every refusal is a *model.Error of class
 // ConfigurationError on the attribute "backend".
@@ -140,7 +94,7 @@ func ParseDSN(s string) (DSN, error) {
 			return DSN{}, err
 		}
 		return DSN{}, dsnErr(rules.DSNMalformed, fmt.Sprintf("the %s backend DSN lacks :// after the scheme", name),
-			"write "+sc.form)
+			"write "+sc.Form)
 	}
 	name = strings.ToLower(name)
 	sc := dsnSchemes()[name]
@@ -192,39 +146,39 @@ func ParseDSN(s string) (DSN, error) {
 // TEAM/PROJECT. None of them is ever percent-decoded: valid names never need
 // escaping, so a '%' is refused like any other character outside the names.
 func (sc *dsnScheme) parseTarget(d *DSN, authority, path string, slash bool) *model.Error {
-	switch sc.target {
-	case targetNone:
+	switch sc.Target {
+	case TargetNone:
 		if authority != "" {
-			return sc.malformed(d.Scheme, "has a host", sc.noHost+"; write "+sc.form)
+			return sc.malformed(d.Scheme, "has a host", sc.NoHost+"; write "+sc.Form)
 		}
 		if slash {
-			return sc.malformed(d.Scheme, "has a path", sc.noHost+"; write "+sc.form+" with options only")
+			return sc.malformed(d.Scheme, "has a path", sc.NoHost+"; write "+sc.Form+" with options only")
 		}
-	case targetApp:
+	case TargetApp:
 		if authority == "" {
-			return sc.malformed(d.Scheme, "lacks the Modal app name", "write "+sc.form)
+			return sc.malformed(d.Scheme, "lacks the Modal app name", "write "+sc.Form)
 		}
 		if slash {
-			return sc.malformed(d.Scheme, "has a path after the app name", "write "+sc.form)
+			return sc.malformed(d.Scheme, "has a path after the app name", "write "+sc.Form)
 		}
 		if !validName(authority, 64) {
 			return sc.malformed(d.Scheme, "has an invalid app name",
-				"write "+sc.form+" where APP is a Modal app name: letters, digits, '.', '_' and '-', up to 64 characters, starting with a letter or digit")
+				"write "+sc.Form+" where APP is a Modal app name: letters, digits, '.', '_' and '-', up to 64 characters, starting with a letter or digit")
 		}
 		d.App = authority
-	case targetTeamProject:
+	case TargetTeamProject:
 		if authority == "" {
-			return sc.malformed(d.Scheme, "lacks the team", "write "+sc.form)
+			return sc.malformed(d.Scheme, "lacks the team", "write "+sc.Form)
 		}
 		if path == "" {
-			return sc.malformed(d.Scheme, "lacks the project", "write "+sc.form)
+			return sc.malformed(d.Scheme, "lacks the project", "write "+sc.Form)
 		}
 		if strings.Contains(path, "/") {
-			return sc.malformed(d.Scheme, "has path parts after the project", "write "+sc.form)
+			return sc.malformed(d.Scheme, "has path parts after the project", "write "+sc.Form)
 		}
 		if !validName(authority, 100) || !validName(path, 100) {
 			return sc.malformed(d.Scheme, "has an invalid team or project",
-				"write "+sc.form+" with the Vercel team slug or ID and the project name or ID: letters, digits, '.', '_' and '-', up to 100 characters each")
+				"write "+sc.Form+" with the Vercel team slug or ID and the project name or ID: letters, digits, '.', '_' and '-', up to 100 characters each")
 		}
 		d.Team, d.Project = authority, path
 	}
@@ -247,7 +201,7 @@ func (sc *dsnScheme) parseOptions(name, query string) (map[string]string, *model
 		if err != nil {
 			return nil, sc.malformed(name, "has an option name with a malformed %-escape", "percent-encode it as %XX")
 		}
-		opt, ok := sc.options[k]
+		opt, ok := sc.Options[k]
 		if !ok {
 			msg := fmt.Sprintf("the %s backend DSN has an option it does not know", name)
 			if safeEcho(k, 32) {
@@ -263,14 +217,14 @@ func (sc *dsnScheme) parseOptions(name, query string) (map[string]string, *model
 		case err != nil:
 			return nil, sc.malformed(name, fmt.Sprintf("has a malformed %%-escape in option %s", k), "percent-encode it as %XX")
 		case v == "":
-			return nil, sc.malformed(name, fmt.Sprintf("has no value for option %s", k), "set "+k+" to "+opt.help+", or leave it out")
+			return nil, sc.malformed(name, fmt.Sprintf("has no value for option %s", k), "set "+k+" to "+opt.Help+", or leave it out")
 		}
 		nv, ok := "", printable(v)
 		if ok {
-			nv, ok = opt.check(v)
+			nv, ok = opt.Check(v)
 		}
 		if !ok {
-			return nil, sc.malformed(name, fmt.Sprintf("has an invalid value for option %s", k), "set "+k+" to "+opt.help)
+			return nil, sc.malformed(name, fmt.Sprintf("has an invalid value for option %s", k), "set "+k+" to "+opt.Help)
 		}
 		opts[k] = nv
 	}
@@ -287,7 +241,7 @@ func (sc *dsnScheme) checkCredentials(name, rest string) *model.Error {
 	return dsnErr(rules.DSNCredential,
 		fmt.Sprintf("the %s backend DSN carries a credential in %s; credentials never belong in a DSN", name, where),
 		fmt.Sprintf("remove it and set %s in the environment instead; write %s with non-secret options only",
-			sc.envHelp, sc.form))
+			sc.EnvHelp, sc.Form))
 }
 
 // credentialIn describes where s holds something credential-like, or returns
@@ -492,11 +446,13 @@ func validName(s string, max int) bool {
 	return true
 }
 
-func oneOf(values ...string) dsnOption {
+// OneOf is an option that takes one of the given values.
+func OneOf(values ...string) DSNOption {
+	values = append([]string(nil), values...)
 	sort.Strings(values)
-	return dsnOption{
-		help: "one of " + strings.Join(values, ", "),
-		check: func(v string) (string, bool) {
+	return DSNOption{
+		Help: "one of " + strings.Join(values, ", "),
+		Check: func(v string) (string, bool) {
 			for _, allowed := range values {
 				if v == allowed {
 					return v, true
@@ -507,9 +463,28 @@ func oneOf(values ...string) dsnOption {
 	}
 }
 
-func pattern(expr, help string) dsnOption {
+// Pattern is an option whose values match a regular expression.
+func Pattern(expr, help string) DSNOption {
 	re := regexp.MustCompile(expr)
-	return dsnOption{help: help, check: func(v string) (string, bool) { return v, re.MatchString(v) }}
+	return DSNOption{Help: help, Check: func(v string) (string, bool) { return v, re.MatchString(v) }}
+}
+
+// Name is an option that takes a name of letters, digits, '.', '_' and '-',
+// starting with a letter or digit, of at most max bytes.
+func Name(help string, max int) DSNOption {
+	return DSNOption{Help: help, Check: func(v string) (string, bool) { return v, validName(v, max) }}
+}
+
+// DNSName is an option that takes a DNS name of two labels or more,
+// lower-cased.
+func DNSName(help string) DSNOption { return DSNOption{Help: help, Check: dnsName} }
+
+// WholeSeconds is an option that takes whole seconds, 1 to 3600.
+func WholeSeconds() DSNOption { return DSNOption{Help: "whole seconds, 1 to 3600", Check: seconds} }
+
+// APIURL is an option that takes an API base URL (see apiURL).
+func APIURL() DSNOption {
+	return DSNOption{Help: "an https URL without user-info, query or fragment", Check: apiURL}
 }
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -559,20 +534,20 @@ func apiURL(v string) (string, bool) {
 }
 
 func (sc *dsnScheme) optionList() string {
-	names := make([]string, 0, len(sc.options))
-	for k := range sc.options {
+	names := make([]string, 0, len(sc.Options))
+	for k := range sc.Options {
 		names = append(names, k)
 	}
 	sort.Strings(names)
 	for i, k := range names {
-		names[i] = k + " (" + sc.options[k].help + ")"
+		names[i] = k + " (" + sc.Options[k].Help + ")"
 	}
 	return strings.Join(names, ", ")
 }
 
 func (sc *dsnScheme) malformed(name, what, fix string) *model.Error {
-	if !strings.Contains(fix, sc.form) {
-		fix += "; the form is " + sc.form
+	if !strings.Contains(fix, sc.Form) {
+		fix += "; the form is " + sc.Form
 	}
 	return dsnErr(rules.DSNMalformed, fmt.Sprintf("the %s backend DSN %s", name, what), fix)
 }
@@ -582,9 +557,10 @@ func dsnErr(rule, msg, fix string) *model.Error {
 }
 
 func dsnForms() string {
-	forms := make([]string, len(dsnOrder))
-	for i, name := range dsnOrder {
-		forms[i] = dsnSchemes()[name].form
+	t := tables()
+	forms := make([]string, len(t.order))
+	for i, name := range t.order {
+		forms[i] = t.schemes[name].Form
 	}
 	return strings.Join(forms, ", ")
 }
@@ -618,13 +594,31 @@ func (d DSN) String() string {
 }
 
 // CapabilityKey returns the capability key for a sandbox on this backend.
-// runtime is the template's Docker runtime; when it is empty the DSN's
-// runtime option applies, and then runc.
+// runtime is the template's runtime; when it is empty the DSN's runtime
+// option applies, and then the backend's default runtime.
 func (d DSN) CapabilityKey(runtime string) string {
 	if runtime == "" {
 		runtime = d.Options["runtime"]
 	}
 	return CapabilityKey(d.Scheme, runtime)
+}
+
+// Runtime returns the runtime a sandbox on this backend runs with: the
+// template's runtime, else the DSN's runtime option, else the backend's
+// default. It is "" on a backend without runtimes, where a runtime means
+// nothing (SBX-ISO-006 refuses setting one).
+func (d DSN) Runtime(runtime string) string {
+	r, ok := Registered(d.Scheme)
+	if !ok || r.DefaultRuntime == "" {
+		return ""
+	}
+	if runtime == "" {
+		runtime = d.Options["runtime"]
+	}
+	if runtime == "" {
+		runtime = r.DefaultRuntime
+	}
+	return runtime
 }
 
 // CredentialEnv lists the environment variables the backend reads its
@@ -634,5 +628,5 @@ func (d DSN) CredentialEnv() []string {
 	if sc == nil {
 		return nil
 	}
-	return append([]string(nil), sc.env...)
+	return append([]string(nil), sc.Env...)
 }

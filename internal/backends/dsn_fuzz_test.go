@@ -1,7 +1,9 @@
-package backends
+package backends_test
 
 import (
 	"errors"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/all"
 	"reflect"
 	"strings"
 	"testing"
@@ -47,7 +49,7 @@ func FuzzParseDSN(f *testing.F) {
 }
 
 func checkParse(t *testing.T, s string) {
-	d, err := ParseDSN(s)
+	d, err := backends.ParseDSN(s)
 	if err != nil {
 		var me *model.Error
 		if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "backend" ||
@@ -68,12 +70,12 @@ func checkParse(t *testing.T, s string) {
 		t.Fatalf("ParseDSN(%q) accepted user-info", s)
 	}
 	for k, v := range d.Options {
-		if credentialWord(k) != "" || secretish(v) || v == "" {
+		if backends.CredentialWord(k) != "" || backends.Secretish(v) || v == "" {
 			t.Fatalf("ParseDSN(%q) accepted option %q", s, k)
 		}
 	}
 	out := d.String()
-	again, err := ParseDSN(out)
+	again, err := backends.ParseDSN(out)
 	if err != nil {
 		t.Fatalf("ParseDSN(%q) = %q, which does not parse: %v", s, out, err)
 	}

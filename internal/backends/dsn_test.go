@@ -1,7 +1,9 @@
-package backends
+package backends_test
 
 import (
 	"errors"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/all"
 	"reflect"
 	"slices"
 	"strings"
@@ -63,44 +65,44 @@ func checkDSNError(t *testing.T, in string, err error, rule string) *model.Error
 func TestParseDSNValid(t *testing.T) {
 	tests := []struct {
 		in   string
-		want DSN
+		want backends.DSN
 		norm string
 	}{
-		{"docker://", DSN{Scheme: "docker"}, "docker://"},
-		{"DOCKER://", DSN{Scheme: "docker"}, "docker://"},
-		{"docker://?", DSN{Scheme: "docker"}, "docker://"},
-		{"Docker://?runtime=runsc", DSN{Scheme: "docker", Options: map[string]string{"runtime": "runsc"}}, "docker://?runtime=runsc"},
-		{"docker://?runtime=kata&disk_strategy=tmpfs", DSN{Scheme: "docker", Options: map[string]string{"runtime": "kata", "disk_strategy": "tmpfs"}},
+		{"docker://", backends.DSN{Scheme: "docker"}, "docker://"},
+		{"DOCKER://", backends.DSN{Scheme: "docker"}, "docker://"},
+		{"docker://?", backends.DSN{Scheme: "docker"}, "docker://"},
+		{"Docker://?runtime=runsc", backends.DSN{Scheme: "docker", Options: map[string]string{"runtime": "runsc"}}, "docker://?runtime=runsc"},
+		{"docker://?runtime=kata&disk_strategy=tmpfs", backends.DSN{Scheme: "docker", Options: map[string]string{"runtime": "kata", "disk_strategy": "tmpfs"}},
 			"docker://?disk_strategy=tmpfs&runtime=kata"},
-		{"docker://?&runtime=runc&&disk_strategy=storage-opt&", DSN{Scheme: "docker", Options: map[string]string{"runtime": "runc", "disk_strategy": "storage-opt"}},
+		{"docker://?&runtime=runc&&disk_strategy=storage-opt&", backends.DSN{Scheme: "docker", Options: map[string]string{"runtime": "runc", "disk_strategy": "storage-opt"}},
 			"docker://?disk_strategy=storage-opt&runtime=runc"},
-		{"docker://?disk_strategy=auto", DSN{Scheme: "docker", Options: map[string]string{"disk_strategy": "auto"}}, "docker://?disk_strategy=auto"},
-		{"e2b://", DSN{Scheme: "e2b"}, "e2b://"},
-		{"E2B://?domain=E2B.app&request_timeout=030", DSN{Scheme: "e2b", Options: map[string]string{"domain": "e2b.app", "request_timeout": "30"}},
+		{"docker://?disk_strategy=auto", backends.DSN{Scheme: "docker", Options: map[string]string{"disk_strategy": "auto"}}, "docker://?disk_strategy=auto"},
+		{"e2b://", backends.DSN{Scheme: "e2b"}, "e2b://"},
+		{"E2B://?domain=E2B.app&request_timeout=030", backends.DSN{Scheme: "e2b", Options: map[string]string{"domain": "e2b.app", "request_timeout": "30"}},
 			"e2b://?domain=e2b.app&request_timeout=30"},
-		{"e2b://?domain=cn-hangzhou.sandbox.example.com", DSN{Scheme: "e2b", Options: map[string]string{"domain": "cn-hangzhou.sandbox.example.com"}},
+		{"e2b://?domain=cn-hangzhou.sandbox.example.com", backends.DSN{Scheme: "e2b", Options: map[string]string{"domain": "cn-hangzhou.sandbox.example.com"}},
 			"e2b://?domain=cn-hangzhou.sandbox.example.com"},
-		{"modal://my-app", DSN{Scheme: "modal", App: "my-app"}, "modal://my-app"},
-		{"modal://My_App.v2?region=us-east&environment=prod", DSN{Scheme: "modal", App: "My_App.v2", Options: map[string]string{"environment": "prod", "region": "us-east"}},
+		{"modal://my-app", backends.DSN{Scheme: "modal", App: "my-app"}, "modal://my-app"},
+		{"modal://My_App.v2?region=us-east&environment=prod", backends.DSN{Scheme: "modal", App: "My_App.v2", Options: map[string]string{"environment": "prod", "region": "us-east"}},
 			"modal://My_App.v2?environment=prod&region=us-east"},
-		{"modal://ak-my-long-application-name", DSN{Scheme: "modal", App: "ak-my-long-application-name"}, "modal://ak-my-long-application-name"},
-		{"vercel://acme/web", DSN{Scheme: "vercel", Team: "acme", Project: "web"}, "vercel://acme/web"},
+		{"modal://ak-my-long-application-name", backends.DSN{Scheme: "modal", App: "ak-my-long-application-name"}, "modal://ak-my-long-application-name"},
+		{"vercel://acme/web", backends.DSN{Scheme: "vercel", Team: "acme", Project: "web"}, "vercel://acme/web"},
 		{"vercel://team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt/prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef?region=iad1",
-			DSN{Scheme: "vercel", Team: "team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt", Project: "prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef", Options: map[string]string{"region": "iad1"}},
+			backends.DSN{Scheme: "vercel", Team: "team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt", Project: "prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef", Options: map[string]string{"region": "iad1"}},
 			"vercel://team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt/prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef?region=iad1"},
-		{"daytona://", DSN{Scheme: "daytona"}, "daytona://"},
-		{"daytona://?target=us&api_url=https://app.daytona.io/api", DSN{Scheme: "daytona", Options: map[string]string{"target": "us", "api_url": "https://app.daytona.io/api"}},
+		{"daytona://", backends.DSN{Scheme: "daytona"}, "daytona://"},
+		{"daytona://?target=us&api_url=https://app.daytona.io/api", backends.DSN{Scheme: "daytona", Options: map[string]string{"target": "us", "api_url": "https://app.daytona.io/api"}},
 			"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi&target=us"},
-		{"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi", DSN{Scheme: "daytona", Options: map[string]string{"api_url": "https://app.daytona.io/api"}},
+		{"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi", backends.DSN{Scheme: "daytona", Options: map[string]string{"api_url": "https://app.daytona.io/api"}},
 			"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi"},
-		{"daytona://?api_url=http://localhost:3000/api", DSN{Scheme: "daytona", Options: map[string]string{"api_url": "http://localhost:3000/api"}},
+		{"daytona://?api_url=http://localhost:3000/api", backends.DSN{Scheme: "daytona", Options: map[string]string{"api_url": "http://localhost:3000/api"}},
 			"daytona://?api_url=http%3A%2F%2Flocalhost%3A3000%2Fapi"},
 		// The canary outside a credential position is an ordinary name.
-		{"modal://" + canary, DSN{Scheme: "modal", App: canary}, "modal://" + canary},
+		{"modal://" + canary, backends.DSN{Scheme: "modal", App: canary}, "modal://" + canary},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseDSN(tt.in)
+			got, err := backends.ParseDSN(tt.in)
 			if err != nil {
 				t.Fatalf("ParseDSN(%q): %v", tt.in, err)
 			}
@@ -113,7 +115,7 @@ func TestParseDSNValid(t *testing.T) {
 			if got.String() != tt.norm {
 				t.Errorf("String() = %q, want %q", got.String(), tt.norm)
 			}
-			again, err := ParseDSN(got.String())
+			again, err := backends.ParseDSN(got.String())
 			if err != nil || !reflect.DeepEqual(again, got) {
 				t.Errorf("round trip of %q: %#v, %v", got.String(), again, err)
 			}
@@ -124,13 +126,13 @@ func TestParseDSNValid(t *testing.T) {
 // Every Docker runtime of the capability data is a valid runtime option.
 func TestParseDSNDockerRuntimesFromCapabilities(t *testing.T) {
 	n := 0
-	for _, key := range Keys() {
+	for _, key := range backends.Keys() {
 		rt, ok := strings.CutPrefix(key, "docker/")
 		if !ok {
 			continue
 		}
 		n++
-		d, err := ParseDSN("docker://?runtime=" + rt)
+		d, err := backends.ParseDSN("docker://?runtime=" + rt)
 		if err != nil {
 			t.Fatalf("runtime %s: %v", rt, err)
 		}
@@ -236,7 +238,7 @@ func TestParseDSNErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			_, err := ParseDSN(tt.in)
+			_, err := backends.ParseDSN(tt.in)
 			_ = checkDSNError(t, tt.in, err, tt.rule)
 			if err == nil {
 				return
@@ -297,7 +299,7 @@ func TestParseDSNCredentialOptions(t *testing.T) {
 				for _, form := range []string{"?%s=%s", "?runtime=runc&%s=%s", "?%s=%s&region=us"} {
 					q := strings.Replace(strings.Replace(form, "%s", k, 1), "%s", v, 1)
 					in := b.dsn + q
-					_, err := ParseDSN(in)
+					_, err := backends.ParseDSN(in)
 					checkCredentialError(t, in, err, b.env)
 					n++
 				}
@@ -334,7 +336,7 @@ func TestParseDSNCredentialUserinfo(t *testing.T) {
 			scheme + ":u:" + canary + "@" + host,
 			scheme + "://?domain=" + canary + "@evil.example",
 		} {
-			_, err := ParseDSN(in)
+			_, err := backends.ParseDSN(in)
 			checkCredentialError(t, in, err, b.env)
 		}
 	}
@@ -367,7 +369,7 @@ func TestParseDSNCredentialValues(t *testing.T) {
 			"daytona://?" + tok,
 			"daytona://#" + tok,
 		} {
-			_, err := ParseDSN(in)
+			_, err := backends.ParseDSN(in)
 			var me *model.Error
 			if !errors.As(err, &me) || me.Rule != rules.DSNCredential {
 				t.Errorf("ParseDSN(%q) = %v, want %s", in, err, rules.DSNCredential)
@@ -383,7 +385,7 @@ func TestParseDSNCredentialValues(t *testing.T) {
 		"daytona://#access_token=" + canary,
 		"daytona://?target=us#api_key=" + canary,
 	} {
-		_, err := ParseDSN(in)
+		_, err := backends.ParseDSN(in)
 		checkCredentialError(t, in, err, []string{"DAYTONA_API_KEY"})
 	}
 }
@@ -404,7 +406,7 @@ func TestParseDSNUnknownSchemeWithCredential(t *testing.T) {
 		{strings.ToLower(canary) + "://x", false},
 	}
 	for _, tt := range tests {
-		_, err := ParseDSN(tt.in)
+		_, err := backends.ParseDSN(tt.in)
 		me := checkDSNError(t, tt.in, err, rules.DSNUnknown)
 		if me != nil && tt.pointEnv && !strings.Contains(me.Fix, "environment variables") {
 			t.Errorf("ParseDSN(%q): fix %q does not point at environment variables", tt.in, me.Fix)
@@ -414,27 +416,25 @@ func TestParseDSNUnknownSchemeWithCredential(t *testing.T) {
 
 // No allowed option may look like a credential, or it could never be set.
 func TestDSNOptionsAreNotCredentialNames(t *testing.T) {
-	for name, sc := range dsnSchemes() {
-		if len(sc.options) == 0 {
+	for _, name := range backends.Schemes() {
+		opts := backends.DSNOptionNames(name)
+		if len(opts) == 0 {
 			t.Errorf("%s: no options", name)
 		}
-		for k := range sc.options {
-			if w := credentialWord(k); w != "" {
+		for _, k := range opts {
+			if w := backends.CredentialWord(k); w != "" {
 				t.Errorf("%s option %s matches credential word %q", name, k, w)
 			}
-			if !safeEcho(k, 32) {
+			if !backends.SafeEcho(k, 32) {
 				t.Errorf("%s option %s would not be echoed", name, k)
 			}
 		}
-	}
-	if len(dsnSchemes()) != len(dsnOrder) {
-		t.Errorf("dsnOrder lists %d schemes, the table has %d", len(dsnOrder), len(dsnSchemes()))
 	}
 }
 
 func TestDSNCredentialEnv(t *testing.T) {
 	for _, b := range dsnBases {
-		d, err := ParseDSN(b.dsn)
+		d, err := backends.ParseDSN(b.dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -447,7 +447,7 @@ func TestDSNCredentialEnv(t *testing.T) {
 			t.Errorf("%s: CredentialEnv returns shared storage", b.dsn)
 		}
 	}
-	if env := (DSN{Scheme: "nope"}).CredentialEnv(); env != nil {
+	if env := (backends.DSN{Scheme: "nope"}).CredentialEnv(); env != nil {
 		t.Errorf("unknown scheme: CredentialEnv = %v, want nil", env)
 	}
 }
@@ -465,7 +465,7 @@ func TestDSNCapabilityKey(t *testing.T) {
 		{"daytona://", "", "daytona"},
 	}
 	for _, tt := range tests {
-		d, err := ParseDSN(tt.dsn)
+		d, err := backends.ParseDSN(tt.dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -473,7 +473,7 @@ func TestDSNCapabilityKey(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%s runtime %q: CapabilityKey = %s, want %s", tt.dsn, tt.runtime, got, tt.want)
 		}
-		if _, ok := Lookup(got); !ok {
+		if _, ok := backends.Lookup(got); !ok {
 			t.Errorf("%s: capability key %s is not in the capability data", tt.dsn, got)
 		}
 	}
@@ -483,13 +483,13 @@ func TestSecretish(t *testing.T) {
 	for _, s := range []string{"my-app", "ak-my-long-application-name", "prod", "us-east", "app.daytona.io",
 		"team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt", "prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef", "https://app.daytona.io/api", canary,
 		"my-service-2024-production-deployment-v2"} {
-		if secretish(s) {
-			t.Errorf("secretish(%q) = true, want false", s)
+		if backends.Secretish(s) {
+			t.Errorf("Secretish(%q) = true, want false", s)
 		}
 	}
 	for _, s := range []string{"sk-proj-Ab3dEf6hIj9kLm2nOp5q", "AKIAIOSFODNN7EXAMPLE", "x/0123456789abcdef0123456789abcdef", "sk%2Dproj%2DAb3dEf6hIj9kLm2nOp5q"} {
-		if !secretish(s) {
-			t.Errorf("secretish(%q) = false, want true", s)
+		if !backends.Secretish(s) {
+			t.Errorf("Secretish(%q) = false, want true", s)
 		}
 	}
 }
@@ -506,8 +506,8 @@ func TestUnescape(t *testing.T) {
 		"%2a%2A":       "**",
 		"api%5Fkey%25": "api_key%",
 	} {
-		if got := unescape(in); got != want {
-			t.Errorf("unescape(%q) = %q, want %q", in, got, want)
+		if got := backends.Unescape(in); got != want {
+			t.Errorf("Unescape(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

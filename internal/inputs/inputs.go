@@ -30,21 +30,12 @@ func Backend(dsn, runtime, defaultBackend string) (*policy.BackendRef, string, e
 	if err != nil {
 		return nil, "", err
 	}
-	if runtime == "" && parsed.Scheme == "docker" {
-		runtime = parsed.Options["runtime"]
-	}
 	ref := &policy.BackendRef{
 		DSN:     parsed.String(),
 		Scheme:  parsed.Scheme,
-		Runtime: runtime,
+		Runtime: parsed.Runtime(runtime),
 		Key:     parsed.CapabilityKey(runtime),
 		Options: parsed.Options,
-	}
-	switch {
-	case ref.Scheme != "docker":
-		ref.Runtime = "" // a runtime means nothing elsewhere; SBX-ISO-006 refuses setting one
-	case ref.Runtime == "":
-		ref.Runtime = "runc"
 	}
 	return ref, parsed.String(), nil
 }
@@ -137,10 +128,7 @@ func (c Template) Build(defaultBackend string) (model.Spec, policy.Input, error)
 	if d, ok := backends.Lookup(ref.Key); ok {
 		tier = d.Tier
 	}
-	runtime := ""
-	if ref.Scheme == "docker" {
-		runtime = ref.Runtime
-	}
+	runtime := ref.Runtime // "" on a backend without runtimes
 	env, labels, secrets := c.Env, c.Labels, c.SecretNames
 	if env == nil {
 		env = map[string]string{}

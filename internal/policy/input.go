@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -351,11 +352,33 @@ var (
 func init() {
 	// Interning the enumerated values spares an allocation per value per
 	// evaluation. OPA's intern table is written only here, during init.
+	// The schemes, runtimes and capability keys come from the capability
+	// data (SCHEME or SCHEME/RUNTIME), the source the registry reads too.
 	ast.InternStringTerm(KindTemplate, KindNetworkPolicy, KindResourceCaps, KindTenantSandbox, KindSpec,
-		"docker", "e2b", "modal", "vercel", "daytona", "runc", "runsc", "kata",
-		"docker/runc", "docker/runsc", "docker/kata", "docker://", "e2b://", "daytona://",
 		model.EgressDeny, model.EgressAllow, model.EgressLearn,
 		string(model.TierUnknown), string(model.TierContainer), string(model.TierGVisor), string(model.TierMicroVM))
+	ast.InternStringTerm(capabilityStrings()...)
+}
+
+// capabilityStrings lists each capability key, its scheme, its runtime and
+// the scheme's bare DSN.
+func capabilityStrings() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	for _, key := range backends.Keys() {
+		scheme, runtime, _ := strings.Cut(key, "/")
+		add(key)
+		add(scheme)
+		add(runtime)
+		add(scheme + "://")
+	}
+	return out
 }
 
 func intTerm(i int64) *ast.Term { return ast.InternedTerm(i) }

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
@@ -11,7 +12,6 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
-	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
 var (
@@ -70,7 +70,7 @@ func (d *backendDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 				MarkdownDescription: "Backend DSN; defaults to the provider's `default_backend`."},
 			"runtime": schema.StringAttribute{Optional: true,
 				MarkdownDescription: "Docker runtime (`runc`, `runsc`, `kata`); defaults to `runc`."},
-			"scheme":                   computed("DSN scheme: docker, e2b, modal, vercel or daytona."),
+			"scheme":                   computed("DSN scheme: " + orList(backends.Schemes()) + "."),
 			"capability_key":           computed("Key of the capability descriptor (`docker/<runtime>` or the scheme)."),
 			"isolation_tier":           computed("Isolation tier: UNKNOWN, CONTAINER, GVISOR or MICROVM."),
 			"egress_deny":              flag("Whether the backend can deny all egress."),
@@ -116,14 +116,12 @@ func (d *backendDataSource) Read(ctx context.Context, req datasource.ReadRequest
 		resp.Diagnostics.Append(diags.FromError(err, "invalid backend", onAttribute("dsn")))
 		return
 	}
+	// The registry selects the descriptor: SCHEME/RUNTIME or the scheme.
 	key := parsed.CapabilityKey(m.Runtime.ValueString())
 	c, ok := backends.Lookup(key)
 	if !ok {
-		resp.Diagnostics.Append(diags.FromError(&model.Error{
-			Class: model.ConfigurationError, Rule: rules.IsoNoCapsData, Attribute: "runtime",
-			Message: "no capability descriptor for " + key,
-			Fix:     "use runtime runc, runsc or kata on Docker",
-		}, "unknown runtime", onAttribute("runtime")))
+		resp.Diagnostics.Append(diags.FromError(backends.RuleRefusal(rules.IsoNoCapsData, "runtime",
+			"no capability description for "+key), "unknown runtime", onAttribute("runtime")))
 		return
 	}
 	if m.DSN.IsNull() {
@@ -155,4 +153,12 @@ func (d *backendDataSource) Read(ctx context.Context, req datasource.ReadRequest
 // onAttribute puts every diagnostic on one attribute.
 func onAttribute(name string) diags.PathMapper {
 	return func(string) path.Path { return path.Root(name) }
+}
+
+// orList joins words as a sentence lists them: "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }

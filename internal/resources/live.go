@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -20,28 +18,31 @@ type liveFacts struct {
 	PidsCapStrategy string
 }
 
-// hasLiveChecks reports whether templates on this backend are checked
-// against the live system at apply. Only Docker is implemented in this
-// build; other backends are checked again when a sandbox is opened.
-func hasLiveChecks(spec model.Spec) bool {
+// liveChecks returns the registration of the template's backend when that
+// backend has live checks (the registry says which); other backends are
+// checked again when a sandbox is opened.
+func liveChecks(spec model.Spec) *backends.Registration {
 	d, err := backends.ParseDSN(spec.Backend)
-	return err == nil && d.Scheme == "docker"
+	if err != nil {
+		return nil
+	}
+	r, ok := backends.Registered(d.Scheme)
+	if !ok || r.LiveCheck == nil {
+		return nil
+	}
+	return r
 }
+
+// hasLiveChecks reports whether templates on this backend are checked
+// against the live system at apply.
+func hasLiveChecks(spec model.Spec) bool { return liveChecks(spec) != nil }
 
 // preflight runs the backend's live checks, bounded by the template's own
 // timeout. Nothing is provisioned.
 func preflight(ctx context.Context, spec model.Spec) (*liveFacts, error) {
-	if !hasLiveChecks(spec) {
+	reg := liveChecks(spec)
+	if reg == nil {
 		return nil, nil
-	}
-	b, err := docker.New(docker.WithoutWatcher())
-	if err != nil {
-		return nil, fmt.Errorf("docker client: %w", err)
-	}
-	defer b.Close()
-	pf, ok := b.(backends.Preflighter)
-	if !ok {
-		return nil, errors.New("the docker backend has no live checks")
 	}
 	// The same conversion as at run time: a timeout that is no bound is
 	// refused, never overflowed into a default.
@@ -51,21 +52,20 @@ func preflight(ctx context.Context, spec model.Spec) (*liveFacts, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	p, err := pf.Preflight(ctx, spec)
+	p, err := reg.LiveCheck(ctx, spec)
 	if err != nil {
 		var me *model.Error
 		if errors.As(err, &me) {
 			return nil, err
 		}
 		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
-			Message: "the Docker daemon could not check the template: " + err.Error(),
-			Fix:     "start the daemon (or point DOCKER_HOST at it) before apply; plan needs no daemon, apply does"}
+			Message: fmt.Sprintf("the %s backend could not check the template: %v", reg.Scheme, err),
+			Fix:     reg.Unreachable}
 	}
-	// The tier the live daemon gives must still meet the requirement.
-	if spec.RequireIsolation != "" && !p.Tier.Satisfies(spec.RequireIsolation) {
-		return nil, &model.Error{Class: model.ConfigurationError, Rule: rules.IsoBelow, Attribute: "require_isolation",
-			Message: fmt.Sprintf("the daemon gives tier %s for runtime %q, below the required %s", p.Tier, spec.Runtime, spec.RequireIsolation),
-			Fix:     "register a runtime of the required tier on the daemon, or lower require_isolation"}
+	// The tier the live backend gives must still meet the requirement the
+	// policy checked against the capability data.
+	if err := backends.CheckLiveTier(reg.Scheme, spec.RequireIsolation, p.Tier, spec.Runtime); err != nil {
+		return nil, err
 	}
 	return &liveFacts{ImageID: p.ImageID, DiskCapStrategy: p.DiskCapStrategy, PidsCapStrategy: p.PidsCapStrategy}, nil
 }

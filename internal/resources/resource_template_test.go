@@ -136,7 +136,7 @@ func TestAccTemplate_DockerPlanNeedsNoDaemon(t *testing.T) {
 			ExpectNonEmptyPlan: true,
 		}, {
 			Config:      templateConfig("docker://", ""),
-			ExpectError: regexp.MustCompile(`(?s)ConfigurationError.*Docker\s+daemon\s+could\s+not\s+check\s+the\s+template.*plan\s+needs\s+no\s+daemon,\s+apply\s+does`),
+			ExpectError: regexp.MustCompile(`(?s)ConfigurationError.*docker\s+backend\s+could\s+not\s+check\s+the\s+template.*plan\s+needs\s+no\s+daemon,\s+apply\s+does`),
 		}},
 	})
 }

@@ -195,9 +195,7 @@ func checkRuntime(d *daemonFacts, p createPlan) error {
 				Message: "runsc is registered without --network=none; gVisor then fails to start under network mode none",
 				Fix:     "register runsc with \"runtimeArgs\": [\"--network=none\"] in /etc/docker/daemon.json (scripts/docker-up.sh does)"}
 		case p.networkMode == "bridge" && netNone:
-			return &model.Error{Class: model.CapabilityNotSupported, Rule: rules.NetOpenUnsupported, Attribute: "network.egress",
-				Message: "runsc on this daemon is registered with --network=none, so a gVisor sandbox can have no network: open egress cannot be given",
-				Fix:     `use egress = "deny", or runtime runc for open egress`}
+			return gap(rules.NetOpenUnsupported, "network.egress", "open egress, and runsc registered with --network=none")
 		}
 	}
 	return nil
@@ -623,9 +621,9 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 		pidsCap:     pidsDescription(p.tier, p.caps.Pids),
 	}
 	if p.networkMode == "bridge" && p.onWarning != nil {
-		p.onWarning(model.Warning{Class: model.OpenEgressWarning, Rule: rules.NetOpenEgress, Attribute: "network.egress",
-			Message: "the sandbox has open network egress", SandboxID: id, Labels: s.Info().Labels,
-			Fix: `use egress = "deny" unless the code must reach the network`})
+		w := backends.RuleWarning(model.OpenEgressWarning, rules.NetOpenEgress, "network.egress")
+		w.SandboxID, w.Labels = id, s.Info().Labels
+		p.onWarning(w)
 	}
 	return s, nil
 }

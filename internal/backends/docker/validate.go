@@ -83,53 +83,86 @@ func tierOfBinary(p string) (model.Tier, bool) {
 
 // validate checks a request without any API call. checkSecrets is false for
 // Preflight, which runs before secret values exist.
+//
+// The policy bundle has decided on the spec before it reaches a backend;
+// what validate finds that a rule should have refused is a Backstop error
+// (the policy accepted a configuration Docker cannot enforce), never a
+// refusal in Docker's own words.
 func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error) {
 	s := req.Spec
 	p := createPlan{spec: s, onWarning: req.OnWarning}
-
-	var dsnRuntime string
-	if s.Backend != "" {
-		d, err := backends.ParseDSN(s.Backend)
-		if err != nil {
-			return p, err
-		}
-		if d.Scheme != "docker" {
-			return p, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
-				Message: fmt.Sprintf("spec is for backend %s, not docker", d.Scheme),
-				Fix:     "open the sandbox with the backend the spec names"}
-		}
-		dsnRuntime = d.Options["runtime"]
-		p.diskStrategy = d.Options["disk_strategy"]
+	dsnRuntime, err := p.resolveBackend()
+	if err != nil {
+		return p, err
 	}
 	if strings.TrimSpace(s.Image) == "" {
 		return p, &model.Error{Class: model.ConfigurationError, Attribute: "image",
 			Message: "no image", Fix: "set image to an image present on the Docker daemon"}
 	}
+	for _, step := range []func() error{
+		p.planNetwork,
+		func() error { return p.planRuntime(dsnRuntime) },
+		p.planCaps,
+		func() error { return p.planTimeouts(req.Timeout) },
+		p.planLabels,
+		p.planEnv,
+		func() error { return p.planSecrets(req.Secrets, checkSecrets) },
+	} {
+		if err := step(); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
 
-	// Network: refuse what Docker cannot enforce before anything else.
-	n := s.Network.Normalized()
+// resolveBackend checks that the spec is for Docker and returns the DSN's
+// runtime option; it takes the DSN's disk strategy.
+func (p *createPlan) resolveBackend() (string, error) {
+	if p.spec.Backend == "" {
+		return "", nil
+	}
+	d, err := backends.ParseDSN(p.spec.Backend)
+	if err != nil {
+		return "", err
+	}
+	if d.Scheme != Name {
+		return "", &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+			Message: fmt.Sprintf("spec is for backend %s, not docker", d.Scheme),
+			Fix:     "open the sandbox with the backend the spec names"}
+	}
+	p.diskStrategy = d.Options["disk_strategy"]
+	return d.Options["runtime"], nil
+}
+
+// gap is the Backstop error of this backend.
+func gap(rule, attribute, found string) error {
+	return backends.Backstop(Name, rule, attribute, found)
+}
+
+// planNetwork picks the network mode: none for deny, the egress bridge for
+// an explicit allow. Docker has no per-host egress filter.
+func (p *createPlan) planNetwork() error {
+	n := p.spec.Network.Normalized()
 	switch n.Egress {
 	case model.EgressDeny:
 		p.networkMode = "none"
 	case model.EgressAllow:
 		p.networkMode = "bridge"
 	case model.EgressLearn:
-		return p, &model.Error{Class: model.CapabilityNotSupported, Rule: rules.NetLearn, Attribute: "network.egress",
-			Message: `egress "learn" is not available in this version`,
-			Fix:     `use egress = "deny" (the default) or an explicit egress = "allow"`}
+		return gap(rules.NetLearn, "network.egress", `egress "learn"`)
 	default:
-		return p, &model.Error{Class: model.ConfigurationError, Rule: rules.NetEgressMode, Attribute: "network.egress",
-			Message: fmt.Sprintf("egress %q is not a network mode", n.Egress),
-			Fix:     `use egress = "deny" or "allow"`}
+		return gap(rules.NetEgressMode, "network.egress", fmt.Sprintf("egress %q", n.Egress))
 	}
 	if len(n.Allow) > 0 {
-		return p, &model.Error{Class: model.CapabilityNotSupported, Rule: rules.NetAllowList, Attribute: "network.allow",
-			Message: "Docker cannot enforce an egress allow list: its network modes are none, bridge, host, container or a custom network, with no per-host filter",
-			Fix:     "remove the allow list and bake dependencies into the image or upload a wheelhouse, or use a backend with allow lists (E2B, Modal)"}
+		return gap(rules.NetAllowList, "network.allow", fmt.Sprintf("an allow list of %d entries", len(n.Allow)))
 	}
+	return nil
+}
 
-	// Runtime and tier.
-	p.runtime = s.Runtime
+// planRuntime resolves the runtime (the spec's, the DSN's, then runc) and
+// the tier its name claims, and checks the requirement against it.
+func (p *createPlan) planRuntime(dsnRuntime string) error {
+	p.runtime = p.spec.Runtime
 	if p.runtime == "" {
 		p.runtime = dsnRuntime
 	}
@@ -138,48 +171,52 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 	}
 	tier, ok := runtimeTiers[p.runtime]
 	if !ok {
-		return p, &model.Error{Class: model.ConfigurationError, Rule: rules.IsoNoCapsData, Attribute: "runtime",
-			Message: fmt.Sprintf("Docker runtime %q has no known isolation tier", p.runtime),
-			Fix:     "set runtime to runc (CONTAINER), runsc (GVISOR) or kata (MICROVM)"}
+		return gap(rules.IsoNoCapsData, "runtime", fmt.Sprintf("runtime %q, of no known tier", p.runtime))
 	}
 	p.tier = tier
-	if s.RequireIsolation != "" {
-		if err := checkRequirement(tier, s.RequireIsolation, p.runtime); err != nil {
-			return p, err
-		}
+	if p.spec.RequireIsolation != "" {
+		return checkRequirement(tier, p.spec.RequireIsolation, p.runtime)
 	}
+	return nil
+}
 
-	// Caps: every one always applies. Zero or negative is a refusal, never
-	// "no limit", and so is a value outside the range Docker can apply
-	// (cap_bounds in the capability data): 1e-10 CPU would round to
-	// NanoCPUs 0 and 2^44 MiB would overflow to 0 bytes, both "no limit".
-	c := s.Resources
+// planCaps takes the caps: every one always applies. Zero or negative is
+// never "no limit", nor is a value outside the range Docker can apply
+// (cap_bounds in the capability data): 1e-10 CPU would round to NanoCPUs 0
+// and 2^44 MiB would overflow to 0 bytes, both "no limit".
+func (p *createPlan) planCaps() error {
+	c := p.spec.Resources
 	if err := c.CheckBounds(backends.CapBounds()); err != nil {
-		return p, err
+		return backends.BackstopOf(Name, err)
 	}
-	if caps, ok := backends.Lookup(backends.CapabilityKey("docker", p.runtime)); ok && caps.Caps.MaxPids > 0 && c.Pids > caps.Caps.MaxPids {
-		return p, &model.Error{Class: model.CapabilityNotSupported, Rule: rules.ResPidsCeiling, Attribute: "resources.pids",
-			Message: fmt.Sprintf("pids %d is above the Docker ceiling of %d", c.Pids, caps.Caps.MaxPids),
-			Fix:     fmt.Sprintf("set pids to at most %d", caps.Caps.MaxPids)}
+	if caps, ok := backends.Lookup(backends.CapabilityKey(Name, p.runtime)); ok && caps.Caps.MaxPids > 0 && c.Pids > caps.Caps.MaxPids {
+		return gap(rules.ResPidsCeiling, "resources.pids", fmt.Sprintf("pids %d, above the ceiling %d of runtime %s", c.Pids, caps.Caps.MaxPids, p.runtime))
 	}
 	p.caps = c
+	return nil
+}
 
-	// Timeouts: a spec carries both (defaults filled in when it was
-	// rendered), so zero, negative or above the ceiling is refused, never
-	// replaced by a default; the conversion cannot overflow.
+// planTimeouts converts the spec's timeouts: a spec carries both (defaults
+// filled in when it was rendered), so zero, negative or above the ceiling
+// is never replaced by a default; the conversion cannot overflow.
+func (p *createPlan) planTimeouts(create time.Duration) error {
 	var err error
-	if p.callTimeout, p.lifetime, err = model.Durations(s.TimeoutSeconds, s.LifetimeSeconds); err != nil {
-		return p, err
+	if p.callTimeout, p.lifetime, err = model.Durations(p.spec.TimeoutSeconds, p.spec.LifetimeSeconds); err != nil {
+		return backends.BackstopOf(Name, err)
 	}
-	if req.Timeout < 0 {
-		return p, &model.Error{Class: model.ConfigurationError, Attribute: "timeout",
+	if create < 0 {
+		return &model.Error{Class: model.ConfigurationError, Attribute: "timeout",
 			Message: "create timeout must be positive", Fix: "pass 0 to inherit the spec's timeout"}
 	}
-	p.createTimeout = model.EffectiveTimeout(req.Timeout, p.callTimeout)
+	p.createTimeout = model.EffectiveTimeout(create, p.callTimeout)
+	return nil
+}
 
-	// Labels: the user's own, plus tenant, session and template under the
-	// reserved prefix. A user may repeat those (a rendered per-tenant spec
-	// carries them) but not contradict them or set any other reserved label.
+// planLabels sets the user's labels plus tenant, session and template under
+// the reserved prefix. A user may repeat those (a rendered per-tenant spec
+// carries them) but not contradict them or set any other reserved label.
+func (p *createPlan) planLabels() error {
+	s := p.spec
 	p.labels = map[string]string{model.LabelManaged: "true"}
 	if s.TenantID != "" {
 		p.labels[model.LabelTenantID] = s.TenantID
@@ -195,54 +232,59 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 			if own, ok := p.labels[k]; ok && own == v && k != model.LabelManaged {
 				continue
 			}
-			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.LblReserved, Attribute: "labels",
-				Message: fmt.Sprintf("label %q is under the reserved prefix %q", k, model.ReservedLabelPrefix),
-				Fix:     "rename the label; tenant_id and session_id are set from the spec"}
+			return gap(rules.LblReserved, "labels", fmt.Sprintf("label %q", k))
 		}
 		if k == "" {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.LblMalformed, Attribute: "labels",
-				Message: "empty label key", Fix: "give every label a non-empty key"}
+			return gap(rules.LblMalformed, "labels", "an empty label key")
 		}
 		p.labels[k] = v
 	}
+	return nil
+}
 
-	for _, k := range sortedKeys(s.Env) {
+// planEnv renders the spec's environment; a name Docker cannot pass is
+// refused.
+func (p *createPlan) planEnv() error {
+	for _, k := range sortedKeys(p.spec.Env) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return p, &model.Error{Class: model.ConfigurationError, Attribute: "env",
+			return &model.Error{Class: model.ConfigurationError, Attribute: "env",
 				Message: fmt.Sprintf("%q is not an environment variable name", k), Fix: "use names without '=' or NUL"}
 		}
-		p.env = append(p.env, k+"="+s.Env[k])
+		p.env = append(p.env, k+"="+p.spec.Env[k])
 	}
-	for _, name := range s.SecretNames {
-		v, ok := req.Secrets[name]
+	return nil
+}
+
+// planSecrets renders the secrets, exec-only. checkSecrets is false for
+// Preflight, which runs before secret values exist.
+func (p *createPlan) planSecrets(values map[string]string, checkSecrets bool) error {
+	for _, name := range p.spec.SecretNames {
+		v, ok := values[name]
 		if !ok && checkSecrets {
 			// Name only: the value is never part of an error.
-			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
+			return &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("no value was supplied for secret %q", name),
 				Fix:     "pass the secret's value at run time (from the environment of the caller)"}
 		}
 		if name == "" || strings.ContainsAny(name, "=\x00") {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.SecName, Attribute: "secret_names",
-				Message: fmt.Sprintf("%q is not an environment variable name", name), Fix: "use names without '=' or NUL"}
+			return gap(rules.SecName, "secret_names", fmt.Sprintf("secret name %q", name))
 		}
 		p.secrets = append(p.secrets, name+"="+v)
 	}
-	return p, nil
+	return nil
 }
 
+// checkRequirement backstops the isolation rules: the requirement is a tier
+// other than UNKNOWN, and the runtime's tier meets it.
 func checkRequirement(tier, required model.Tier, runtime string) error {
 	if _, ok := required.Rank(); !ok {
-		return &model.Error{Class: model.ConfigurationError, Rule: rules.IsoNotATier, Attribute: "require_isolation",
-			Message: fmt.Sprintf("%q is not an isolation tier", required), Fix: "use one of CONTAINER, GVISOR or MICROVM"}
+		return gap(rules.IsoNotATier, "require_isolation", fmt.Sprintf("require_isolation %q", required))
 	}
 	if required == model.TierUnknown {
-		return &model.Error{Class: model.ConfigurationError, Rule: rules.IsoUnknown, Attribute: "require_isolation",
-			Message: "UNKNOWN satisfies no requirement and cannot be required", Fix: "require CONTAINER, GVISOR or MICROVM"}
+		return gap(rules.IsoUnknown, "require_isolation", "require_isolation UNKNOWN")
 	}
 	if !tier.Satisfies(required) {
-		return &model.Error{Class: model.ConfigurationError, Rule: rules.IsoBelow, Attribute: "require_isolation",
-			Message: fmt.Sprintf("docker with runtime %s gives %s, below the required %s", runtime, tier, required),
-			Fix:     "use runtime runsc (GVISOR) or kata (MICROVM), or a backend of the required tier"}
+		return gap(rules.IsoBelow, "require_isolation", fmt.Sprintf("runtime %s gives %s, %s is required", runtime, tier, required))
 	}
 	return nil
 }
