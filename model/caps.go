@@ -57,9 +57,6 @@ func (r CapsRequest) Resolve() Caps {
 	return c
 }
 
-// IsDefault reports whether every cap holds its default value.
-func (c Caps) IsDefault() bool { return c == DefaultCaps() }
-
 // Bound is the closed range [Min, Max] a cap must lie in.
 type Bound struct {
 	Min float64 `json:"min"`

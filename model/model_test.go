@@ -45,19 +45,8 @@ func TestTierRankOrder(t *testing.T) {
 	}
 }
 
-func TestParseTier(t *testing.T) {
-	if tier, err := ParseTier("GVISOR"); err != nil || tier != TierGVisor {
-		t.Fatalf("ParseTier(GVISOR) = %v, %v", tier, err)
-	}
-	_, err := ParseTier("VM")
-	var e *Error
-	if !errors.As(err, &e) || e.Class != ConfigurationError || e.Rule != "SBX-ISO-002" {
-		t.Fatalf("ParseTier(VM) = %v", err)
-	}
-}
-
 func TestCapsResolve(t *testing.T) {
-	if c := (CapsRequest{}).Resolve(); !c.IsDefault() || c.MemoryMB != DefaultMemoryMB || c.Pids != DefaultPids {
+	if c := (CapsRequest{}).Resolve(); c != DefaultCaps() || c.MemoryMB != DefaultMemoryMB || c.Pids != DefaultPids {
 		t.Fatalf("empty request resolves to %+v", c)
 	}
 	mem, zero := int64(2048), int64(0)
@@ -115,7 +104,7 @@ func TestWarningString(t *testing.T) {
 
 func testSpec() Spec {
 	return Spec{SpecVersion: SpecVersion, Name: "python", Backend: "docker://", Image: "img", Runtime: "runc",
-		IsolationTier: TierContainer, Network: DefaultNetworkPolicy(), Resources: DefaultCaps(),
+		IsolationTier: TierContainer, Network: NetworkPolicy{}.Normalized(), Resources: DefaultCaps(),
 		TimeoutSeconds: 300, LifetimeSeconds: 300, Env: map[string]string{"B": "2", "A": "1"},
 		SecretNames: []string{"TOKEN"}, Labels: map[string]string{"team": "agents"}}
 }

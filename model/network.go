@@ -8,15 +8,10 @@ const (
 )
 
 // NetworkPolicy is a sandbox's egress policy. The zero value is not valid;
-// use DefaultNetworkPolicy, which denies all egress.
+// Normalized turns it into the default, which denies all egress.
 type NetworkPolicy struct {
 	Egress string   `json:"egress"`
 	Allow  []string `json:"allow"`
-}
-
-// DefaultNetworkPolicy denies every outbound connection.
-func DefaultNetworkPolicy() NetworkPolicy {
-	return NetworkPolicy{Egress: EgressDeny, Allow: []string{}}
 }
 
 // Normalized fills the defaults: an empty egress means deny and a nil allow

@@ -1,11 +1,5 @@
 package model
 
-import (
-	"fmt"
-
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
-)
-
 // Tier is an isolation tier. Tiers are ranked by escape resistance only; a
 // higher rank says nothing about speed, cost or compatibility.
 type Tier string
@@ -44,19 +38,4 @@ func (t Tier) Satisfies(required Tier) bool {
 		return false
 	}
 	return have >= want
-}
-
-// ParseTier returns the tier named s, or a ConfigurationError.
-func ParseTier(s string) (Tier, error) {
-	t := Tier(s)
-	if _, ok := t.Rank(); !ok {
-		return "", &Error{
-			Class:     ConfigurationError,
-			Rule:      rules.IsoNotATier,
-			Attribute: "require_isolation",
-			Message:   fmt.Sprintf("%q is not an isolation tier", s),
-			Fix:       "use one of CONTAINER, GVISOR or MICROVM",
-		}
-	}
-	return t, nil
 }

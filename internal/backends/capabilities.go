@@ -119,12 +119,6 @@ func Keys() []string {
 	return keys
 }
 
-// TierRanks returns the tier ranks the Rego rules use.
-func TierRanks() map[model.Tier]int { return data().Tiers }
-
-// DefaultCaps returns the default caps the Rego rules use.
-func DefaultCaps() model.Caps { return data().Defaults }
-
 // CapBounds returns the range every cap must lie in (SBX-RES-001).
 func CapBounds() model.Bounds { return data().Bounds }
 

@@ -10,8 +10,14 @@ import (
 // The capability data is read by both the Go backends and the Rego rules;
 // these tests keep it consistent with the domain model and with itself.
 
+// tierRanks returns the tier ranks the Rego rules use.
+func tierRanks() map[model.Tier]int { return data().Tiers }
+
+// defaultCaps returns the default caps the Rego rules use.
+func defaultCaps() model.Caps { return data().Defaults }
+
 func TestCapabilitiesTierRanksMatchModel(t *testing.T) {
-	ranks := TierRanks()
+	ranks := tierRanks()
 	if len(ranks) != len(model.Tiers) {
 		t.Fatalf("data has %d tiers %v, the model %d %v", len(ranks), ranks, len(model.Tiers), model.Tiers)
 	}
@@ -31,7 +37,7 @@ func TestCapabilitiesTierRanksMatchModel(t *testing.T) {
 }
 
 func TestCapabilitiesDefaultCapsMatchModel(t *testing.T) {
-	if got, want := DefaultCaps(), model.DefaultCaps(); got != want {
+	if got, want := defaultCaps(), model.DefaultCaps(); got != want {
 		t.Fatalf("data default_caps %+v, model.DefaultCaps() %+v", got, want)
 	}
 }
@@ -53,7 +59,7 @@ func TestCapabilitiesBoundsMatchModel(t *testing.T) {
 // ceiling must leave room for the default timeouts and every backend's own
 // maximum lifetime.
 func TestCapabilitiesBoundsConsistent(t *testing.T) {
-	b, d := CapBounds(), DefaultCaps()
+	b, d := CapBounds(), defaultCaps()
 	for _, c := range []struct {
 		name  string
 		bound model.Bound

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -75,29 +74,6 @@ func dotted(attribute string) path.Path {
 	return p
 }
 
-// FromDecision appends one diagnostic per finding: refusals as errors,
-// warnings as warnings.
-func FromDecision(d policy.Decision, mapPath Mapper) diag.Diagnostics {
-	var out diag.Diagnostics
-	for _, f := range d.Denies {
-		out.Append(fromFinding(f, mapPath, true))
-	}
-	for _, f := range d.Warnings {
-		out.Append(fromFinding(f, mapPath, false))
-	}
-	return out
-}
-
-func fromFinding(f policy.Finding, mapPath Mapper, isError bool) diag.Diagnostic {
-	summary := f.Class
-	if f.Title != "" {
-		summary += ": " + f.Title
-	}
-	p, name := place(mapPath, f.Attribute)
-	detail := Detail(f.Message, f.ID, name, f.Fix)
-	return newDiag(p, summary, detail, isError)
-}
-
 // place returns the path and the name of a finding's attribute; with no
 // mapper, no path and the attribute as it is.
 func place(mapPath Mapper, attribute string) (path.Path, string) {
@@ -140,12 +116,6 @@ func FromError(err error, summary string, mapPath Mapper) diag.Diagnostic {
 		return newDiag(p, string(me.Class)+": "+summary, Detail(msg, me.Rule, name, me.Fix), true)
 	}
 	return diag.NewErrorDiagnostic(summary, err.Error())
-}
-
-// FromWarning renders a model.Warning.
-func FromWarning(w model.Warning, mapPath Mapper) diag.Diagnostic {
-	p, name := place(mapPath, w.Attribute)
-	return newDiag(p, string(w.Class), Detail(w.String(), w.Rule, name, ""), false)
 }
 
 func newDiag(p path.Path, summary, detail string, isError bool) diag.Diagnostic {

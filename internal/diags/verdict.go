@@ -7,9 +7,9 @@ import (
 )
 
 // FromVerdict appends one diagnostic per finding: refusals as errors,
-// advisory and waived findings as warnings. Built-in findings read exactly
-// as FromDecision renders them; team findings also name their enforcement
-// level, and waived ones the waiver and its reason.
+// advisory and waived findings as warnings. Every finding reads as
+// "<class>: <title>" with the shared Detail text; team findings also name
+// their enforcement level, and waived ones the waiver and its reason.
 func FromVerdict(v verdict.Verdict, mapPath Mapper) diag.Diagnostics {
 	var out diag.Diagnostics
 	for _, r := range v.Results {

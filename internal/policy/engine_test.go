@@ -36,7 +36,7 @@ func dockerRef(runtime string) *policy.BackendRef {
 
 // templateInput is an accepted docker template; tests change one thing.
 func templateInput() policy.Input {
-	n := model.DefaultNetworkPolicy()
+	n := model.NetworkPolicy{}.Normalized()
 	c := model.DefaultCaps()
 	return policy.Input{
 		Kind:    policy.KindTemplate,
@@ -165,7 +165,7 @@ func TestEvaluate_CanaryNeverInFindings(t *testing.T) {
 
 func TestEvaluate_FromSpecDropsOwnReservedLabels(t *testing.T) {
 	s := model.Spec{SpecVersion: 1, Name: "python", Backend: "docker://", Image: "img", Runtime: "runc",
-		IsolationTier: model.TierContainer, Network: model.DefaultNetworkPolicy(), Resources: model.DefaultCaps(),
+		IsolationTier: model.TierContainer, Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps(),
 		TimeoutSeconds: 300, LifetimeSeconds: 300,
 		Labels:   map[string]string{model.LabelTenantID: "acme", model.LabelSessionID: "s-1", "team": "a"},
 		TenantID: "acme", SessionID: "s-1"}

@@ -16,7 +16,7 @@ func TestEvaluateUnguarded_NonFiniteCPUPanicsInOPA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := model.DefaultNetworkPolicy()
+	n := model.NetworkPolicy{}.Normalized()
 	c := model.DefaultCaps()
 	c.CPU = math.Inf(1)
 	in := Input{Kind: KindResourceCaps, Network: &n, Resources: &c,

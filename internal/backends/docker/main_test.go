@@ -151,7 +151,7 @@ func testSpec(t testing.TB, mods ...func(*model.Spec)) model.Spec {
 		Name:            "test",
 		Backend:         "docker://",
 		Image:           LocalImage,
-		Network:         model.DefaultNetworkPolicy(),
+		Network:         model.NetworkPolicy{}.Normalized(),
 		Resources:       model.DefaultCaps(),
 		TimeoutSeconds:  60,
 		LifetimeSeconds: 180,

@@ -26,7 +26,7 @@ func childMain() int {
 	}
 	spec := model.Spec{
 		SpecVersion: model.SpecVersion, Name: "reaper-child", Backend: "docker://", Image: LocalImage,
-		Network: model.DefaultNetworkPolicy(), Resources: model.DefaultCaps(),
+		Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps(),
 		TimeoutSeconds: 60, LifetimeSeconds: 600, TenantID: "acme", SessionID: "child",
 		Labels: map[string]string{"test": "reaper-child"},
 	}
