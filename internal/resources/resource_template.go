@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/disksplit"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
@@ -95,9 +96,10 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 					"memory_mb": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Memory (and swap) in MiB."},
 					"disk_mb": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Writable disk in MiB. On Docker " +
 						"it bounds every writable mount together. Without a per-container size (the tmpfs strategy) it is split over the " +
-						"writable paths: /tmp and /work about 37.5% each, /var/tmp 10%, /root, /home and /dev/shm 5% each, so one path " +
-						"holds about 37.5% of it; on runc /dev and /dev/mqueue are read-only; under gVisor (runsc) files written into /dev " +
-						"count against memory_mb instead, as gVisor cannot size /dev. tmpfs pages also count against memory."},
+						"writable paths: " + disksplit.Summary() + ", so one path holds about " +
+						disksplit.FormatPercent(disksplit.RestPercent()) + " of it; on runc /dev and /dev/mqueue are read-only; under " +
+						"gVisor (runsc) files written into /dev count against memory_mb instead, as gVisor cannot size /dev. tmpfs pages " +
+						"also count against memory."},
 					"pids": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Process-count ceiling."},
 				},
 			},
@@ -149,8 +151,8 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Computed: true,
 				MarkdownDescription: "Docker: how this daemon enforces `disk_mb`, with each mount's size: a per-container size of the " +
 					"writable layer where the storage driver supports it, otherwise a read-only root filesystem with tmpfs mounts " +
-					"/tmp and /work (about 37.5% each), /var/tmp (10%), /root and /home (5% each); either way /dev/shm gets 5%, and " +
-					"all of them add up to `disk_mb`. It also says what becomes of /dev: read-only on runc, charged to memory_mb under " +
+					disksplit.Summary(disksplit.ShmPath) + "; either way " + disksplit.ShmPath + " gets " +
+					disksplit.PercentText(disksplit.ShmPath) + ", and all of them add up to `disk_mb`. It also says what becomes of /dev: read-only on runc, charged to memory_mb under " +
 					"gVisor. Never dropped.",
 			},
 			"pids_cap_strategy": schema.StringAttribute{

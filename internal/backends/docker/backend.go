@@ -19,6 +19,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/disksplit"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -245,18 +246,11 @@ func isStorageOptRefusal(err error) bool {
 // shmPath is the one writable mount every strategy has besides the root
 // filesystem or the tmpfs mounts: the IPC namespace's /dev/shm, sized by
 // HostConfig.ShmSize (Docker's default would be 64 MB whatever disk_mb says).
-const shmPath = "/dev/shm"
+const shmPath = disksplit.ShmPath
 
 // writablePaths are the writable mounts of the tmpfs strategy and their
-// share of the disk cap in percent; /tmp and /work share what the others
-// leave. /dev/shm is among them, and keeps its share under the storage-opt
-// strategy too, where the writable layer gets the rest.
-var writablePaths = []struct {
-	path  string
-	share int64
-}{
-	{"/tmp", 0}, {"/work", 0}, {"/var/tmp", 10}, {"/root", 5}, {"/home", 5}, {shmPath, 5},
-}
+// share of the disk cap (disksplit.Shares, the one table of the split).
+var writablePaths = disksplit.Shares
 
 // readonlyPaths are made read-only inside a runc sandbox: Docker's default
 // list, which setting the list replaces, and the writable places Docker
@@ -282,18 +276,27 @@ func tmpfsSizes(diskMB int64) map[string]int64 {
 	total := diskMB * 1024
 	sizes := map[string]int64{}
 	rest := total
+	var restPaths []string
 	for _, w := range writablePaths {
-		if w.share == 0 {
+		if w.Percent == 0 {
+			restPaths = append(restPaths, w.Path)
 			continue
 		}
-		n := max(total*w.share/100/pageKiB*pageKiB, minTmpfsKiB)
-		sizes[w.path] = n
+		n := max(total*w.Percent/100/pageKiB*pageKiB, minTmpfsKiB)
+		sizes[w.Path] = n
 		rest -= n
 	}
-	rest = max(rest, 2*minTmpfsKiB)
-	half := rest / 2 / pageKiB * pageKiB
-	sizes["/tmp"] = half
-	sizes["/work"] = rest - half
+	// The paths without a fixed share split the rest equally; the last one
+	// takes what rounding to pages leaves.
+	n := int64(len(restPaths))
+	rest = max(rest, n*minTmpfsKiB)
+	part := rest / n / pageKiB * pageKiB
+	for i, path := range restPaths {
+		if i == len(restPaths)-1 {
+			part = rest - part*(n-1)
+		}
+		sizes[path] = part
+	}
 	return sizes
 }
 
@@ -327,7 +330,7 @@ func diskDescription(strategy string, tier model.Tier, diskMB int64) string {
 	sizes := tmpfsSizes(diskMB)
 	parts := make([]string, 0, len(writablePaths))
 	for _, w := range writablePaths {
-		parts = append(parts, w.path+"="+kib(sizes[w.path]))
+		parts = append(parts, w.Path+"="+kib(sizes[w.Path]))
 	}
 	return "tmpfs: read-only root filesystem, writable tmpfs " + strings.Join(parts, ",") +
 		fmt.Sprintf(" (total %dM, also charged to memory)", diskMB) + devNote(tier)

@@ -59,12 +59,12 @@
 // on runc /dev and /dev/mqueue are read-only (HostConfig.ReadonlyPaths; the
 // device nodes stay usable), as are the host files Docker binds over
 // /etc/hosts, /etc/hostname and /etc/resolv.conf, which a writable root
-// filesystem (storage-opt) would leave writable outside the layer's size. The shares: /var/tmp 10%, /root, /home and
-// /dev/shm 5% each, /tmp and /work what is left, about 37.5% each (see
-// writablePaths); under storage-opt the layer gets all but /dev/shm's share.
+// filesystem (storage-opt) would leave writable outside the layer's size.
+// Each writable path has a fixed share of disk_mb (the table is
+// disksplit.Shares); under storage-opt the layer gets all but /dev/shm's share.
 // Every writable mount together holds at most disk_mb. So disk_mb is the
-// total, not what one path holds: with disk_mb = 256 a file in /work can
-// grow to about 96 MB. tmpfs pages are also charged to the memory cap.
+// total, not what one path holds: a file in /work can grow only to /work's
+// share of it. tmpfs pages are also charged to the memory cap.
 //
 // gVisor is the exception for /dev: runsc mounts its own in-memory /dev,
 // ignores a size, uid or mode for it and the read-only paths, and a

@@ -111,9 +111,9 @@ func TestTmpfsSizesAddUpToTheCap(t *testing.T) {
 		sizes := tmpfsSizes(mb)
 		var sum int64
 		for _, w := range writablePaths {
-			n, ok := sizes[w.path]
+			n, ok := sizes[w.Path]
 			if !ok || n < minTmpfsKiB {
-				t.Fatalf("disk %dM: %s has size %dk", mb, w.path, n)
+				t.Fatalf("disk %dM: %s has size %dk", mb, w.Path, n)
 			}
 			sum += n
 		}
