@@ -208,97 +208,19 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 	if d, err := backends.ParseDSN(spec.Backend); err == nil {
 		p.scheme = d.Scheme
 	}
-	_, given, err := spec.Canonical()
+	if err := checkDigest(spec, req.SpecSHA256); err != nil {
+		return p, err
+	}
+	spec, tenant, template, err := bindTenant(spec, req)
 	if err != nil {
-		return p, specError(rules.SpecInvalid, "spec", err.Error(), "pass the rendered spec unchanged")
-	}
-	if want := strings.ToLower(strings.TrimSpace(req.SpecSHA256)); want != "" {
-		if !hexDigest.MatchString(want) {
-			return p, specError(rules.SpecDigest, "spec_sha256", "the expected spec sha256 is not 64 hex digits",
-				"pass the spec_sha256 attribute of the template or tenant sandbox")
-		}
-		if want != given {
-			return p, specError(rules.SpecDigest, "spec_sha256",
-				fmt.Sprintf("the spec does not match its sha256: it hashes to %s, not %s; it was edited after Terraform rendered it, or belongs to another sandbox", given[:12], want[:12]),
-				"pass the spec and spec_sha256 of the same data.sandboxio_tenant_sandbox (or sandboxio_template) unchanged")
-		}
-	}
-
-	// A template spec is rendered for the request's tenant, and checked as
-	// the data source checks it: its own labels and the extra labels as
-	// given, before the reserved ones are set.
-	var tenant *inputs.Tenant
-	var template model.Spec
-	if spec.TenantID != "" || spec.SessionID != "" {
-		if len(req.ExtraLabels) > 0 {
-			return p, specError(rules.ExtraLabels, "labels", "extra labels can only be added when rendering a template spec; this spec is already rendered for a tenant",
-				"set extra_labels on data.sandboxio_tenant_sandbox, or pass the template spec (the CLI's --label works with a template spec only)")
-		}
-		if spec.TenantID != req.TenantID || spec.SessionID != req.SessionID {
-			return p, specError(rules.SpecTenant, "tenant_id",
-				fmt.Sprintf("the spec was rendered for tenant %q session %q, not tenant %q session %q", clip(spec.TenantID), clip(spec.SessionID), clip(req.TenantID), clip(req.SessionID)),
-				"open each tenant's sandbox from the spec rendered for that tenant and session (data.sandboxio_tenant_sandbox), or from the template spec")
-		}
-		for k, want := range map[string]string{model.LabelTenantID: spec.TenantID, model.LabelSessionID: spec.SessionID, model.LabelTemplate: spec.Name} {
-			if got, ok := spec.Labels[k]; !ok || got != want {
-				return p, specError(rules.SpecTenant, "labels",
-					fmt.Sprintf("the spec's label %s does not match its tenant, session and template; it was edited after it was rendered", k),
-					"pass the spec rendered by data.sandboxio_tenant_sandbox unchanged")
-			}
-		}
-	} else {
-		tenant = &inputs.Tenant{TenantID: req.TenantID, SessionID: req.SessionID, ExtraLabels: req.ExtraLabels}
-		template = spec
-		spec = spec.ForTenant(req.TenantID, req.SessionID, req.ExtraLabels)
-		p.spec = spec
-	}
-
-	declared := map[string]bool{}
-	for _, n := range spec.SecretNames {
-		declared[n] = true
-		if !req.Secrets.has(n) {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
-				Message: fmt.Sprintf("no value was given for secret %q, named in the spec's secret_names", n),
-				Fix:     "pass its value in Request.Secrets (the CLI reads it from its own environment)"}
-		}
-	}
-	for _, n := range req.Secrets.Names() {
-		if !declared[n] {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
-				Message: fmt.Sprintf("secret %q is not named in the spec's secret_names, so it would not be injected", n),
-				Fix:     "add it to the template's secret_names, or do not pass it"}
-		}
-	}
-	if err := req.Secrets.checkLengths(); err != nil {
 		return p, err
 	}
-	if err := checkEnv(spec, req.Env); err != nil {
+	p.spec = spec
+	if err := checkSecrets(spec, req); err != nil {
 		return p, err
 	}
-
-	var v verdict.Verdict
-	if tenant != nil {
-		_, in, err := tenant.Sandbox(template)
-		if err != nil {
-			return p, err
-		}
-		in.Kind = policy.KindSpec
-		v, err = verdict.Check(ctx, c.eng, in, verdict.Options{Waivers: c.waivers})
-		if err != nil {
-			return p, err
-		}
-	} else if v, err = verdict.CheckSpec(ctx, c.eng, spec, verdict.Options{Waivers: c.waivers}); err != nil {
+	if p.warnings, err = c.decide(ctx, spec, tenant, template); err != nil {
 		return p, err
-	}
-	if err := v.Err(); err != nil {
-		return p, err
-	}
-	for _, r := range v.Results {
-		w := r.Warning()
-		if r.Note != "" {
-			w.Message += " (" + r.Note + ")"
-		}
-		p.warnings = append(p.warnings, w)
 	}
 
 	d, err := backends.ParseDSN(spec.Backend)
@@ -324,6 +246,116 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 	}
 	p.createTimeout = model.EffectiveTimeout(req.Timeout, p.callTimeout)
 	return p, nil
+}
+
+// checkDigest refuses a spec that does not parse to canonical JSON, or
+// does not hash to the expected digest (when one is given).
+func checkDigest(spec model.Spec, specSHA256 string) error {
+	_, given, err := spec.Canonical()
+	if err != nil {
+		return specError(rules.SpecInvalid, "spec", err.Error(), "pass the rendered spec unchanged")
+	}
+	if want := strings.ToLower(strings.TrimSpace(specSHA256)); want != "" {
+		if !hexDigest.MatchString(want) {
+			return specError(rules.SpecDigest, "spec_sha256", "the expected spec sha256 is not 64 hex digits",
+				"pass the spec_sha256 attribute of the template or tenant sandbox")
+		}
+		if want != given {
+			return specError(rules.SpecDigest, "spec_sha256",
+				fmt.Sprintf("the spec does not match its sha256: it hashes to %s, not %s; it was edited after Terraform rendered it, or belongs to another sandbox", given[:12], want[:12]),
+				"pass the spec and spec_sha256 of the same data.sandboxio_tenant_sandbox (or sandboxio_template) unchanged")
+		}
+	}
+	return nil
+}
+
+// bindTenant binds the spec to the request's tenant and session. A spec
+// already rendered for a tenant must be this request's, unedited; a template
+// spec is rendered here, and returned with the tenant and the template so
+// that the policy checks it as the data source does: its own labels and the
+// extra labels as given, before the reserved ones are set.
+func bindTenant(spec model.Spec, req Request) (model.Spec, *inputs.Tenant, model.Spec, error) {
+	var template model.Spec
+	if spec.TenantID != "" || spec.SessionID != "" {
+		if len(req.ExtraLabels) > 0 {
+			return spec, nil, template, specError(rules.ExtraLabels, "labels", "extra labels can only be added when rendering a template spec; this spec is already rendered for a tenant",
+				"set extra_labels on data.sandboxio_tenant_sandbox, or pass the template spec (the CLI's --label works with a template spec only)")
+		}
+		if spec.TenantID != req.TenantID || spec.SessionID != req.SessionID {
+			return spec, nil, template, specError(rules.SpecTenant, "tenant_id",
+				fmt.Sprintf("the spec was rendered for tenant %q session %q, not tenant %q session %q", clip(spec.TenantID), clip(spec.SessionID), clip(req.TenantID), clip(req.SessionID)),
+				"open each tenant's sandbox from the spec rendered for that tenant and session (data.sandboxio_tenant_sandbox), or from the template spec")
+		}
+		for k, want := range map[string]string{model.LabelTenantID: spec.TenantID, model.LabelSessionID: spec.SessionID, model.LabelTemplate: spec.Name} {
+			if got, ok := spec.Labels[k]; !ok || got != want {
+				return spec, nil, template, specError(rules.SpecTenant, "labels",
+					fmt.Sprintf("the spec's label %s does not match its tenant, session and template; it was edited after it was rendered", k),
+					"pass the spec rendered by data.sandboxio_tenant_sandbox unchanged")
+			}
+		}
+		return spec, nil, template, nil
+	}
+	tenant := &inputs.Tenant{TenantID: req.TenantID, SessionID: req.SessionID, ExtraLabels: req.ExtraLabels}
+	template = spec
+	return spec.ForTenant(req.TenantID, req.SessionID, req.ExtraLabels), tenant, template, nil
+}
+
+// checkSecrets refuses a secret the spec names but the request does not
+// give, one given but not named, one too short to redact, and an extra env
+// variable that would set a secret.
+func checkSecrets(spec model.Spec, req Request) error {
+	declared := map[string]bool{}
+	for _, n := range spec.SecretNames {
+		declared[n] = true
+		if !req.Secrets.has(n) {
+			return &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
+				Message: fmt.Sprintf("no value was given for secret %q, named in the spec's secret_names", n),
+				Fix:     "pass its value in Request.Secrets (the CLI reads it from its own environment)"}
+		}
+	}
+	for _, n := range req.Secrets.Names() {
+		if !declared[n] {
+			return &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
+				Message: fmt.Sprintf("secret %q is not named in the spec's secret_names, so it would not be injected", n),
+				Fix:     "add it to the template's secret_names, or do not pass it"}
+		}
+	}
+	if err := req.Secrets.checkLengths(); err != nil {
+		return err
+	}
+	return checkEnv(spec, req.Env)
+}
+
+// decide runs the policy bundle on the spec (on the template and tenant, for
+// a spec rendered here) and returns its warnings, or its refusal.
+func (c *Client) decide(ctx context.Context, spec model.Spec, tenant *inputs.Tenant, template model.Spec) ([]model.Warning, error) {
+	var v verdict.Verdict
+	var err error
+	if tenant != nil {
+		_, in, err := tenant.Sandbox(template)
+		if err != nil {
+			return nil, err
+		}
+		in.Kind = policy.KindSpec
+		v, err = verdict.Check(ctx, c.eng, in, verdict.Options{Waivers: c.waivers})
+		if err != nil {
+			return nil, err
+		}
+	} else if v, err = verdict.CheckSpec(ctx, c.eng, spec, verdict.Options{Waivers: c.waivers}); err != nil {
+		return nil, err
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	var warnings []model.Warning
+	for _, r := range v.Results {
+		w := r.Warning()
+		if r.Note != "" {
+			w.Message += " (" + r.Note + ")"
+		}
+		warnings = append(warnings, w)
+	}
+	return warnings, nil
 }
 
 // checkEnv refuses extra environment variables that would set a secret
@@ -426,19 +458,7 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 	rec := baseRecord(p)
 	rec.Op = "open"
 	fail := func(err error) (*Sandbox, error) {
-		err = classify(err, p.scheme, "open", req.Secrets)
-		r := rec
-		r.DurationMS = ms(time.Since(start))
-		setError(&r, err)
-		r.Event = eventOf(err, time.Time{})
-		if preProvision(err) {
-			r.Event = EventRefused
-		}
-		if r.Event == EventKilled {
-			r.Reason = "cancelled" // cancelled mid-create; the backend removed what it had made
-		}
-		c.audit(r, req.Secrets)
-		return nil, err
+		return nil, c.openFailed(rec, p, req.Secrets, start, err)
 	}
 	var warned []string
 	warn := func(w model.Warning) {
@@ -454,50 +474,9 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 	}
 	octx, cancel := context.WithTimeout(ctx, p.createTimeout)
 	defer cancel()
-	timedOut := func(err error) error {
-		if ctx.Err() == nil && errors.Is(octx.Err(), context.DeadlineExceeded) && !errors.Is(err, model.CreateTimeout) {
-			return &model.Error{Class: model.CreateTimeout,
-				Message: fmt.Sprintf("the sandbox was not ready within %s: the %s backend did not answer in time", p.createTimeout, p.scheme),
-				Fix:     "check that the backend answers (for Docker: docker info), or raise timeout_seconds (or the open timeout)", Err: err}
-		}
-		return err
-	}
-	// The local image is built only once the live checks that do not need
-	// it passed: Docker's preflight confirms the runtime (and so the tier)
-	// before it looks for the image, and a missing LocalImage is built and
-	// the preflight run again; the tier is then checked before create.
-	prepareImage := c.cfg.PrepareLocalImage && p.scheme == docker.Name && p.spec.Image == LocalImage
-	tier := p.spec.IsolationTier
-	pf, hasPreflight := b.(backends.Preflighter)
-	if hasPreflight {
-		res, err := pf.Preflight(octx, p.spec)
-		if err != nil && prepareImage && imageMissing(err) {
-			if _, perr := PrepareDockerImage(octx, p.spec.Image, c.cfg.Busybox, c.cfg.Progress); perr != nil {
-				return fail(timedOut(perr))
-			}
-			res, err = pf.Preflight(octx, p.spec)
-		}
-		if err != nil {
-			return fail(timedOut(err))
-		}
-		tier = res.Tier
-		rec.Tier, rec.DiskCapStrategy, rec.PidsCapStrategy = res.Tier, res.DiskCapStrategy, res.PidsCapStrategy
-		for _, w := range res.Warnings {
-			warn(w)
-		}
-	}
-	if err := checkTier(p.spec, tier); err != nil {
+	tier, err := c.liveChecks(ctx, octx, b, p, &rec, warn)
+	if err != nil {
 		return fail(err)
-	}
-	if prepareImage && !hasPreflight {
-		if _, err := PrepareDockerImage(octx, p.spec.Image, c.cfg.Busybox, c.cfg.Progress); err != nil {
-			return fail(timedOut(err))
-		}
-	}
-	if tier == model.TierUnknown && p.spec.RequireIsolation == "" {
-		warn(model.Warning{Class: model.UnverifiedIsolationWarning, Attribute: "require_isolation",
-			Message: fmt.Sprintf("backend %s has an unverified isolation tier (UNKNOWN) and the template requires none", p.scheme),
-			Fix:     "set require_isolation, or use a backend whose tier is known"})
 	}
 	remaining := p.createTimeout - time.Since(start)
 	if remaining <= 0 {
@@ -510,6 +489,93 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 		c.cfg.Progress(fmt.Sprintf("starting %s sandbox (%s, image %s, runtime %s) for tenant %s session %s …",
 			p.scheme, tier, p.spec.Image, orDefault(p.spec.Runtime, "default"), p.spec.TenantID, p.spec.SessionID))
 	}
+	s, err := c.create(ctx, b, p, req, remaining)
+	if err != nil {
+		return fail(err)
+	}
+	// Before the created record: a process killed once that is written
+	// leaves its watcher the final record to write.
+	c.trail(s)
+	r := s.record(EventCreated, "open")
+	r.DurationMS = ms(time.Since(start))
+	r.Warnings = warned
+	c.audit(r, req.Secrets)
+	return s, nil
+}
+
+// openFailed audits an open that failed while provisioning (rec as far as
+// it got), and returns the error classified as the caller gets it.
+func (c *Client) openFailed(rec Record, p plan, secrets Secrets, start time.Time, err error) error {
+	err = classify(err, p.scheme, "open", secrets)
+	rec.DurationMS = ms(time.Since(start))
+	setError(&rec, err)
+	rec.Event = eventOf(err, time.Time{})
+	if preProvision(err) {
+		rec.Event = EventRefused
+	}
+	if rec.Event == EventKilled {
+		rec.Reason = "cancelled" // cancelled mid-create; the backend removed what it had made
+	}
+	c.audit(rec, secrets)
+	return err
+}
+
+// liveChecks checks the spec against the live backend within octx, the
+// open's bound, and returns the tier the backend gives. What the preflight
+// finds goes into rec, its warnings to warn.
+//
+// The local image is built only once the live checks that do not need it
+// passed: Docker's preflight confirms the runtime (and so the tier) before it
+// looks for the image, and a missing LocalImage is built and the preflight
+// run again; the tier is then checked before create.
+func (c *Client) liveChecks(ctx, octx context.Context, b backends.Backend, p plan, rec *Record, warn func(model.Warning)) (model.Tier, error) {
+	timedOut := func(err error) error {
+		if ctx.Err() == nil && errors.Is(octx.Err(), context.DeadlineExceeded) && !errors.Is(err, model.CreateTimeout) {
+			return &model.Error{Class: model.CreateTimeout,
+				Message: fmt.Sprintf("the sandbox was not ready within %s: the %s backend did not answer in time", p.createTimeout, p.scheme),
+				Fix:     "check that the backend answers (for Docker: docker info), or raise timeout_seconds (or the open timeout)", Err: err}
+		}
+		return err
+	}
+	prepareImage := c.cfg.PrepareLocalImage && p.scheme == docker.Name && p.spec.Image == LocalImage
+	tier := p.spec.IsolationTier
+	pf, hasPreflight := b.(backends.Preflighter)
+	if hasPreflight {
+		res, err := pf.Preflight(octx, p.spec)
+		if err != nil && prepareImage && imageMissing(err) {
+			if _, perr := PrepareDockerImage(octx, p.spec.Image, c.cfg.Busybox, c.cfg.Progress); perr != nil {
+				return tier, timedOut(perr)
+			}
+			res, err = pf.Preflight(octx, p.spec)
+		}
+		if err != nil {
+			return tier, timedOut(err)
+		}
+		tier = res.Tier
+		rec.Tier, rec.DiskCapStrategy, rec.PidsCapStrategy = res.Tier, res.DiskCapStrategy, res.PidsCapStrategy
+		for _, w := range res.Warnings {
+			warn(w)
+		}
+	}
+	if err := checkTier(p.spec, tier); err != nil {
+		return tier, err
+	}
+	if prepareImage && !hasPreflight {
+		if _, err := PrepareDockerImage(octx, p.spec.Image, c.cfg.Busybox, c.cfg.Progress); err != nil {
+			return tier, timedOut(err)
+		}
+	}
+	if tier == model.TierUnknown && p.spec.RequireIsolation == "" {
+		warn(model.Warning{Class: model.UnverifiedIsolationWarning, Attribute: "require_isolation",
+			Message: fmt.Sprintf("backend %s has an unverified isolation tier (UNKNOWN) and the template requires none", p.scheme),
+			Fix:     "set require_isolation, or use a backend whose tier is known"})
+	}
+	return tier, nil
+}
+
+// create creates the sandbox on the backend, with what is left of the open's
+// bound, and checks that the backend labelled it for this tenant and session.
+func (c *Client) create(ctx context.Context, b backends.Backend, p plan, req Request, remaining time.Duration) (*Sandbox, error) {
 	s := &Sandbox{c: c, key: key{p.spec.TenantID, p.spec.SessionID}, secrets: req.Secrets, env: maps.Clone(req.Env), plan: p}
 	created, err := b.Create(ctx, backends.CreateRequest{
 		Spec:      p.spec,
@@ -525,7 +591,7 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 				Message: fmt.Sprintf("the sandbox was not ready within %s; anything half-created is being removed", p.createTimeout),
 				Fix:     "check that the backend answers (for Docker: docker info), or raise timeout_seconds (or the open timeout)", Err: me.Err}
 		}
-		return fail(err)
+		return nil, err
 	}
 	s.b = created
 	in := created.Info()
@@ -533,8 +599,8 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 	// name this tenant and session, or the sandbox is not this request's.
 	if in.Labels[model.LabelTenantID] != p.spec.TenantID || in.Labels[model.LabelSessionID] != p.spec.SessionID {
 		_ = created.Close(context.WithoutCancel(ctx))
-		return fail(&model.Error{Class: model.ConfigurationError, Attribute: "labels",
-			Message: "the backend did not label the sandbox with its tenant and session; it was removed", Fix: "report this as a bug"})
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "labels",
+			Message: "the backend did not label the sandbox with its tenant and session; it was removed", Fix: "report this as a bug"}
 	}
 	s.info = Info{
 		ID: in.ID, Backend: in.Backend, Tier: in.Tier, TenantID: p.spec.TenantID, SessionID: p.spec.SessionID,
@@ -542,13 +608,6 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 		Caps: p.spec.Resources, DiskCapStrategy: in.DiskCapStrategy, PidsCapStrategy: in.PidsCapStrategy,
 		CallTimeout: p.callTimeout, Lifetime: p.lifetime, Created: in.Created, Expires: in.Expires, BlockedEgress: in.BlockedEgress,
 	}
-	// Before the created record: a process killed once that is written
-	// leaves its watcher the final record to write.
-	c.trail(s)
-	r := s.record(EventCreated, "open")
-	r.DurationMS = ms(time.Since(start))
-	r.Warnings = warned
-	c.audit(r, req.Secrets)
 	return s, nil
 }
 

@@ -41,88 +41,121 @@ Each sandbox is printed with its id, tenant, session, template and the reason (e
 owner gone); --json prints a JSON array instead. --audit appends one record per
 sandbox (event expired, or orphaned for a dead owner).`,
 		exitCodes: reapExitCodesHelp,
-		setup: func(fs *flag.FlagSet) runFunc {
-			dryRun := fs.Bool("dry-run", false, "list what would be removed, remove nothing")
-			var labels kvFlag
-			fs.Var(&labels, "label", "reap only sandboxes carrying the label `KEY=VALUE`; repeatable")
-			backend := fs.String("backend", "", "the backend `DSN` to sweep; default: every backend of this build that can list its sandboxes")
-			audit := fs.String("audit", "", "append one JSON audit record per sandbox to `FILE`; - writes them to standard output")
-			asJSON := fs.Bool("json", false, "print the sandboxes as a JSON array")
-			return func(ctx context.Context, e *env, args []string) int {
-				if len(args) > 0 {
-					fmt.Fprintf(e.stderr, "sandboxio reap: unexpected argument %q\n", args[0])
-					return exitUsage
-				}
-				var auditOut io.Writer
-				switch *audit {
-				case "":
-				case "-":
-					auditOut = e.stdout
-				default:
-					f, err := os.OpenFile(*audit, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-					if err != nil {
-						fmt.Fprintf(e.stderr, "sandboxio reap: audit: %v\n", err)
-						return exitUsage
-					}
-					defer f.Close()
-					auditOut = f
-				}
-				client, err := sandbox.New(ctx, sandbox.Config{Audit: sandbox.NewAuditLog(auditOut, nil)})
-				if err != nil {
-					fmt.Fprintf(e.stderr, "sandboxio reap: %s\n", classLine(err))
-					return exitFor(err)
-				}
-				reaped, err := client.Reap(ctx, sandbox.ReapOptions{Backend: *backend, DryRun: *dryRun, Labels: labels})
-				sort.Slice(reaped, func(i, j int) bool { return reaped[i].ID < reaped[j].ID })
-				if *asJSON {
-					type row struct {
-						ID        string            `json:"id"`
-						Backend   string            `json:"backend"`
-						TenantID  string            `json:"tenant_id"`
-						SessionID string            `json:"session_id"`
-						Template  string            `json:"template"`
-						Reason    string            `json:"reason"`
-						Removed   bool              `json:"removed"`
-						Labels    map[string]string `json:"labels"`
-					}
-					rows := make([]row, 0, len(reaped))
-					for _, r := range reaped {
-						rows = append(rows, row{ID: r.ID, Backend: r.Backend, TenantID: r.TenantID, SessionID: r.SessionID,
-							Template: r.Template, Reason: r.Reason, Removed: !*dryRun, Labels: r.Labels})
-					}
-					enc := json.NewEncoder(e.stdout)
-					enc.SetIndent("", "  ")
-					_ = enc.Encode(rows)
-				} else {
-					verb := "removed"
-					if *dryRun {
-						verb = "would remove"
-					}
-					for _, r := range reaped {
-						fmt.Fprintf(e.stdout, "%s %s backend=%s tenant=%s session=%s template=%s (%s)\n",
-							verb, shortID(r.ID), r.Backend, orDash(r.TenantID), orDash(r.SessionID), orDash(r.Template), r.Reason)
-					}
-				}
-				if err != nil {
-					fmt.Fprintf(e.stderr, "sandboxio reap: %s\n", classLine(err))
-					return exitFor(err)
-				}
-				counts := map[string]int{}
-				for _, r := range reaped {
-					counts[r.Reason]++
-				}
-				switch {
-				case len(reaped) == 0:
-					fmt.Fprintf(e.stderr, "sandboxio reap: nothing to reap\n")
-				case *dryRun:
-					fmt.Fprintf(e.stderr, "sandboxio reap: would remove %d sandbox(es) (%s); run without --dry-run to remove them\n", len(reaped), reasons(counts))
-				default:
-					fmt.Fprintf(e.stderr, "sandboxio reap: removed %d sandbox(es) (%s)\n", len(reaped), reasons(counts))
-				}
-				return exitOK
-			}
-		},
+		setup:     setupReap,
 	})
+}
+
+// reapFlags are the flags of reap.
+type reapFlags struct {
+	dryRun  bool
+	labels  kvFlag
+	backend string
+	audit   string
+	asJSON  bool
+}
+
+func setupReap(fs *flag.FlagSet) runFunc {
+	f := &reapFlags{}
+	fs.BoolVar(&f.dryRun, "dry-run", false, "list what would be removed, remove nothing")
+	fs.Var(&f.labels, "label", "reap only sandboxes carrying the label `KEY=VALUE`; repeatable")
+	fs.StringVar(&f.backend, "backend", "", "the backend `DSN` to sweep; default: every backend of this build that can list its sandboxes")
+	fs.StringVar(&f.audit, "audit", "", "append one JSON audit record per sandbox to `FILE`; - writes them to standard output")
+	fs.BoolVar(&f.asJSON, "json", false, "print the sandboxes as a JSON array")
+	return f.run
+}
+
+func (f *reapFlags) run(ctx context.Context, e *env, args []string) int {
+	if len(args) > 0 {
+		fmt.Fprintf(e.stderr, "sandboxio reap: unexpected argument %q\n", args[0])
+		return exitUsage
+	}
+	auditOut, closeAudit, err := openAudit(f.audit, e.stdout)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sandboxio reap: audit: %v\n", err)
+		return exitUsage
+	}
+	defer closeAudit()
+	client, err := sandbox.New(ctx, sandbox.Config{Audit: sandbox.NewAuditLog(auditOut, nil)})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sandboxio reap: %s\n", classLine(err))
+		return exitFor(err)
+	}
+	reaped, err := client.Reap(ctx, sandbox.ReapOptions{Backend: f.backend, DryRun: f.dryRun, Labels: f.labels})
+	sort.Slice(reaped, func(i, j int) bool { return reaped[i].ID < reaped[j].ID })
+	if f.asJSON {
+		printReapedJSON(e.stdout, reaped, f.dryRun)
+	} else {
+		printReaped(e.stdout, reaped, f.dryRun)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sandboxio reap: %s\n", classLine(err))
+		return exitFor(err)
+	}
+	counts := map[string]int{}
+	for _, r := range reaped {
+		counts[r.Reason]++
+	}
+	switch {
+	case len(reaped) == 0:
+		fmt.Fprintf(e.stderr, "sandboxio reap: nothing to reap\n")
+	case f.dryRun:
+		fmt.Fprintf(e.stderr, "sandboxio reap: would remove %d sandbox(es) (%s); run without --dry-run to remove them\n", len(reaped), reasons(counts))
+	default:
+		fmt.Fprintf(e.stderr, "sandboxio reap: removed %d sandbox(es) (%s)\n", len(reaped), reasons(counts))
+	}
+	return exitOK
+}
+
+// printReapedJSON prints the sandboxes reaped (or, with dryRun, those that
+// would be) as a JSON array.
+func printReapedJSON(w io.Writer, reaped []sandbox.Reaped, dryRun bool) {
+	type row struct {
+		ID        string            `json:"id"`
+		Backend   string            `json:"backend"`
+		TenantID  string            `json:"tenant_id"`
+		SessionID string            `json:"session_id"`
+		Template  string            `json:"template"`
+		Reason    string            `json:"reason"`
+		Removed   bool              `json:"removed"`
+		Labels    map[string]string `json:"labels"`
+	}
+	rows := make([]row, 0, len(reaped))
+	for _, r := range reaped {
+		rows = append(rows, row{ID: r.ID, Backend: r.Backend, TenantID: r.TenantID, SessionID: r.SessionID,
+			Template: r.Template, Reason: r.Reason, Removed: !dryRun, Labels: r.Labels})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(rows)
+}
+
+// printReaped prints one line per sandbox reaped (or, with dryRun, that
+// would be).
+func printReaped(w io.Writer, reaped []sandbox.Reaped, dryRun bool) {
+	verb := "removed"
+	if dryRun {
+		verb = "would remove"
+	}
+	for _, r := range reaped {
+		fmt.Fprintf(w, "%s %s backend=%s tenant=%s session=%s template=%s (%s)\n",
+			verb, shortID(r.ID), r.Backend, orDash(r.TenantID), orDash(r.SessionID), orDash(r.Template), r.Reason)
+	}
+}
+
+// openAudit opens the --audit destination: none for "", stdout for "-",
+// else the file, created or appended to. close closes what was opened.
+func openAudit(path string, stdout io.Writer) (out io.Writer, closeFn func(), err error) {
+	switch path {
+	case "":
+		return nil, func() {}, nil
+	case "-":
+		return stdout, func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	return f, func() { _ = f.Close() }, nil
 }
 
 func reasons(counts map[string]int) string {

@@ -255,20 +255,12 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 		_ = os.Unsetenv(n)
 	}
 
-	s := &session{spec: spec, close: func() {}}
-	var auditOut io.Writer
-	switch f.audit {
-	case "":
-	case "-":
-		auditOut = e.stdout
-	default:
-		file, err := os.OpenFile(f.audit, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			return usage("audit: %v; --audit takes a file to append to, in an existing directory, or - for standard output", err)
-		}
-		auditOut = file
-		s.close = func() { _ = file.Close() }
+	s := &session{spec: spec}
+	auditOut, closeAudit, err := openAudit(f.audit, e.stdout)
+	if err != nil {
+		return usage("audit: %v; --audit takes a file to append to, in an existing directory, or - for standard output", err)
 	}
+	s.close = closeAudit
 	progress := func(msg string) { fmt.Fprintf(e.stderr, "sandboxio: %s\n", msg) }
 	if f.quiet {
 		progress = nil

@@ -20,41 +20,21 @@ func checkKeys(data []byte) error {
 	if !json.Valid(data) {
 		return nil
 	}
-	type frame struct {
-		object    bool
-		expectKey bool
-		keyStart  int                 // this object's keys start at keys[keyStart]
-		set       map[string]struct{} // for large objects
-		key       keyRef              // the key of the value being read (objects)
-		index     int                 // the index of the value being read (arrays)
-	}
-	var stack []frame
-	var keys []keyRef
-	path := func(upTo int) string {
-		p := ""
-		for _, f := range stack[:upTo] {
-			if f.object {
-				p = joinPath(p, f.key.text(data))
-			} else {
-				p += "[" + strconv.Itoa(f.index) + "]"
-			}
-		}
-		return p
-	}
+	sc := &keyScanner{data: data}
 	for i := 0; i < len(data); i++ {
 		switch data[i] {
 		case '{':
-			stack = append(stack, frame{object: true, expectKey: true, keyStart: len(keys)})
+			sc.stack = append(sc.stack, keyFrame{object: true, expectKey: true, keyStart: len(sc.keys)})
 		case '[':
-			stack = append(stack, frame{})
+			sc.stack = append(sc.stack, keyFrame{})
 		case '}', ']':
-			top := stack[len(stack)-1]
+			top := sc.stack[len(sc.stack)-1]
 			if top.object {
-				keys = keys[:top.keyStart]
+				sc.keys = sc.keys[:top.keyStart]
 			}
-			stack = stack[:len(stack)-1]
+			sc.stack = sc.stack[:len(sc.stack)-1]
 		case ',':
-			top := &stack[len(stack)-1]
+			top := &sc.stack[len(sc.stack)-1]
 			if top.object {
 				top.expectKey = true
 			} else {
@@ -69,53 +49,94 @@ func checkKeys(data []byte) error {
 					i++
 				}
 			}
-			if len(stack) == 0 {
-				continue
+			if err := sc.str(start, i, escaped); err != nil {
+				return err
 			}
-			top := &stack[len(stack)-1]
-			if !top.object || !top.expectKey {
-				continue
-			}
-			// Keys are compared as decoded ("a" and "\u0061" are one
-			// key), without a copy unless they hold an escape.
-			key := keyRef{start: start + 1, end: i}
-			if escaped {
-				key.decoded, key.escaped = unescape(data[start:i+1]), true
-			}
-			own := keys[top.keyStart:]
-			dup := false
-			if top.set != nil {
-				_, dup = top.set[key.text(data)]
-			} else {
-				for _, k := range own {
-					if k.equal(data, key) {
-						dup = true
-						break
-					}
-				}
-			}
-			if dup {
-				line, col := position(data, int64(start))
-				where := "at the top level"
-				if len(stack) > 1 {
-					where = "in " + path(len(stack)-1)
-				}
-				return fmt.Errorf("the key %q appears twice %s (at %s, line %d, column %d): a JSON reader may take either value, and Terraform writes each key once",
-					key.text(data), where, joinPath(path(len(stack)-1), key.text(data)), line, col)
-			}
-			if top.set != nil {
-				top.set[key.text(data)] = struct{}{}
-			} else if len(own) >= 32 {
-				top.set = make(map[string]struct{}, 64)
-				for _, k := range own {
-					top.set[k.text(data)] = struct{}{}
-				}
-				top.set[key.text(data)] = struct{}{}
-			}
-			keys = append(keys, key)
-			top.key, top.expectKey = key, false
 		}
 	}
+	return nil
+}
+
+// keyFrame is one open object or array of the scan.
+type keyFrame struct {
+	object    bool
+	expectKey bool
+	keyStart  int                 // this object's keys start at keys[keyStart]
+	set       map[string]struct{} // for large objects
+	key       keyRef              // the key of the value being read (objects)
+	index     int                 // the index of the value being read (arrays)
+}
+
+// keyScanner is the state of checkKeys: the open objects and arrays, and the
+// keys of every open object.
+type keyScanner struct {
+	data  []byte
+	stack []keyFrame
+	keys  []keyRef
+}
+
+// path names the value being read in the first upTo frames.
+func (sc *keyScanner) path(upTo int) string {
+	p := ""
+	for _, f := range sc.stack[:upTo] {
+		if f.object {
+			p = joinPath(p, f.key.text(sc.data))
+		} else {
+			p += "[" + strconv.Itoa(f.index) + "]"
+		}
+	}
+	return p
+}
+
+// str takes the string between the quotes at start and end: when it is an
+// object's key, it is refused if the object has it already, else recorded.
+func (sc *keyScanner) str(start, end int, escaped bool) error {
+	data := sc.data
+	if len(sc.stack) == 0 {
+		return nil
+	}
+	top := &sc.stack[len(sc.stack)-1]
+	if !top.object || !top.expectKey {
+		return nil
+	}
+	// Keys are compared as decoded ("a" and "\u0061" are one
+	// key), without a copy unless they hold an escape.
+	key := keyRef{start: start + 1, end: end}
+	if escaped {
+		key.decoded, key.escaped = unescape(data[start:end+1]), true
+	}
+	own := sc.keys[top.keyStart:]
+	dup := false
+	if top.set != nil {
+		_, dup = top.set[key.text(data)]
+	} else {
+		for _, k := range own {
+			if k.equal(data, key) {
+				dup = true
+				break
+			}
+		}
+	}
+	if dup {
+		line, col := position(data, int64(start))
+		where := "at the top level"
+		if len(sc.stack) > 1 {
+			where = "in " + sc.path(len(sc.stack)-1)
+		}
+		return fmt.Errorf("the key %q appears twice %s (at %s, line %d, column %d): a JSON reader may take either value, and Terraform writes each key once",
+			key.text(data), where, joinPath(sc.path(len(sc.stack)-1), key.text(data)), line, col)
+	}
+	if top.set != nil {
+		top.set[key.text(data)] = struct{}{}
+	} else if len(own) >= 32 {
+		top.set = make(map[string]struct{}, 64)
+		for _, k := range own {
+			top.set[k.text(data)] = struct{}{}
+		}
+		top.set[key.text(data)] = struct{}{}
+	}
+	sc.keys = append(sc.keys, key)
+	top.key, top.expectKey = key, false
 	return nil
 }
 

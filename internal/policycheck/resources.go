@@ -104,12 +104,57 @@ func skipReason(mode, typ string) string {
 // not decide on (deleted, deferred to a later plan, of a type without
 // rules) are listed too, with the reason.
 func (p *plan) resources(file string) ([]*planResource, error) {
-	defaults := p.defaultBackends()
-	var out []*planResource
-	seen := map[string]bool{}
-	for i := range p.ResourceChanges {
-		rc := &p.ResourceChanges[i]
-		seen[rc.Address] = true
+	l := &resourceLister{file: file, defaults: p.defaultBackends(), seen: map[string]bool{}}
+	if err := l.changes(p.ResourceChanges); err != nil {
+		return nil, err
+	}
+	l.deferred(p.DeferredChanges)
+	if p.PlannedValues != nil {
+		if err := l.walk("planned_values", p.PlannedValues.RootModule, func(res *resource) string {
+			if res.Mode == "data" {
+				return "read"
+			}
+			return "no-op"
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if p.PriorState != nil && p.PriorState.Values != nil {
+		// Data sources read during plan. A managed resource here without a
+		// change was left out of the plan (-target): reported, not checked.
+		if err := l.walk("prior_state", p.PriorState.Values.RootModule, func(res *resource) string {
+			if res.Mode == "data" {
+				return "read"
+			}
+			return "not planned"
+		}); err != nil {
+			return nil, err
+		}
+		for _, r := range l.out {
+			if r.Action == "not planned" && r.skip == "" {
+				r.skip = "it is in the prior state but the plan has no change for it (a -target plan?); the plan does not say what it will be"
+			}
+		}
+	}
+	out := l.out
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Address < out[j].Address })
+	return out, nil
+}
+
+// resourceLister collects a plan's sandboxio resources, each address once,
+// from the sections of the plan in turn.
+type resourceLister struct {
+	file     string
+	defaults *providerDefaults
+	seen     map[string]bool
+	out      []*planResource
+}
+
+// changes lists the resources with a change.
+func (l *resourceLister) changes(changes []resourceChange) error {
+	for i := range changes {
+		rc := &changes[i]
+		l.seen[rc.Address] = true
 		if !sandboxioResource(rc.Type, rc.ProviderName) {
 			continue
 		}
@@ -122,20 +167,26 @@ func (p *plan) resources(file string) ([]*planResource, error) {
 			r.skip = fmt.Sprintf("it is being deleted (%s): nothing of it remains after apply", action)
 		}
 		if r.skip != "" {
-			out = append(out, r)
+			l.out = append(l.out, r)
 			continue
 		}
 		var err error
 		if r.values, err = decodeObject(rc.Change.After); err != nil {
-			return nil, &InputError{File: file, Msg: fmt.Sprintf("%s: change.after: %v", rc.Address, err)}
+			return &InputError{File: l.file, Msg: fmt.Sprintf("%s: change.after: %v", rc.Address, err)}
 		}
 		if r.unknown, r.afterUnknown, err = unknownAttributes(rc.Change.AfterUnknown); err != nil {
-			return nil, &InputError{File: file, Msg: fmt.Sprintf("%s: change.after_unknown: %v", rc.Address, err)}
+			return &InputError{File: l.file, Msg: fmt.Sprintf("%s: change.after_unknown: %v", rc.Address, err)}
 		}
-		r.defaultBackend, r.defaultUnknown = defaults.lookup(rc.ModuleAddress, rc.Mode, rc.Type, rc.Name)
-		out = append(out, r)
+		r.defaultBackend, r.defaultUnknown = l.defaults.lookup(rc.ModuleAddress, rc.Mode, rc.Type, rc.Name)
+		l.out = append(l.out, r)
 	}
-	for _, dc := range p.DeferredChanges {
+	return nil
+}
+
+// deferred lists the resources Terraform deferred to a later plan, which
+// the check does not decide on.
+func (l *resourceLister) deferred(changes []deferredChange) {
+	for _, dc := range changes {
 		rc := dc.ResourceChange
 		if !sandboxioResource(rc.Type, rc.ProviderName) {
 			continue
@@ -148,75 +199,47 @@ func (p *plan) resources(file string) ([]*planResource, error) {
 		if reason == "" {
 			reason = "no reason given"
 		}
-		seen[rc.Address] = true
-		out = append(out, &planResource{Address: rc.Address, Mode: rc.Mode, Type: rc.Type, Action: action,
+		l.seen[rc.Address] = true
+		l.out = append(l.out, &planResource{Address: rc.Address, Mode: rc.Mode, Type: rc.Type, Action: action,
 			skip: fmt.Sprintf("Terraform deferred it to a later plan (%s): run terraform plan again after this apply and check that plan", reason)})
 	}
-	// walk visits the resources of a module tree that no change listed.
-	walk := func(section string, root *module, include func(res *resource) bool, action func(res *resource) string) error {
-		var visit func(m *module, depth int) error
-		visit = func(m *module, depth int) error {
-			if depth > 100 {
-				return &InputError{File: file, Msg: section + ": modules nested more than 100 deep"}
-			}
-			for i := range m.Resources {
-				res := &m.Resources[i]
-				if seen[res.Address] || !sandboxioResource(res.Type, res.ProviderName) || !include(res) {
-					continue
-				}
-				seen[res.Address] = true
-				r := &planResource{Address: res.Address, Mode: res.Mode, Type: res.Type, Action: action(res), unknown: map[string]bool{},
-					skip: skipReason(res.Mode, res.Type)}
-				if r.skip == "" {
-					var err error
-					if r.values, err = decodeObject(res.Values); err != nil {
-						return &InputError{File: file, Msg: fmt.Sprintf("%s: %s: values: %v", section, res.Address, err)}
-					}
-					r.defaultBackend, r.defaultUnknown = defaults.lookup(m.Address, res.Mode, res.Type, res.Name)
-				}
-				out = append(out, r)
-			}
-			for i := range m.ChildModules {
-				if err := visit(&m.ChildModules[i], depth+1); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		if root == nil {
-			return nil
-		}
-		return visit(root, 0)
+}
+
+// walk lists the resources of a module tree that no change listed.
+func (l *resourceLister) walk(section string, root *module, action func(res *resource) string) error {
+	if root == nil {
+		return nil
 	}
-	if p.PlannedValues != nil {
-		if err := walk("planned_values", p.PlannedValues.RootModule, func(*resource) bool { return true }, func(res *resource) string {
-			if res.Mode == "data" {
-				return "read"
+	return l.visit(section, root, 0, action)
+}
+
+func (l *resourceLister) visit(section string, m *module, depth int, action func(res *resource) string) error {
+	if depth > 100 {
+		return &InputError{File: l.file, Msg: section + ": modules nested more than 100 deep"}
+	}
+	for i := range m.Resources {
+		res := &m.Resources[i]
+		if l.seen[res.Address] || !sandboxioResource(res.Type, res.ProviderName) {
+			continue
+		}
+		l.seen[res.Address] = true
+		r := &planResource{Address: res.Address, Mode: res.Mode, Type: res.Type, Action: action(res), unknown: map[string]bool{},
+			skip: skipReason(res.Mode, res.Type)}
+		if r.skip == "" {
+			var err error
+			if r.values, err = decodeObject(res.Values); err != nil {
+				return &InputError{File: l.file, Msg: fmt.Sprintf("%s: %s: values: %v", section, res.Address, err)}
 			}
-			return "no-op"
-		}); err != nil {
-			return nil, err
+			r.defaultBackend, r.defaultUnknown = l.defaults.lookup(m.Address, res.Mode, res.Type, res.Name)
+		}
+		l.out = append(l.out, r)
+	}
+	for i := range m.ChildModules {
+		if err := l.visit(section, &m.ChildModules[i], depth+1, action); err != nil {
+			return err
 		}
 	}
-	if p.PriorState != nil && p.PriorState.Values != nil {
-		// Data sources read during plan. A managed resource here without a
-		// change was left out of the plan (-target): reported, not checked.
-		if err := walk("prior_state", p.PriorState.Values.RootModule, func(*resource) bool { return true }, func(res *resource) string {
-			if res.Mode == "data" {
-				return "read"
-			}
-			return "not planned"
-		}); err != nil {
-			return nil, err
-		}
-		for _, r := range out {
-			if r.Action == "not planned" && r.skip == "" {
-				r.skip = "it is in the prior state but the plan has no change for it (a -target plan?); the plan does not say what it will be"
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Address < out[j].Address })
-	return out, nil
+	return nil
 }
 
 // actionOf names a change's actions; keep is false for a resource that will

@@ -79,30 +79,8 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 					"depth, not equivalent to a VM; MICROVM is the recommended floor for untrusted multi-tenant code. A backend of " +
 					"UNKNOWN tier satisfies no requirement.",
 			},
-			"network": schema.SingleNestedAttribute{
-				Optional: true, Computed: true,
-				MarkdownDescription: "Egress policy, usually `sandboxio_network_policy.NAME.policy`. Defaults to deny all egress.",
-				Attributes: map[string]schema.Attribute{
-					"egress": schema.StringAttribute{Optional: true, Computed: true, MarkdownDescription: "`deny` (default) or `allow`."},
-					"allow": schema.ListAttribute{ElementType: types.StringType, Optional: true, Computed: true,
-						MarkdownDescription: "Allowed destinations under deny, where the backend supports allow lists (E2B, Modal, Vercel)."},
-				},
-			},
-			"resources": schema.SingleNestedAttribute{
-				Optional: true, Computed: true,
-				MarkdownDescription: "Resource caps, usually `sandboxio_resource_caps.NAME.caps`. Unset caps take their defaults.",
-				Attributes: map[string]schema.Attribute{
-					"cpu":       schema.Float64Attribute{Optional: true, Computed: true, MarkdownDescription: "vCPUs."},
-					"memory_mb": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Memory (and swap) in MiB."},
-					"disk_mb": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Writable disk in MiB. On Docker " +
-						"it bounds every writable mount together. Without a per-container size (the tmpfs strategy) it is split over the " +
-						"writable paths: " + disksplit.Summary() + ", so one path holds about " +
-						disksplit.FormatPercent(disksplit.RestPercent()) + " of it; on runc /dev and /dev/mqueue are read-only; under " +
-						"gVisor (runsc) files written into /dev count against memory_mb instead, as gVisor cannot size /dev. tmpfs pages " +
-						"also count against memory."},
-					"pids": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Process-count ceiling."},
-				},
-			},
+			"network":   templateNetworkAttribute(),
+			"resources": templateResourcesAttribute(),
 			"timeout_seconds": schema.Int64Attribute{
 				Optional: true, Computed: true,
 				MarkdownDescription: fmt.Sprintf("Bound of every create, run and run-code call, in seconds (default %d, at most %d). "+
@@ -148,12 +126,8 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 					"Null on backends without live checks in this build.",
 			},
 			"disk_cap_strategy": schema.StringAttribute{
-				Computed: true,
-				MarkdownDescription: "Docker: how this daemon enforces `disk_mb`, with each mount's size: a per-container size of the " +
-					"writable layer where the storage driver supports it, otherwise a read-only root filesystem with tmpfs mounts " +
-					disksplit.Summary(disksplit.ShmPath) + "; either way " + disksplit.ShmPath + " gets " +
-					disksplit.PercentText(disksplit.ShmPath) + ", and all of them add up to `disk_mb`. It also says what becomes of /dev: read-only on runc, charged to memory_mb under " +
-					"gVisor. Never dropped.",
+				Computed:            true,
+				MarkdownDescription: diskCapStrategyDescription(),
 			},
 			"pids_cap_strategy": schema.StringAttribute{
 				Computed:            true,
@@ -161,6 +135,49 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			},
 		},
 	}
+}
+
+// templateNetworkAttribute is the template's egress policy.
+func templateNetworkAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional: true, Computed: true,
+		MarkdownDescription: "Egress policy, usually `sandboxio_network_policy.NAME.policy`. Defaults to deny all egress.",
+		Attributes: map[string]schema.Attribute{
+			"egress": schema.StringAttribute{Optional: true, Computed: true, MarkdownDescription: "`deny` (default) or `allow`."},
+			"allow": schema.ListAttribute{ElementType: types.StringType, Optional: true, Computed: true,
+				MarkdownDescription: "Allowed destinations under deny, where the backend supports allow lists (E2B, Modal, Vercel)."},
+		},
+	}
+}
+
+// templateResourcesAttribute is the template's resource caps. The split of
+// disk_mb over Docker's writable paths is quoted from disksplit's table.
+func templateResourcesAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional: true, Computed: true,
+		MarkdownDescription: "Resource caps, usually `sandboxio_resource_caps.NAME.caps`. Unset caps take their defaults.",
+		Attributes: map[string]schema.Attribute{
+			"cpu":       schema.Float64Attribute{Optional: true, Computed: true, MarkdownDescription: "vCPUs."},
+			"memory_mb": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Memory (and swap) in MiB."},
+			"disk_mb": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Writable disk in MiB. On Docker " +
+				"it bounds every writable mount together. Without a per-container size (the tmpfs strategy) it is split over the " +
+				"writable paths: " + disksplit.Summary() + ", so one path holds about " +
+				disksplit.FormatPercent(disksplit.RestPercent()) + " of it; on runc /dev and /dev/mqueue are read-only; under " +
+				"gVisor (runsc) files written into /dev count against memory_mb instead, as gVisor cannot size /dev. tmpfs pages " +
+				"also count against memory."},
+			"pids": schema.Int64Attribute{Optional: true, Computed: true, MarkdownDescription: "Process-count ceiling."},
+		},
+	}
+}
+
+// diskCapStrategyDescription describes disk_cap_strategy, with the split of
+// disk_mb quoted from disksplit's table.
+func diskCapStrategyDescription() string {
+	return "Docker: how this daemon enforces `disk_mb`, with each mount's size: a per-container size of the " +
+		"writable layer where the storage driver supports it, otherwise a read-only root filesystem with tmpfs mounts " +
+		disksplit.Summary(disksplit.ShmPath) + "; either way " + disksplit.ShmPath + " gets " +
+		disksplit.PercentText(disksplit.ShmPath) + ", and all of them add up to `disk_mb`. It also says what becomes of /dev: " +
+		"read-only on runc, charged to memory_mb under gVisor. Never dropped."
 }
 
 func (r *templateResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {

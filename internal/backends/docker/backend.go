@@ -466,17 +466,7 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 	}
 	created := time.Now()
 	expires := created.Add(p.lifetime)
-	labels := map[string]string{}
-	for k, v := range p.labels {
-		labels[k] = v
-	}
-	for k, v := range b.owner.labels() {
-		labels[k] = v
-	}
-	labels[labelExpires] = expires.UTC().Format(time.RFC3339)
-	labels[labelRuntime] = p.runtime
-	labels[labelTier] = string(p.tier)
-	labels[labelPidsCap] = strconv.FormatInt(p.caps.Pids, 10)
+	labels := b.sandboxLabels(p, expires)
 
 	netMode := "none"
 	if p.networkMode == "bridge" {
@@ -484,126 +474,17 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 			return nil, err
 		}
 	}
-	createWith := func(strategy string) (container.CreateResponse, error) {
-		if strategy == DiskAuto || strategy == DiskStorageOpt {
-			labels[labelDiskCap] = diskDescription(DiskStorageOpt, p.tier, p.caps.DiskMB)
-		} else {
-			labels[labelDiskCap] = diskDescription(DiskTmpfs, p.tier, p.caps.DiskMB)
-		}
-		cfg, hc := containerConfig(p, strategy, netMode, labels)
-		resp, err := b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
-		if err != nil && netMode != "none" && cerrdefs.IsNotFound(err) && strings.Contains(err.Error(), "network") {
-			// The egress network was removed by hand since it was looked
-			// up: make it again, once.
-			b.forgetEgressNetwork()
-			if netMode, err = b.egressNetwork(ctx); err != nil {
-				return container.CreateResponse{}, err
-			}
-			cfg, hc = containerConfig(p, strategy, netMode, labels)
-			resp, err = b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, name)
-		}
-		return resp, err
-	}
-	// createAny creates with the disk strategy, falling back from
-	// storage-opt to tmpfs on a daemon that refuses a per-container size.
-	createAny := func() (container.CreateResponse, error) {
-		resp, err := createWith(strategy)
-		if err != nil && strategy != DiskTmpfs && isStorageOptRefusal(err) {
-			if strategy == DiskStorageOpt {
-				return resp, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
-					Message: "the Docker daemon refuses a per-container disk size (--storage-opt size), so disk_strategy=storage-opt cannot be enforced",
-					Fix:     "use disk_strategy=auto or tmpfs, or run the daemon on overlay2 over xfs mounted with pquota", Err: err}
-			}
-			b.setStorageOpt(false, err.Error())
-			strategy = DiskTmpfs
-			resp, err = createWith(strategy)
-		} else if err == nil && strategy == DiskAuto {
-			b.setStorageOpt(true, "")
-			strategy = DiskStorageOpt
-		}
-		return resp, err
-	}
-	resp, err := createAny()
-	for try := 0; err != nil && cerrdefs.IsConflict(err); try++ {
-		// The name is taken. By a live sandbox: refused, naming it. By a
-		// container that is no sandbox any more (exited, or what reap
-		// removes): it is removed and the create tried again. By a create
-		// still in flight on the daemon (the name is reserved before the
-		// container can be inspected): looked at again shortly.
-		herr := b.freeName(ctx, name, p)
-		if herr != nil && !errors.Is(herr, errNameInFlight) {
-			return nil, herr
-		}
-		if try == 8 {
-			return nil, busyError(p, "", nil, time.Time{})
-		}
-		if herr != nil {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Duration(10<<min(try, 5)) * time.Millisecond):
-			}
-		}
-		resp, err = createAny()
-	}
-	var me *model.Error
-	if errors.As(err, &me) {
-		return nil, err
-	}
+	c := &containerCreate{b: b, p: p, name: name, labels: labels, netMode: netMode, strategy: strategy}
+	resp, err := c.create(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			// The daemon may still finish a create the client gave up on.
-			b.discard(ctx, "", name)
-		}
-		return nil, createError(err, p)
+		return nil, err
 	}
 	id := resp.ID
 	b.events.track(id)
 
-	b.mu.Lock()
-	facts, known := b.images[p.spec.Image]
-	b.mu.Unlock()
-	if !known {
-		_, err := b.cli.ContainerStatPath(ctx, id, "/bin/sh")
-		facts.shell = err == nil
-	}
-
-	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		b.discard(ctx, id, name)
-		return nil, fmt.Errorf("container start: %w", err)
-	}
-	if !known {
-		// The first sandbox of an image shows whether the image can hold a
-		// sandbox open: without sleep the container ends at once.
-		select {
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-		}
-		ins, err := b.cli.ContainerInspect(ctx, id)
-		if err != nil || !ins.State.Running {
-			b.discard(ctx, id, name)
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			// Only a container that ended by itself for want of its command
-			// (126 not executable, 127 not found, or gone already under
-			// AutoRemove) says something about the image. One stopped from
-			// outside (a daemon shutting down) or a daemon that does not
-			// answer is a failure of the backend, not of the configuration.
-			if err != nil && !cerrdefs.IsNotFound(err) {
-				return nil, fmt.Errorf("container inspect: %w", err)
-			}
-			if err == nil && ins.State != nil && ins.State.ExitCode != 126 && ins.State.ExitCode != 127 {
-				return nil, fmt.Errorf("the container stopped right after it started (status %s, exit code %d%s); the daemon may be shutting down",
-					ins.State.Status, ins.State.ExitCode, prefixed(": ", ins.State.Error))
-			}
-			return nil, &model.Error{Class: model.ConfigurationError, Attribute: "image",
-				Message: fmt.Sprintf("image %s cannot hold a sandbox open: its container ended at once (it needs a sleep command for the daemon-side lifetime)", p.spec.Image),
-				Fix:     "use an image that provides sleep and /bin/sh (coreutils or busybox)"}
-		}
-		b.mu.Lock()
-		b.images[p.spec.Image] = facts
-		b.mu.Unlock()
+	facts, err := b.startContainer(ctx, id, name, p)
+	if err != nil {
+		return nil, err
 	}
 
 	s := &sandbox{
@@ -620,7 +501,7 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 		secrets:     p.secrets,
 		shell:       facts.shell,
 		onWarning:   p.onWarning,
-		diskCap:     diskDescription(strategy, p.tier, p.caps.DiskMB),
+		diskCap:     diskDescription(c.strategy, p.tier, p.caps.DiskMB),
 		pidsCap:     pidsDescription(p.tier, p.caps.Pids),
 	}
 	if p.networkMode == "bridge" && p.onWarning != nil {
@@ -629,6 +510,179 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 		p.onWarning(w)
 	}
 	return s, nil
+}
+
+// sandboxLabels are the container's labels: the plan's, the owner's, and
+// what reap and Info read back (expiry, runtime, tier, pids cap).
+func (b *dockerBackend) sandboxLabels(p createPlan, expires time.Time) map[string]string {
+	labels := map[string]string{}
+	for k, v := range p.labels {
+		labels[k] = v
+	}
+	for k, v := range b.owner.labels() {
+		labels[k] = v
+	}
+	labels[labelExpires] = expires.UTC().Format(time.RFC3339)
+	labels[labelRuntime] = p.runtime
+	labels[labelTier] = string(p.tier)
+	labels[labelPidsCap] = strconv.FormatInt(p.caps.Pids, 10)
+	return labels
+}
+
+// containerCreate is one sandbox's container create. Its disk strategy and
+// network can change on the way: a daemon that refuses a per-container size
+// falls back to tmpfs, and an egress network removed by hand is made again.
+type containerCreate struct {
+	b        *dockerBackend
+	p        createPlan
+	name     string
+	labels   map[string]string
+	netMode  string
+	strategy string
+}
+
+// create creates the container under its name, freeing the name or waiting
+// for it where that is safe, and maps a failure to the error the caller gets.
+func (c *containerCreate) create(ctx context.Context) (container.CreateResponse, error) {
+	b, p, name := c.b, c.p, c.name
+	resp, err := c.createAny(ctx)
+	for try := 0; err != nil && cerrdefs.IsConflict(err); try++ {
+		// The name is taken. By a live sandbox: refused, naming it. By a
+		// container that is no sandbox any more (exited, or what reap
+		// removes): it is removed and the create tried again. By a create
+		// still in flight on the daemon (the name is reserved before the
+		// container can be inspected): looked at again shortly.
+		herr := b.freeName(ctx, name, p)
+		if herr != nil && !errors.Is(herr, errNameInFlight) {
+			return resp, herr
+		}
+		if try == 8 {
+			return resp, busyError(p, "", nil, time.Time{})
+		}
+		if herr != nil {
+			select {
+			case <-ctx.Done():
+				return resp, ctx.Err()
+			case <-time.After(time.Duration(10<<min(try, 5)) * time.Millisecond):
+			}
+		}
+		resp, err = c.createAny(ctx)
+	}
+	var me *model.Error
+	if errors.As(err, &me) {
+		return resp, err
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			// The daemon may still finish a create the client gave up on.
+			b.discard(ctx, "", name)
+		}
+		return resp, createError(err, p)
+	}
+	return resp, nil
+}
+
+// createAny creates with the disk strategy, falling back from storage-opt to
+// tmpfs on a daemon that refuses a per-container size.
+func (c *containerCreate) createAny(ctx context.Context) (container.CreateResponse, error) {
+	resp, err := c.createWith(ctx, c.strategy)
+	if err != nil && c.strategy != DiskTmpfs && isStorageOptRefusal(err) {
+		if c.strategy == DiskStorageOpt {
+			return resp, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+				Message: "the Docker daemon refuses a per-container disk size (--storage-opt size), so disk_strategy=storage-opt cannot be enforced",
+				Fix:     "use disk_strategy=auto or tmpfs, or run the daemon on overlay2 over xfs mounted with pquota", Err: err}
+		}
+		c.b.setStorageOpt(false, err.Error())
+		c.strategy = DiskTmpfs
+		resp, err = c.createWith(ctx, c.strategy)
+	} else if err == nil && c.strategy == DiskAuto {
+		c.b.setStorageOpt(true, "")
+		c.strategy = DiskStorageOpt
+	}
+	return resp, err
+}
+
+// createWith makes one ContainerCreate call with a disk strategy.
+func (c *containerCreate) createWith(ctx context.Context, strategy string) (container.CreateResponse, error) {
+	b, p := c.b, c.p
+	if strategy == DiskAuto || strategy == DiskStorageOpt {
+		c.labels[labelDiskCap] = diskDescription(DiskStorageOpt, p.tier, p.caps.DiskMB)
+	} else {
+		c.labels[labelDiskCap] = diskDescription(DiskTmpfs, p.tier, p.caps.DiskMB)
+	}
+	cfg, hc := containerConfig(p, strategy, c.netMode, c.labels)
+	resp, err := b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, c.name)
+	if err != nil && c.netMode != "none" && cerrdefs.IsNotFound(err) && strings.Contains(err.Error(), "network") {
+		// The egress network was removed by hand since it was looked
+		// up: make it again, once.
+		b.forgetEgressNetwork()
+		if c.netMode, err = b.egressNetwork(ctx); err != nil {
+			return container.CreateResponse{}, err
+		}
+		cfg, hc = containerConfig(p, strategy, c.netMode, c.labels)
+		resp, err = b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, c.name)
+	}
+	return resp, err
+}
+
+// startContainer starts the created container and returns what is known of its
+// image. The first sandbox of an image also shows whether the image can hold
+// a sandbox open; a container that cannot is discarded.
+func (b *dockerBackend) startContainer(ctx context.Context, id, name string, p createPlan) (imageFacts, error) {
+	b.mu.Lock()
+	facts, known := b.images[p.spec.Image]
+	b.mu.Unlock()
+	if !known {
+		_, err := b.cli.ContainerStatPath(ctx, id, "/bin/sh")
+		facts.shell = err == nil
+	}
+
+	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		b.discard(ctx, id, name)
+		return facts, fmt.Errorf("container start: %w", err)
+	}
+	if !known {
+		if err := b.holdsOpen(ctx, id, name, p); err != nil {
+			return facts, err
+		}
+		b.mu.Lock()
+		b.images[p.spec.Image] = facts
+		b.mu.Unlock()
+	}
+	return facts, nil
+}
+
+// holdsOpen checks, on the first sandbox of an image, that the container is
+// still running: without sleep it ends at once. A container that is not is
+// discarded.
+func (b *dockerBackend) holdsOpen(ctx context.Context, id, name string, p createPlan) error {
+	select {
+	case <-ctx.Done():
+	case <-time.After(50 * time.Millisecond):
+	}
+	ins, err := b.cli.ContainerInspect(ctx, id)
+	if err == nil && ins.State.Running {
+		return nil
+	}
+	b.discard(ctx, id, name)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// Only a container that ended by itself for want of its command
+	// (126 not executable, 127 not found, or gone already under
+	// AutoRemove) says something about the image. One stopped from
+	// outside (a daemon shutting down) or a daemon that does not
+	// answer is a failure of the backend, not of the configuration.
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("container inspect: %w", err)
+	}
+	if err == nil && ins.State != nil && ins.State.ExitCode != 126 && ins.State.ExitCode != 127 {
+		return fmt.Errorf("the container stopped right after it started (status %s, exit code %d%s); the daemon may be shutting down",
+			ins.State.Status, ins.State.ExitCode, prefixed(": ", ins.State.Error))
+	}
+	return &model.Error{Class: model.ConfigurationError, Attribute: "image",
+		Message: fmt.Sprintf("image %s cannot hold a sandbox open: its container ended at once (it needs a sleep command for the daemon-side lifetime)", p.spec.Image),
+		Fix:     "use an image that provides sleep and /bin/sh (coreutils or busybox)"}
 }
 
 func prefixed(prefix, s string) string {

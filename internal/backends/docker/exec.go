@@ -363,32 +363,15 @@ func (s *sandbox) execIn(ctx context.Context, cmd []string, stdin []byte, env []
 		Env: env, WorkingDir: workdir, Cmd: cmd,
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			res.stopped = ctx.Err()
-			return res, nil
-		}
-		return res, fmt.Errorf("exec create: %w", err)
+		return stoppedOr(ctx, res, "exec create", err)
 	}
 	hj, err := cli.ContainerExecAttach(ctx, cr.ID, container.ExecAttachOptions{})
 	if err != nil {
-		if ctx.Err() != nil {
-			res.stopped = ctx.Err()
-			return res, nil
-		}
-		return res, fmt.Errorf("exec start: %w", err)
+		return stoppedOr(ctx, res, "exec start", err)
 	}
 	defer hj.Close()
 
-	stdout := &capWriter{max: maxOutput, sink: out.stdout}
-	errCap := &capWriter{max: maxOutput, sink: out.stderr, keep: out.stderr != nil}
-	stderr := &markerWriter{next: errCap, done: !wrap}
-	var stdoutW io.Writer = stdout
-	var gate *gateWriter
-	if wrap && out.stdout != nil {
-		gate = &gateWriter{next: stdout}
-		stdoutW = gate
-		stderr.onPid = gate.release
-	}
+	st := newExecStreams(out, wrap)
 	copied := make(chan error, 1)
 	go func() {
 		if stdin != nil {
@@ -397,35 +380,71 @@ func (s *sandbox) execIn(ctx context.Context, cmd []string, stdin []byte, env []
 				_ = hj.CloseWrite()
 			}()
 		}
-		_, err := stdcopy.StdCopy(stdoutW, stderr, hj.Reader)
+		_, err := stdcopy.StdCopy(st.stdoutW, st.stderr, hj.Reader)
 		copied <- err
 	}()
-	collect := func() {
-		res.stdout, res.stderr = stdout.bytes(), errCap.bytes()
-		res.errSeen = res.stderr
-		if out.stderr != nil {
-			res.stderr = nil
-		}
-		if gate != nil {
-			res.stdout = gate.withheld()
-		}
-		res.pid, res.ran = stderr.pid, stderr.pid != 0
+	stopped := st.await(ctx, hj.Close, copied)
+	st.collect(&res)
+	if stopped != nil {
+		res.stopped = stopped
+		return res, nil
 	}
+	return s.awaitExit(ctx, cr.ID, res)
+}
 
+// stoppedOr reports a failed API call of an exec: as the exec's stop when
+// ctx ended first, else as an error.
+func stoppedOr(ctx context.Context, res execResult, what string, err error) (execResult, error) {
+	if ctx.Err() != nil {
+		res.stopped = ctx.Err()
+		return res, nil
+	}
+	return res, fmt.Errorf("%s: %w", what, err)
+}
+
+// execStreams are the writers one exec's output is copied into: stdout
+// capped (behind a gate while the wrapper has not started the command and
+// stdout goes to a sink), stderr capped behind the wrapper's pid marker.
+type execStreams struct {
+	out     execOut
+	stdout  *capWriter
+	errCap  *capWriter
+	stderr  *markerWriter
+	stdoutW io.Writer
+	gate    *gateWriter
+}
+
+func newExecStreams(out execOut, wrap bool) *execStreams {
+	st := &execStreams{out: out}
+	st.stdout = &capWriter{max: maxOutput, sink: out.stdout}
+	st.errCap = &capWriter{max: maxOutput, sink: out.stderr, keep: out.stderr != nil}
+	st.stderr = &markerWriter{next: st.errCap, done: !wrap}
+	st.stdoutW = st.stdout
+	if wrap && out.stdout != nil {
+		st.gate = &gateWriter{next: st.stdout}
+		st.stdoutW = st.gate
+		st.stderr.onPid = st.gate.release
+	}
+	return st
+}
+
+// await waits for the copy of the output to end, or for ctx. It returns why
+// the exec was cut short (an overflow, a sink's error or ctx's), or nil when
+// the stream ended by itself; cut short, the connection is closed.
+func (st *execStreams) await(ctx context.Context, closeConn func(), copied <-chan error) error {
 	select {
 	case err := <-copied:
 		var se sinkError
 		if errors.Is(err, errOverflow) || errors.As(err, &se) {
-			hj.Close()
-			collect()
-			res.stopped = err
-			return res, nil
+			closeConn()
+			return err
 		}
+		return nil
 	case <-ctx.Done():
 		// Closing the connection ends the copy; the exec's processes keep
 		// running until the caller kills them.
-		hj.Close()
-		if out.stdout == nil && out.stderr == nil {
+		closeConn()
+		if st.out.stdout == nil && st.out.stderr == nil {
 			if err := <-copied; err != nil { // ends with the closed connection
 				tracef("exec stream after %v: %v", ctx.Err(), err)
 			}
@@ -438,31 +457,42 @@ func (s *sandbox) execIn(ctx context.Context, cmd []string, stdin []byte, env []
 					tracef("exec stream after %v: %v", ctx.Err(), err)
 				}
 			case <-time.After(sinkGrace):
-				stdout.detach()
-				errCap.detach()
+				st.stdout.detach()
+				st.errCap.detach()
 				tracef("exec stream: a sink still blocks %s after %v", sinkGrace, ctx.Err())
 			}
 		}
-		collect()
-		res.stopped = ctx.Err()
-		return res, nil
+		return ctx.Err()
 	}
-	collect()
+}
 
-	// The stream ends when the last holder of the exec's stdout and stderr
-	// closes them; the daemon may take a moment more to record the exit.
-	// When the whole sandbox died under the exec (gVisor's sentry killed
-	// for memory), the daemon keeps reporting the exec as running, so after
-	// a while the container itself is asked.
+// collect puts what the streams hold into res.
+func (st *execStreams) collect(res *execResult) {
+	res.stdout, res.stderr = st.stdout.bytes(), st.errCap.bytes()
+	res.errSeen = res.stderr
+	if st.out.stderr != nil {
+		res.stderr = nil
+	}
+	if st.gate != nil {
+		res.stdout = st.gate.withheld()
+	}
+	res.pid, res.ran = st.stderr.pid, st.stderr.pid != 0
+}
+
+// awaitExit waits for the daemon to record the exec's exit code.
+//
+// The stream ends when the last holder of the exec's stdout and stderr
+// closes them; the daemon may take a moment more to record the exit.
+// When the whole sandbox died under the exec (gVisor's sentry killed
+// for memory), the daemon keeps reporting the exec as running, so after
+// a while the container itself is asked.
+func (s *sandbox) awaitExit(ctx context.Context, execID string, res execResult) (execResult, error) {
+	cli := s.b.cli
 	streamEnd := time.Now()
 	for {
-		ins, err := cli.ContainerExecInspect(ctx, cr.ID)
+		ins, err := cli.ContainerExecInspect(ctx, execID)
 		if err != nil {
-			if ctx.Err() != nil {
-				res.stopped = ctx.Err()
-				return res, nil
-			}
-			return res, fmt.Errorf("exec inspect: %w", err)
+			return stoppedOr(ctx, res, "exec inspect", err)
 		}
 		if !ins.Running {
 			res.exitCode = ins.ExitCode
