@@ -174,15 +174,6 @@ func backendErrorSummary(err error, summary string, mapPath diags.Mapper) diag.D
 	return diags.FromError(err, summary, mapPath)
 }
 
-func stringList(ctx context.Context, l types.List) ([]string, diag.Diagnostics) {
-	out := []string{}
-	if l.IsNull() || l.IsUnknown() {
-		return out, nil
-	}
-	d := l.ElementsAs(ctx, &out, false)
-	return out, d
-}
-
 func stringMap(ctx context.Context, m types.Map) (map[string]string, diag.Diagnostics) {
 	out := map[string]string{}
 	if m.IsNull() || m.IsUnknown() {
