@@ -62,7 +62,7 @@ type versions struct {
 	// Framework is the terraform-plugin-framework release the provider is
 	// built with (the CLI does not link it; see frameworkVersion).
 	Framework string `json:"terraform_plugin_framework"`
-	Go           string `json:"go"`
+	Go        string `json:"go"`
 	// Backends are the DSN schemes run and run-code provision on.
 	Backends []string `json:"backends"`
 }
