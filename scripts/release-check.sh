@@ -76,9 +76,12 @@ echo "   byte-identical"
 echo "-- contents"
 sums=("$a"/*_SHA256SUMS)
 [ ${#sums[@]} -eq 1 ] || { echo "release-check: want one checksums file, found ${#sums[@]}"; exit 1; }
-(cd "$a" && sha256sum --quiet -c "$(basename "${sums[0]}")") || { echo "release-check: the checksums file does not match the files"; exit 1; }
 version=$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' "$a/metadata.json")
 [ -n "$version" ] || { echo "release-check: no version in metadata.json"; exit 1; }
+# The registry manifest is uploaded under this name (release.extra_files)
+# but not copied into dist.
+cp "$out/src-a/terraform-registry-manifest.json" "$a/terraform-provider-sandboxio_${version}_manifest.json"
+(cd "$a" && sha256sum --quiet -c "$(basename "${sums[0]}")") || { echo "release-check: the checksums file does not match the files"; exit 1; }
 targets=${RELEASE_CHECK_TARGETS:-linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64 windows_arm64 freebsd_amd64 freebsd_arm64}
 for target in $targets; do
 	os=${target%_*} arch=${target#*_}
