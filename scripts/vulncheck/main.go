@@ -184,7 +184,7 @@ func main() {
 	// With -format json, govulncheck exits 0 whatever it finds; a non-zero
 	// exit is a failure to scan.
 	if err := cmd.Run(); err != nil {
-		fatal(fmt.Errorf("%s: %v\n%s", *bin, err, errOut.String()))
+		fatal(fmt.Errorf("%s: %w\n%s", *bin, err, errOut.String()))
 	}
 	rep, err := parse(&out)
 	if err != nil {
