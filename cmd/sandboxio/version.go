@@ -17,12 +17,13 @@ import (
 func init() {
 	register(&command{
 		name:    "version",
-		summary: "print the version, the policy input version, the embedded OPA and the backends",
+		summary: "print the version, the commit, the embedded OPA, the provider's framework and the backends",
 		usage:   "version [--json]",
-		help: `Prints the CLI's version and what decides with it: the version of the policy input
-document, the spec format, the OPA release embedded, the Go toolchain, and the backends
-this build can provision sandboxes on (run, run-code). A policy check's result depends on
-these, so CI logs should carry them.`,
+		help: `Prints the CLI's version, the commit it was built from, and what decides with it: the
+version of the policy input document, the spec format, the OPA release embedded, the
+terraform-plugin-framework release the provider of the same release is built with, the Go
+toolchain, and the backends this build can provision sandboxes on (run, run-code). A policy
+check's result depends on these, so CI logs should carry them.`,
 		setup: func(fs *flag.FlagSet) runFunc {
 			asJSON := fs.Bool("json", false, "print the versions as a JSON object")
 			return func(_ context.Context, e *env, args []string) int {
@@ -44,8 +45,8 @@ these, so CI logs should carry them.`,
 				if info.Commit != "" {
 					fmt.Fprintf(e.stdout, "  commit          %s\n", info.Commit)
 				}
-				fmt.Fprintf(e.stdout, "  policy input    v%d\n  spec format     v%d\n  opa             %s\n  go              %s\n  backends        %s\n",
-					info.InputVersion, info.SpecVersion, info.OPA, info.Go, strings.Join(info.Backends, ", "))
+				fmt.Fprintf(e.stdout, "  policy input    v%d\n  spec format     v%d\n  opa             %s\n  framework       %s\n  go              %s\n  backends        %s\n",
+					info.InputVersion, info.SpecVersion, info.OPA, info.Framework, info.Go, strings.Join(info.Backends, ", "))
 				return exitOK
 			}
 		},
@@ -58,22 +59,53 @@ type versions struct {
 	InputVersion int    `json:"policy_input_version"`
 	SpecVersion  int    `json:"spec_version"`
 	OPA          string `json:"opa"`
-	Go           string `json:"go"`
+	// Framework is the terraform-plugin-framework release the provider is
+	// built with (the CLI does not link it; see frameworkVersion).
+	Framework string `json:"terraform_plugin_framework"`
+	Go        string `json:"go"`
 	// Backends are the DSN schemes run and run-code provision on.
 	Backends []string `json:"backends"`
 }
 
+// commit is set at build time (-ldflags "-X main.commit=<full hash>"): the
+// release and `make build-cli` set it, since builds here run with
+// -buildvcs=false or -trimpath outside a checkout. Without it the VCS
+// revision that the go command stamped, if any, is used.
+var commit = ""
+
+// frameworkVersion is the terraform-plugin-framework release in go.mod, which
+// the provider binary of the same commit links. The CLI links OPA but not the
+// framework, so the build info cannot tell it; TestVersion_MatchesGoMod fails
+// when go.mod moves and this does not.
+const frameworkVersion = "v1.19.0"
+
+const opaModule = "github.com/open-policy-agent/opa"
+
 func versionInfo() versions {
-	v := versions{Version: version, InputVersion: policy.InputVersion, SpecVersion: model.SpecVersion, OPA: "unknown", Go: runtime.Version(), Backends: sandbox.Backends()}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if v.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v.Version = bi.Main.Version
-		}
-		for _, d := range bi.Deps {
-			if d.Path == "github.com/open-policy-agent/opa" {
-				v.OPA = d.Version
+	bi, _ := debug.ReadBuildInfo()
+	return versionFrom(version, commit, bi)
+}
+
+// versionFrom reads the versions from the ldflags-set values and the build
+// info (nil when the binary carries none).
+func versionFrom(version, commit string, bi *debug.BuildInfo) versions {
+	v := versions{Version: version, Commit: commit, InputVersion: policy.InputVersion, SpecVersion: model.SpecVersion,
+		OPA: "unknown", Framework: frameworkVersion, Go: runtime.Version(), Backends: sandbox.Backends()}
+	if bi == nil {
+		return v
+	}
+	if v.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v.Version = bi.Main.Version
+	}
+	for _, d := range bi.Deps {
+		if d.Path == opaModule {
+			v.OPA = d.Version
+			if d.Replace != nil && d.Replace.Version != "" {
+				v.OPA = d.Replace.Version
 			}
 		}
+	}
+	if v.Commit == "" {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" {
 				v.Commit = s.Value
