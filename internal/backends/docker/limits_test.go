@@ -347,3 +347,36 @@ func closeEventually(t *testing.T, b *dockerBackend, sb *sandbox) {
 		t.Errorf("the orphaned sandbox was not removed within a minute: %v", err)
 	}
 }
+
+// A command that fills the process ceiling and holds it past its timeout is
+// reported as the pids limit, not as a timeout, on every runtime: this is
+// the fork bomb that neither dies nor takes the sandbox down before the
+// timeout (what a slow or busy host sees under gVisor, where the host
+// backstop is reached later or not at all). Under gVisor nothing can be
+// started inside to look (the ceiling holds for the killer too), so the
+// sandbox is killed; what the command printed, forks refused, is the
+// evidence.
+func TestPidsCeilingHeldPastTimeout(t *testing.T) {
+	tracef = t.Logf
+	t.Cleanup(func() { tracef = func(string, ...any) {} })
+	for _, rt := range runtimes {
+		t.Run(rt, func(t *testing.T) {
+			needRuntime(t, rt)
+			b := newTestBackend(t)
+			sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, withRuntime(rt), func(s *model.Spec) { s.Resources.Pids = 32 })})
+			if err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			sb := sbi.(*sandbox)
+			t.Cleanup(func() { closeEventually(t, b, sb) })
+			// Fill the ceiling with sleepers, then keep trying to fork
+			// (slowly, so the host backstop is never reached), past the
+			// timeout.
+			const hold = `i=0; while [ $i -lt 100 ]; do sleep 60 & i=$((i+1)); done; while :; do sleep 60 & sleep 0.2 2>/dev/null || : ; done`
+			start := time.Now()
+			_, err = sb.Run(context.Background(), []string{"sh", "-c", hold}, backends.RunOptions{Timeout: 2 * time.Second})
+			t.Logf("held ceiling: %v (after %s)", err, time.Since(start).Round(time.Millisecond))
+			wantClass(t, err, model.ResourceLimitExceeded, model.LimitPids)
+		})
+	}
+}

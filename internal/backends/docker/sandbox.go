@@ -24,7 +24,7 @@ import (
 // one second within which a timeout must be reported.
 const (
 	killBudget      = 500 * time.Millisecond // the in-sandbox killer
-	ceilingBudget   = 150 * time.Millisecond // asking whether the pids cgroup is full
+	ceilingBudget   = 500 * time.Millisecond // asking whether the sandbox is at its process ceiling
 	hardKillBudget  = 300 * time.Millisecond // killing the whole container instead
 	inspectBudget   = 2 * time.Second        // looking closer at a command that failed
 	oomEventLatency = 300 * time.Millisecond // how long an OOM event may trail the exit
@@ -225,11 +225,27 @@ func (s *sandbox) running(ctx context.Context) bool {
 	return err == nil && ins.State != nil && ins.State.Running
 }
 
+// full asks the daemon whether the sandbox is at its process ceiling right
+// now, when nothing could be looked at from inside. Under runc that is the
+// pids cgroup (atCeiling). Under gVisor the host cgroup holds gVisor's own
+// threads and says nothing; the runtime's own process list of the sandbox
+// (`docker top`, which runsc answers from its kernel, not from inside the
+// sandbox) counts the guest processes that RLIMIT_NPROC bounds. It costs a
+// call to the runtime, so it is asked only when the probe failed.
+func (s *sandbox) full(ctx context.Context) bool {
+	if s.tier != model.TierGVisor {
+		return s.atCeiling(ctx)
+	}
+	top, err := s.b.cli.ContainerTop(ctx, s.id, nil)
+	// The exec being set up may hold a slot of its own.
+	return err == nil && int64(len(top.Processes))+2 >= s.caps.Pids
+}
+
 // atCeiling asks the daemon whether the container's pids cgroup is full
 // right now. That is the evidence that still works when no process can be
 // started inside (runc then blocks new execs until a slot frees up). Under
 // gVisor the host cgroup holds gVisor's own threads, so this says nothing
-// there: the guest ceiling shows as "try again" from the runtime instead.
+// there (see full).
 func (s *sandbox) atCeiling(ctx context.Context) bool {
 	if s.tier == model.TierGVisor {
 		return false
@@ -290,7 +306,9 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 	switch {
 	case st.gone:
 		return s.died(ctx, started, cause, res.errSeen, false)
-	case st.full:
+	case st.full, st.hard && s.tier == model.TierGVisor && forkRefused(res.errSeen):
+		// Under gVisor a sandbox at its ceiling may not even run the
+		// killer; the forks the command saw refused are the evidence.
 		return s.pidsError("the command filled the process ceiling and was stopped by killing the sandbox", cause)
 	case !st.hard && s.pidsHit(st.probe):
 		return s.pidsError("the command hit the process ceiling", cause)
@@ -329,7 +347,7 @@ func (s *sandbox) stopSession(ctx context.Context, pid int, budget time.Duration
 		return st
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ceilingBudget)
-	st.full = isExhausted(st.err) || s.atCeiling(cctx)
+	st.full = isExhausted(st.err) || s.full(cctx)
 	cancel()
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardKillBudget)
 	_ = s.b.cli.ContainerKill(hctx, s.id, "KILL")
@@ -342,7 +360,8 @@ func (s *sandbox) stopSession(ctx context.Context, pid int, budget time.Duration
 // pidsHit reports whether the probe shows the process ceiling reached since
 // the last look: a new "max" event in the pids cgroup (runc), or, where that
 // counter is not visible (gVisor counts RLIMIT_NPROC failures nowhere), the
-// sandbox being full right now.
+// sandbox having been full when the probe started (before it killed
+// anything; the probe itself holds one slot).
 func (s *sandbox) pidsHit(pr probeResult) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -351,7 +370,7 @@ func (s *sandbox) pidsHit(pr probeResult) bool {
 		s.lastMax = pr.pidsMax
 		return hit
 	}
-	return int64(pr.procs)+1 >= s.caps.Pids
+	return int64(max(pr.peak, pr.procs))+1 >= s.caps.Pids
 }
 
 // takeOOM reports whether the daemon has reported an OOM kill in the sandbox
@@ -447,7 +466,7 @@ func (s *sandbox) completed(ctx context.Context, res execResult, started time.Ti
 		// The command's own report of refused forks, or a full ceiling, is
 		// the evidence then; never a plain result. Either way what the
 		// command left running is stopped.
-		if forkRefused(res.errSeen) || s.atCeiling(ictx) {
+		if forkRefused(res.errSeen) || s.full(ictx) {
 			return capErr(s.pidsError("a process in the sandbox could not fork: the process ceiling was reached", nil))
 		}
 		stopLeft()
