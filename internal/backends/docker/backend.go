@@ -696,6 +696,64 @@ func (b *dockerBackend) removeLater(name string) {
 	}()
 }
 
+// stopContainer kills a container and returns once the daemon reports it
+// dead: its "die" event (the fast path: the kill call itself may be held up
+// on a busy daemon after the container is dead), or, from the daemon's
+// state, stopped or gone. From then on no process of the sandbox runs. A
+// container already stopped or gone is success.
+func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
+	var died <-chan struct{}
+	if b.events != nil {
+		died = b.events.died(id)
+	}
+	kill := make(chan error, 1)
+	go func() { kill <- b.cli.ContainerKill(ctx, id, "KILL") }()
+	select {
+	case <-died:
+		return nil
+	case err := <-kill:
+		switch {
+		case err == nil, cerrdefs.IsNotFound(err), isContainerGone(err), cerrdefs.IsConflict(err):
+			// Killed, gone, or not running (a conflict): the state says.
+		default:
+			return fmt.Errorf("container kill: %w", err)
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("container kill not confirmed: %w", ctx.Err())
+	}
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		ins, err := b.cli.ContainerInspect(ctx, id)
+		switch {
+		case cerrdefs.IsNotFound(err):
+			return nil
+		case err == nil && ins.State != nil && !ins.State.Running && !ins.State.Restarting:
+			return nil
+		}
+		select {
+		case <-died:
+			return nil
+		case <-ctx.Done():
+			if err == nil {
+				err = errors.New("still running")
+			}
+			return fmt.Errorf("container kill not confirmed: %w (%w)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// removeStopped finishes, in the background, the removal of a container
+// already confirmed stopped, for as long as the lifetime of this process
+// allows; the daemon's AutoRemove removes it as well, and the watcher and
+// `sandboxio reap` catch what both miss.
+func (b *dockerBackend) removeStopped(id string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = b.removeContainer(ctx, id)
+	}()
+}
+
 // removeContainer force-removes a container and returns once it is gone. A
 // container that is already gone is success: removal is idempotent.
 func (b *dockerBackend) removeContainer(ctx context.Context, id string) error {

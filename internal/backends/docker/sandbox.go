@@ -598,19 +598,35 @@ func (s *sandbox) Kill(ctx context.Context) error {
 }
 
 // Close kills the sandbox in a scope shielded from ctx's cancellation and
-// bounded by the teardown grace; past the grace it warns with the sandbox's
-// id and labels so that it can be found and reaped.
+// bounded by the teardown grace. What it confirms within the grace is the
+// kill: the daemon reports the container stopped (or gone), so no process
+// of the sandbox runs any more. Removing the stopped container (its
+// writable layer and mounts) is waited for with what is left of the grace;
+// when that is not enough, as under many concurrent closes on a busy host,
+// the removal finishes after Close returns: the daemon's own AutoRemove of
+// the stopped container, a background removal by this process, the watcher
+// when this process exits, and `sandboxio reap`. Only a kill that cannot be
+// confirmed within the grace warns (OrphanedSandboxWarning), with the
+// sandbox's id and labels so that it can be found and reaped.
 func (s *sandbox) Close(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.cfg.teardownGrace)
 	defer cancel()
-	err := s.Kill(sctx)
+	s.markGone(s.goneError("it was killed"))
+	err := s.b.stopContainer(sctx, s.id)
+	if err == nil {
+		if rerr := s.b.removeContainer(sctx, s.id); rerr != nil {
+			tracef("close: %s stopped; removal continues after the grace: %v", short(s.id), rerr)
+			s.b.removeStopped(s.id)
+		}
+		s.b.events.forget(s.id)
+	}
 	s.forgetTrail() // the caller audits the close, whatever its outcome
 	if err == nil {
 		return nil
 	}
 	w := model.Warning{
 		Class:     model.OrphanedSandboxWarning,
-		Message:   fmt.Sprintf("the sandbox could not be confirmed removed within the teardown grace of %s", s.b.cfg.teardownGrace),
+		Message:   fmt.Sprintf("the sandbox could not be confirmed killed within the teardown grace of %s", s.b.cfg.teardownGrace),
 		Fix:       "run `sandboxio reap`, or remove the container carrying these labels; its lifetime ends it at " + s.expires.UTC().Format(time.RFC3339),
 		SandboxID: s.id,
 		Labels:    maps.Clone(s.labels),
