@@ -32,7 +32,7 @@ func slowRemovals(t *testing.T, daemonHost string, hold time.Duration) *client.C
 	}
 	proxy := &httputil.ReverseProxy{
 		ErrorLog: log.New(io.Discard, "", 0),
-		Rewrite: func(r *httputil.ProxyRequest) { r.Out.URL.Scheme, r.Out.URL.Host = "http", "docker" },
+		Rewrite:  func(r *httputil.ProxyRequest) { r.Out.URL.Scheme, r.Out.URL.Host = "http", "docker" },
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", u.Path)
 		}},
