@@ -697,10 +697,11 @@ func (b *dockerBackend) removeLater(name string) {
 }
 
 // stopContainer kills a container and returns once the daemon reports it
-// dead: its "die" event (the fast path: the kill call itself may be held up
-// on a busy daemon after the container is dead), or, from the daemon's
-// state, stopped or gone. From then on no process of the sandbox runs. A
-// container already stopped or gone is success.
+// stopped or gone: from then on no process of the sandbox runs. Only the
+// daemon's state confirms it. The kill call may be held up on a busy daemon
+// after the container is dead, so the state is asked as soon as the kill
+// returns or the "die" event arrives, whichever comes first. A container
+// already stopped or gone is success.
 func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 	var died <-chan struct{}
 	if b.events != nil {
@@ -710,7 +711,6 @@ func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 	go func() { kill <- b.cli.ContainerKill(ctx, id, "KILL") }()
 	select {
 	case <-died:
-		return nil
 	case err := <-kill:
 		switch {
 		case err == nil, cerrdefs.IsNotFound(err), isContainerGone(err), cerrdefs.IsConflict(err):
@@ -726,12 +726,10 @@ func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 		switch {
 		case cerrdefs.IsNotFound(err):
 			return nil
-		case err == nil && ins.State != nil && !ins.State.Running && !ins.State.Restarting:
+		case err == nil && ins.State != nil && !ins.State.Running && !ins.State.Paused && !ins.State.Restarting:
 			return nil
 		}
 		select {
-		case <-died:
-			return nil
 		case <-ctx.Done():
 			if err == nil {
 				err = errors.New("still running")

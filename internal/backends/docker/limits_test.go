@@ -211,8 +211,12 @@ func TestCreateTimeout(t *testing.T) {
 	})})
 	took := time.Since(start)
 	wantClass(t, err, model.CreateTimeout, "")
-	if took > limit+time.Second {
-		t.Fatalf("CreateTimeout after %s, want within 1s of %s", took, limit)
+	// The call removes what it half-created before it returns (a process
+	// that exits right after would otherwise leave it), bounded by the
+	// teardown grace: on a busy daemon that removal, not the timeout, is
+	// what takes time (1.1 s past the limit was seen under make stress).
+	if bound := limit + model.TeardownGrace; took > bound {
+		t.Fatalf("CreateTimeout after %s, want within %s (the limit plus the teardown grace)", took, bound)
 	}
 	t.Logf("CreateTimeout %s after a %s limit", took-limit, limit)
 	waitGone(t, b, map[string]string{"test": labelSafe(t.Name()), "case": "timeout"}, 6*time.Second)
@@ -374,7 +378,10 @@ func TestPidsCeilingHeldPastTimeout(t *testing.T) {
 			// timeout.
 			const hold = `i=0; while [ $i -lt 100 ]; do sleep 60 & i=$((i+1)); done; while :; do sleep 60 & sleep 0.2 2>/dev/null || : ; done`
 			start := time.Now()
-			_, err = sb.Run(context.Background(), []string{"sh", "-c", hold}, backends.RunOptions{Timeout: 2 * time.Second})
+			// The timeout leaves the command time to fill the ceiling on a
+			// busy host (under load a gVisor sandbox forks slowly): a
+			// command stopped before it did rightly gets ExecutionTimeout.
+			_, err = sb.Run(context.Background(), []string{"sh", "-c", hold}, backends.RunOptions{Timeout: 8 * time.Second})
 			t.Logf("held ceiling: %v (after %s)", err, time.Since(start).Round(time.Millisecond))
 			wantClass(t, err, model.ResourceLimitExceeded, model.LimitPids)
 		})

@@ -24,7 +24,7 @@ import (
 // one second within which a timeout must be reported.
 const (
 	killBudget      = 500 * time.Millisecond // the in-sandbox killer
-	ceilingBudget   = 500 * time.Millisecond // asking whether the sandbox is at its process ceiling
+	ceilingBudget   = time.Second            // asking whether the sandbox is at its process ceiling
 	hardKillBudget  = 300 * time.Millisecond // killing the whole container instead
 	inspectBudget   = 2 * time.Second        // looking closer at a command that failed
 	oomEventLatency = 300 * time.Millisecond // how long an OOM event may trail the exit
@@ -332,6 +332,16 @@ type stopped struct {
 // ceilingBudget and hardKillBudget, and survives the caller's cancellation.
 func (s *sandbox) stopSession(ctx context.Context, pid int, budget time.Duration) stopped {
 	var st stopped
+	// Under gVisor the runtime's process list is asked at once, beside the
+	// killer: on a busy host both are slow, and asking it only after the
+	// killer failed would leave it too little time to answer.
+	var guestFull <-chan bool
+	if s.tier == model.TierGVisor {
+		ch := make(chan bool, 1)
+		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), budget+ceilingBudget)
+		go func() { defer gcancel(); ch <- s.full(gctx) }()
+		guestFull = ch
+	}
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	if pid > 0 {
 		st.probe, st.err = s.probe(kctx, pid, true)
@@ -346,9 +356,14 @@ func (s *sandbox) stopSession(ctx context.Context, pid int, budget time.Duration
 		st.gone = true
 		return st
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ceilingBudget)
-	st.full = isExhausted(st.err) || s.full(cctx)
-	cancel()
+	st.full = isExhausted(st.err)
+	if !st.full && guestFull != nil {
+		st.full = <-guestFull // bounded by budget+ceilingBudget
+	} else if !st.full {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ceilingBudget)
+		st.full = s.full(cctx)
+		cancel()
+	}
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardKillBudget)
 	_ = s.b.cli.ContainerKill(hctx, s.id, "KILL")
 	cancel()
