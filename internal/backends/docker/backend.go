@@ -697,11 +697,13 @@ func (b *dockerBackend) removeLater(name string) {
 }
 
 // stopContainer kills a container and returns once the daemon reports it
-// stopped or gone: from then on no process of the sandbox runs. Only the
-// daemon's state confirms it. The kill call may be held up on a busy daemon
-// after the container is dead, so the state is asked as soon as the kill
-// returns or the "die" event arrives, whichever comes first. A container
-// already stopped or gone is success.
+// stopped or gone: from then on no process of the sandbox runs. The daemon
+// says so in two ways: its "die" event, which it emits after it has
+// recorded the container stopped, and its state (inspect). On a busy daemon
+// both the kill call and inspect can be held up long after the container
+// died (inspect waits for the container's lock while the daemon's
+// AutoRemove holds it), so the event is taken as soon as it arrives. A
+// container already stopped or gone is success.
 func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 	var died <-chan struct{}
 	if b.events != nil {
@@ -711,6 +713,7 @@ func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 	go func() { kill <- b.cli.ContainerKill(ctx, id, "KILL") }()
 	select {
 	case <-died:
+		return nil
 	case err := <-kill:
 		switch {
 		case err == nil, cerrdefs.IsNotFound(err), isContainerGone(err), cerrdefs.IsConflict(err):
@@ -722,14 +725,16 @@ func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 		return fmt.Errorf("container kill not confirmed: %w", ctx.Err())
 	}
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
-		ins, err := b.cli.ContainerInspect(ctx, id)
+		ins, err := b.inspectOrDied(ctx, id, died)
 		switch {
-		case cerrdefs.IsNotFound(err):
+		case errors.Is(err, errDied), cerrdefs.IsNotFound(err):
 			return nil
 		case err == nil && ins.State != nil && !ins.State.Running && !ins.State.Paused && !ins.State.Restarting:
 			return nil
 		}
 		select {
+		case <-died:
+			return nil
 		case <-ctx.Done():
 			if err == nil {
 				err = errors.New("still running")
@@ -737,6 +742,30 @@ func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 			return fmt.Errorf("container kill not confirmed: %w (%w)", ctx.Err(), err)
 		case <-time.After(wait):
 		}
+	}
+}
+
+// errDied is inspectOrDied's answer when the die event came first.
+var errDied = errors.New("the daemon reported the container dead")
+
+// inspectOrDied inspects a container, unless its die event arrives first.
+func (b *dockerBackend) inspectOrDied(ctx context.Context, id string, died <-chan struct{}) (container.InspectResponse, error) {
+	type answer struct {
+		ins container.InspectResponse
+		err error
+	}
+	ictx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan answer, 1)
+	go func() {
+		ins, err := b.cli.ContainerInspect(ictx, id)
+		ch <- answer{ins, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.ins, a.err
+	case <-died:
+		return container.InspectResponse{}, errDied
 	}
 }
 
