@@ -717,7 +717,12 @@ func (c *Client) With(ctx context.Context, req Request, fn func(context.Context,
 	stop := context.AfterFunc(ctx, func() { _ = sb.closeWith(context.WithoutCancel(ctx), "cancelled") })
 	defer func() {
 		stop()
+		// A cancelled ctx closes as cancelled, also when fn returned before
+		// the AfterFunc's close ran (it may start late on a busy host).
 		reason := "closed"
+		if ctx.Err() != nil {
+			reason = "cancelled"
+		}
 		r := recover()
 		if r != nil {
 			reason = "panic"

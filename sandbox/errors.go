@@ -111,7 +111,7 @@ func LimitOf(err error) (string, bool) {
 }
 
 // OrphanedError is returned by Close when the sandbox could not be confirmed
-// removed within the teardown grace; its Warning names the sandbox and its
+// killed within the teardown grace; its Warning names the sandbox and its
 // labels (see `sandboxio reap`).
 type OrphanedError = backends.OrphanedError
 

@@ -476,3 +476,33 @@ func TestOpen_CancelledMidCreateIsAuditedWithItsReason(t *testing.T) {
 		t.Fatalf("audit: %v", got)
 	}
 }
+
+// A With whose context is cancelled closes the sandbox as cancelled, also
+// when fn returns before the cancellation's own close has run (on a busy
+// host that close starts late): the audit record says why the sandbox
+// went, never "closed" for a cancellation.
+func TestWith_CancelledCloseIsAuditedAsCancelled(t *testing.T) {
+	tpl := template(t)
+	spec, _ := tenantSpec(t, tpl, "acme", "s-1")
+	req := Request{Spec: spec, TenantID: "acme", SessionID: "s-1"}
+	f := &fakeBackend{}
+	c, audit := newClient(t)
+	withFake(c, f)
+	const n = 20
+	for range n {
+		ctx, cancel := context.WithCancel(context.Background())
+		err := c.With(ctx, req, func(context.Context, *Sandbox) error { cancel(); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var reasons []string
+	for _, r := range audit.records(t) {
+		if r["event"] == EventKilled {
+			reasons = append(reasons, fmt.Sprint(r["reason"]))
+		}
+	}
+	if len(reasons) != n || slices.ContainsFunc(reasons, func(r string) bool { return r != "cancelled" }) {
+		t.Fatalf("close reasons: %v", reasons)
+	}
+}

@@ -220,9 +220,12 @@ func (s *Sandbox) Upload(ctx context.Context, path string, content []byte, mode 
 	return err
 }
 
-// Close removes the sandbox, in a scope shielded from ctx's cancellation
-// and bounded by the teardown grace (model.TeardownGrace). Past the grace it
-// returns an *OrphanedError whose warning names the sandbox and its labels
+// Close kills the sandbox, in a scope shielded from ctx's cancellation and
+// bounded by the teardown grace (model.TeardownGrace): within the grace the
+// backend confirms that no process of the sandbox runs any more; removing
+// what is left of it (a stopped container) may finish after Close returns.
+// When the kill cannot be confirmed within the grace it returns an
+// *OrphanedError whose warning names the sandbox and its labels
 // (also sent to Config.OnWarning and the audit log). Idempotent: later calls
 // return the first call's result.
 func (s *Sandbox) Close(ctx context.Context) error {

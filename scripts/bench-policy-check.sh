@@ -56,8 +56,10 @@ provider "sandboxio" {
 }
 TF
 	# Per 10 resources: 6 templates on four backends (one with open egress,
-	# one on an UNKNOWN-tier backend: both warn), 2 network policies and
-	# 2 sets of caps.
+	# which warns), 2 network policies and 2 sets of caps. A Daytona
+	# template is refused at plan (SBX-RES-006: its memory cap leaves swap
+	# free), so none is in a plan the provider wrote; the sixth template is
+	# a plain Docker one.
 	for ((i = 0; i < N / 10; i++)); do
 		cat <<TF
 resource "sandboxio_template" "py_$i" {
@@ -96,10 +98,9 @@ resource "sandboxio_template" "open_$i" {
   image   = "python:3.12-slim"
   network = { egress = "allow" }
 }
-resource "sandboxio_template" "daytona_$i" {
-  name    = "daytona-$i"
-  backend = "daytona://"
-  image   = "snapshot"
+resource "sandboxio_template" "plain_$i" {
+  name  = "plain-$i"
+  image = "python:3.12-slim"
 }
 resource "sandboxio_network_policy" "deny_$i" {}
 resource "sandboxio_network_policy" "pypi_$i" {

@@ -118,8 +118,8 @@ echo "in the container's own environment: $(tr '\0' '\n' </proc/1/environ | grep
 
 	// A failure on the way: the error text holds no value either.
 	t.Setenv("OPENAI_API_KEY", canary)
-	code, out, errOut = cli(t, "", "run", "--spec", specPath, "--tenant", "acme", "--session", "canary", "--audit", audit, "--timeout", "1s",
-		"--", "sh", "-c", "sleep 30 # "+canary)
+	code, out, errOut = cli(t, "", "run", "--spec", specPath, "--tenant", "acme", "--session", "canary", "--audit", audit, "--timeout", callBudget,
+		"--", "sh", "-c", "sleep 60 # "+canary)
 	everything.WriteString("\n== sandboxio run (timeout) stdout\n" + out + "\n== stderr\n" + errOut)
 	if code != exitExecTimeout {
 		t.Fatalf("timeout: exit %d\n%s", code, errOut)

@@ -13,6 +13,14 @@ import (
 
 var testNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 
+// callBudget is the --timeout of tests that want a command killed at its
+// timeout (ExecutionTimeout). --timeout bounds each call made for the run,
+// the create included (a caller's explicit bound holds for everything done
+// on its behalf: a frozen daemon gives CreateTimeout within it). So it
+// must leave room for a create on a busy host; 1 s did not (.ci/run got
+// CreateTimeout, exit 66, under load).
+const callBudget = "10s"
+
 // cli runs the CLI in-process.
 func cli(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()

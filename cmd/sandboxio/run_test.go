@@ -126,7 +126,10 @@ func TestRunCLI_Docker(t *testing.T) {
 		{"stdin passes through", "piped\n", runArgs("--stdin", "--", "cat"), 0, "piped\n", ""},
 		{"run-code from standard input", "echo code; exit 5", append(append([]string{"run-code"}, base...), "--lang", "sh", "-"), 5, "code\n", ""},
 		// What the command printed before its timeout was streamed already.
-		{"timeout", "", runArgs("--quiet", "--timeout", "3s", "--", "sh", "-c", "echo partial; sleep 30"), exitExecTimeout, "partial\n", "ExecutionTimeout"},
+		// --timeout bounds the create too (each call on its own), so it
+		// leaves room for a create on a busy host: a tighter one tests the
+		// host's speed, and gets CreateTimeout (66), not what this tests.
+		{"timeout", "", runArgs("--quiet", "--timeout", callBudget, "--", "sh", "-c", "echo partial; sleep 60"), exitExecTimeout, "partial\n", "ExecutionTimeout"},
 		{"disk cap", "", runArgs("--", "dd", "if=/dev/zero", "of=/tmp/fill", "bs=1M", "count=512"), exitLimit, "", "ResourceLimitExceeded(disk)"},
 		// The command inherits timeout_seconds (no --timeout can exceed
 		// it), equal to the lifetime, and starts after the lifetime did.

@@ -79,7 +79,7 @@ type Sandbox interface {
 }
 
 // OrphanedError is returned by Sandbox.Close when the sandbox could not be
-// confirmed gone within the teardown grace. The warning names the sandbox and
+// confirmed killed (no process of it running) within the teardown grace. The warning names the sandbox and
 // its labels so that an operator (or a reaper) can find it.
 type OrphanedError struct {
 	Warning model.Warning

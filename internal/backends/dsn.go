@@ -13,6 +13,10 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
+// DefaultDSN is the backend of a resource that names none under a provider
+// that sets no default_backend: the local Docker daemon.
+const DefaultDSN = "docker://"
+
 // DSN is a parsed backend DSN such as docker://?runtime=runsc, modal://APP or
 // vercel://TEAM/PROJECT. It never holds a credential: ParseDSN refuses any.
 type DSN struct {

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,11 +110,22 @@ func leftovers() []string {
 		return []string{"docker client: " + err.Error()}
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "test_run="+RunID))})
-	if err != nil {
-		return []string{"container list: " + err.Error()}
+	// A close confirms the kill within the teardown grace; the removal of
+	// a stopped container may finish a little later (the daemon's
+	// AutoRemove, the close's background removal). A running container is
+	// a leak at once; a stopped one, if it is still there after 30 s.
+	var cs []container.Summary
+	for wait := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		var err error
+		cs, err = cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "test_run="+RunID))})
+		if err != nil {
+			return []string{"container list: " + err.Error()}
+		}
+		if len(cs) == 0 || time.Now().After(wait) || slices.ContainsFunc(cs, func(c container.Summary) bool { return c.State == "running" }) {
+			break
+		}
 	}
 	var left []string
 	for _, c := range cs {

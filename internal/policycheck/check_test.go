@@ -229,6 +229,11 @@ func TestCheck_ProviderDefaultBackend(t *testing.T) {
 	if f := ids(byAddress(check(t, e, planJSON(t, "e2b://", np), nil))["sandboxio_network_policy.p"], verdict.Fail); len(f) != 0 {
 		t.Errorf("e2b default: %v", f)
 	}
+	// No default_backend: the provider's default, docker://, as the provider
+	// itself decides at plan.
+	if f := ids(byAddress(check(t, e, planJSON(t, "", np), nil))["sandboxio_network_policy.p"], verdict.Fail); len(f) != 1 || f[0] != "SBX-NET-003" {
+		t.Errorf("no default_backend: %v", f)
+	}
 	// default_backend from a reference the check cannot follow.
 	data := planJSON(t, "", np)
 	var p map[string]any

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 )
 
 // planResource is one sandboxio resource of the plan as it will be after
@@ -359,8 +361,20 @@ func (p *plan) defaultBackends() *providerDefaults {
 }
 
 // lookup returns the default_backend of the provider configuration a
-// resource uses, and whether it is unknown to the check.
+// resource uses, and whether it is unknown to the check. A provider that
+// sets none (or no provider block) defaults to backends.DefaultDSN, as the
+// provider itself does.
 func (d *providerDefaults) lookup(moduleAddress, mode, typ, name string) (string, bool) {
+	dsn, unknown := d.configured(moduleAddress, mode, typ, name)
+	if dsn == "" && !unknown {
+		return backends.DefaultDSN, false
+	}
+	return dsn, unknown
+}
+
+// configured returns the default_backend the provider configuration sets,
+// "" when it sets none.
+func (d *providerDefaults) configured(moduleAddress, mode, typ, name string) (string, bool) {
 	addr := typ + "." + name
 	if mode == "data" {
 		addr = "data." + addr

@@ -50,7 +50,7 @@ func (p *sandboxioProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 			"default_backend": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "Backend DSN used by resources that set none: `docker://`, `e2b://`, `modal://APP`, " +
-					"`vercel://TEAM/PROJECT` or `daytona://`. Never put credentials in it: each backend reads them from its " +
+					"`vercel://TEAM/PROJECT` or `daytona://`. Defaults to `docker://`, the local Docker daemon. Never put credentials in it: each backend reads them from its " +
 					"environment variables (see `data.sandboxio_backend.credential_env`).",
 			},
 			"policy_paths": schema.ListAttribute{

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
@@ -64,9 +65,11 @@ func (pd *ProviderData) waitsForDefault(backend string) bool {
 	return backend == "" && pd != nil && pd.DefaultBackendUnknown
 }
 
+// defaultBackend is the provider's default_backend, or backends.DefaultDSN
+// (the local Docker daemon) when it sets none.
 func (pd *ProviderData) defaultBackend() string {
-	if pd == nil {
-		return ""
+	if pd == nil || pd.DefaultBackend == "" {
+		return backends.DefaultDSN
 	}
 	return pd.DefaultBackend
 }

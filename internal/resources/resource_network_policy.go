@@ -49,7 +49,7 @@ func (r *networkPolicyResource) Schema(_ context.Context, _ resource.SchemaReque
 	resp.Schema = schema.Schema{
 		MarkdownDescription: "A sandbox egress policy. Egress is denied unless the policy says otherwise. " +
 			"The policy is checked at `terraform plan` against the backend it is meant for (`backend`, or the " +
-			"provider's `default_backend`): a policy that backend cannot enforce is refused, never accepted and ignored. " +
+			"provider's `default_backend`, `docker://` unless set): a policy that backend cannot enforce is refused, never accepted and ignored. " +
 			"Assign `policy` to a template's `network`.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
@@ -74,8 +74,8 @@ func (r *networkPolicyResource) Schema(_ context.Context, _ resource.SchemaReque
 			"backend": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "Backend DSN to check the policy against (for example `docker://` or `e2b://`). " +
-					"Defaults to the provider's `default_backend`; with neither, only backend-independent rules apply " +
-					"here and the template that uses the policy checks the rest.",
+					"Defaults to the provider's `default_backend`, which is `docker://` unless set: set `backend` here when " +
+					"the templates that use the policy run elsewhere.",
 			},
 			"policy": schema.ObjectAttribute{
 				AttributeTypes:      networkAttrTypes,

@@ -78,7 +78,7 @@ func (r *resourceCapsResource) Schema(_ context.Context, _ resource.SchemaReques
 			},
 			"backend": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "Backend DSN to check the caps against; defaults to the provider's `default_backend`. " +
+				MarkdownDescription: "Backend DSN to check the caps against; defaults to the provider's `default_backend` (`docker://` unless set). " +
 					"Backends whose caps belong to the template (E2B) refuse non-default caps.",
 			},
 			"caps": schema.ObjectAttribute{

@@ -59,7 +59,8 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			"backend": schema.StringAttribute{
 				Optional: true, Computed: true,
 				MarkdownDescription: "Backend DSN: `docker://`, `e2b://`, `modal://APP`, `vercel://TEAM/PROJECT` or `daytona://`, " +
-					"with non-secret query options only. Defaults to the provider's `default_backend`. Credentials come from " +
+					"with non-secret query options only. Defaults to the provider's `default_backend`, which is `docker://` (the " +
+					"local Docker daemon) unless set. Credentials come from " +
 					"environment variables, never from the DSN.",
 			},
 			"image": schema.StringAttribute{
@@ -201,11 +202,7 @@ func (r *templateResource) render(c templateConfig) (model.Spec, policy.Input, d
 	var d diag.Diagnostics
 	spec, in, err := c.Config.Build(r.pd.defaultBackend())
 	if err != nil {
-		summary := "invalid backend"
-		if c.Config.Backend == "" && r.pd.defaultBackend() == "" {
-			summary = "no backend"
-		}
-		d.Append(backendErrorSummary(err, summary, templatePaths))
+		d.Append(backendErrorSummary(err, "invalid backend", templatePaths))
 		return model.Spec{}, policy.Input{}, d
 	}
 	return spec, in, d

@@ -180,7 +180,6 @@ resource "sandboxio_template" "test" {
 
 func TestAccTemplate_Refused(t *testing.T) {
 	runRefusals(t, []refusal{
-		{"no backend", templateConfig("", ""), "ConfigurationError", "SBX-DSN-001"},
 		{"unknown scheme", templateConfig("", `  backend = "lxc://"`), "ConfigurationError", "SBX-DSN-001"},
 		{"credential in DSN", templateConfig("", `  backend = "e2b://user:hunter2@"`), "ConfigurationError", "SBX-DSN-003"},
 		{"learn", templateConfig("docker://", `  network = { egress = "learn" }`), "CapabilityNotSupported", "SBX-NET-001"},
@@ -219,6 +218,38 @@ func TestAccTemplate_Refused(t *testing.T) {
 }
 `, "ConfigurationError", "SBX-LBL-003"},
 	})
+}
+
+// The smallest configuration a new user writes, a template with no backend
+// under a provider that sets no default_backend (or under no provider block
+// at all), plans cleanly against the local Docker daemon: the provider's
+// default backend is docker://.
+func TestAccTemplate_SmallestConfigurationPlans(t *testing.T) {
+	template := `resource "sandboxio_template" "test" {
+  name  = "python"
+  image = "python:3.12-slim"
+}
+`
+	for name, config := range map[string]string{
+		"empty provider block": providerBlock("") + template,
+		"no provider block":    template,
+	} {
+		t.Run(name, func(t *testing.T) {
+			resource.ParallelTest(t, resource.TestCase{
+				PreCheck:                 func() { testAccPreCheck(t) },
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:             config,
+					PlanOnly:           true,
+					ExpectNonEmptyPlan: true,
+					ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPreRefresh: []plancheck.PlanCheck{
+						plancheck.ExpectKnownValue("sandboxio_template.test", tfjsonpath.New("backend"), knownvalue.StringExact("docker://")),
+						plancheck.ExpectKnownValue("sandboxio_template.test", tfjsonpath.New("isolation_tier"), knownvalue.StringExact("CONTAINER")),
+					}},
+				}},
+			})
+		})
+	}
 }
 
 // A default_backend unknown at plan (from another resource) leaves the

@@ -752,6 +752,91 @@ func (b *dockerBackend) removeLater(name string) {
 	}()
 }
 
+// stopContainer kills a container and returns once the daemon reports it
+// stopped or gone: from then on no process of the sandbox runs. The daemon
+// says so in two ways: its "die" event, which it emits after it has
+// recorded the container stopped, and its state (inspect). On a busy daemon
+// both the kill call and inspect can be held up long after the container
+// died (inspect waits for the container's lock while the daemon's
+// AutoRemove holds it), so the event is taken as soon as it arrives. A
+// container already stopped or gone is success.
+func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
+	var died <-chan struct{}
+	if b.events != nil {
+		died = b.events.died(id)
+	}
+	kill := make(chan error, 1)
+	go func() { kill <- b.cli.ContainerKill(ctx, id, "KILL") }()
+	select {
+	case <-died:
+		return nil
+	case err := <-kill:
+		switch {
+		case err == nil, cerrdefs.IsNotFound(err), isContainerGone(err), cerrdefs.IsConflict(err):
+			// Killed, gone, or not running (a conflict): the state says.
+		default:
+			return fmt.Errorf("container kill: %w", err)
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("container kill not confirmed: %w", ctx.Err())
+	}
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		ins, err := b.inspectOrDied(ctx, id, died)
+		switch {
+		case errors.Is(err, errDied), cerrdefs.IsNotFound(err):
+			return nil
+		case err == nil && ins.State != nil && !ins.State.Running && !ins.State.Paused && !ins.State.Restarting:
+			return nil
+		}
+		select {
+		case <-died:
+			return nil
+		case <-ctx.Done():
+			if err == nil {
+				err = errors.New("still running")
+			}
+			return fmt.Errorf("container kill not confirmed: %w (%w)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+// errDied is inspectOrDied's answer when the die event came first.
+var errDied = errors.New("the daemon reported the container dead")
+
+// inspectOrDied inspects a container, unless its die event arrives first.
+func (b *dockerBackend) inspectOrDied(ctx context.Context, id string, died <-chan struct{}) (container.InspectResponse, error) {
+	type answer struct {
+		ins container.InspectResponse
+		err error
+	}
+	ictx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan answer, 1)
+	go func() {
+		ins, err := b.cli.ContainerInspect(ictx, id)
+		ch <- answer{ins, err}
+	}()
+	select {
+	case a := <-ch:
+		return a.ins, a.err
+	case <-died:
+		return container.InspectResponse{}, errDied
+	}
+}
+
+// removeStopped finishes, in the background, the removal of a container
+// already confirmed stopped, for as long as the lifetime of this process
+// allows; the daemon's AutoRemove removes it as well, and the watcher and
+// `sandboxio reap` catch what both miss.
+func (b *dockerBackend) removeStopped(id string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = b.removeContainer(ctx, id)
+	}()
+}
+
 // removeContainer force-removes a container and returns once it is gone. A
 // container that is already gone is success: removal is idempotent.
 func (b *dockerBackend) removeContainer(ctx context.Context, id string) error {

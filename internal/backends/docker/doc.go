@@ -95,8 +95,11 @@
 // oom_kill count), a fork refused at the process ceiling (the pids cgroup's
 // "max" event count under runc, the pids cgroup being full, the runtime
 // refusing to start a process, or, under gVisor, which counts refused forks
-// nowhere, the command reporting EAGAIN from fork), and a write that found no
-// space. Each is ResourceLimitExceeded naming the limit, and what the command
+// nowhere, the command reporting EAGAIN from fork, the sandbox found full
+// before the killer ran, or the runtime's own process list of the sandbox
+// full), and a write that found no space. A command stopped at its timeout
+// is checked the same way: a sandbox held at its ceiling past the timeout is
+// ResourceLimitExceeded(pids), not ExecutionTimeout, on either runtime. Each is ResourceLimitExceeded naming the limit, and what the command
 // left running is stopped. A clean exit with no OOM event costs no extra API
 // call.
 //

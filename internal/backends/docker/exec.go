@@ -38,14 +38,22 @@ const markerPrefix = "\x1esandboxio-pid:"
 // works when the sandbox is at its process ceiling, as long as the exec
 // itself starts. It prints one line:
 //
-//	sandboxio-probe left=N procs=N pids_max=N oom_kill=N
+//	sandboxio-probe left=N procs=N peak=N pids_max=N oom_kill=N
 //
 // left counts live processes of the session (after the kill rounds, with
-// "kill"), procs every live process, pids_max the pids cgroup's "max" event
+// "kill"), procs every live process (after them), peak every live process
+// before any kill (the probe itself included), pids_max the pids cgroup's "max" event
 // count (forks refused at pids.max) and oom_kill the memory cgroup's OOM
 // kill count; the last two are empty where the cgroup files are not visible
 // (gVisor).
 const probeScript = `sid=$1; mode=$2
+peak=0
+for d in /proc/[0-9]*; do
+  read -r st 2>/dev/null <"$d/stat" || continue
+  st=${st##*) }
+  set -- $st
+  [ "$1" = Z ] || peak=$((peak+1))
+done
 left=0
 if [ -n "$sid" ]; then
   n=0
@@ -87,7 +95,7 @@ for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; 
   while read -r k v; do [ "$k" = oom_kill ] && oom=$v; done <"$f"
   break
 done
-echo "sandboxio-probe left=$left procs=$procs pids_max=$pm oom_kill=$oom"`
+echo "sandboxio-probe left=$left procs=$procs peak=$peak pids_max=$pm oom_kill=$oom"`
 
 // execResult is one exec as it happened.
 type execResult struct {
@@ -520,8 +528,8 @@ func (s *sandbox) awaitExit(ctx context.Context, execID string, res execResult) 
 
 // probeResult is the parsed output of probeScript.
 type probeResult struct {
-	left, procs     int
-	pidsMax, oomKil int64 // -1 where not visible
+	left, procs, peak int
+	pidsMax, oomKil   int64 // -1 where not visible
 }
 
 // probe runs probeScript. With sid > 0 it counts that session's processes,
@@ -561,6 +569,8 @@ func (s *sandbox) probe(ctx context.Context, sid int, kill bool) (probeResult, e
 			pr.left = int(n)
 		case k == "procs":
 			pr.procs = int(n)
+		case k == "peak":
+			pr.peak = int(n)
 		case k == "pids_max":
 			pr.pidsMax = n
 		case k == "oom_kill":

@@ -24,7 +24,7 @@ import (
 // one second within which a timeout must be reported.
 const (
 	killBudget      = 500 * time.Millisecond // the in-sandbox killer
-	ceilingBudget   = 150 * time.Millisecond // asking whether the pids cgroup is full
+	ceilingBudget   = time.Second            // asking whether the sandbox is at its process ceiling
 	hardKillBudget  = 300 * time.Millisecond // killing the whole container instead
 	inspectBudget   = 2 * time.Second        // looking closer at a command that failed
 	oomEventLatency = 300 * time.Millisecond // how long an OOM event may trail the exit
@@ -225,11 +225,27 @@ func (s *sandbox) running(ctx context.Context) bool {
 	return err == nil && ins.State != nil && ins.State.Running
 }
 
+// full asks the daemon whether the sandbox is at its process ceiling right
+// now, when nothing could be looked at from inside. Under runc that is the
+// pids cgroup (atCeiling). Under gVisor the host cgroup holds gVisor's own
+// threads and says nothing; the runtime's own process list of the sandbox
+// (`docker top`, which runsc answers from its kernel, not from inside the
+// sandbox) counts the guest processes that RLIMIT_NPROC bounds. It costs a
+// call to the runtime, so it is asked only when the probe failed.
+func (s *sandbox) full(ctx context.Context) bool {
+	if s.tier != model.TierGVisor {
+		return s.atCeiling(ctx)
+	}
+	top, err := s.b.cli.ContainerTop(ctx, s.id, nil)
+	// The exec being set up may hold a slot of its own.
+	return err == nil && int64(len(top.Processes))+2 >= s.caps.Pids
+}
+
 // atCeiling asks the daemon whether the container's pids cgroup is full
 // right now. That is the evidence that still works when no process can be
 // started inside (runc then blocks new execs until a slot frees up). Under
 // gVisor the host cgroup holds gVisor's own threads, so this says nothing
-// there: the guest ceiling shows as "try again" from the runtime instead.
+// there (see full).
 func (s *sandbox) atCeiling(ctx context.Context) bool {
 	if s.tier == model.TierGVisor {
 		return false
@@ -290,7 +306,9 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 	switch {
 	case st.gone:
 		return s.died(ctx, started, cause, res.errSeen, false)
-	case st.full:
+	case st.full, st.hard && s.tier == model.TierGVisor && forkRefused(res.errSeen):
+		// Under gVisor a sandbox at its ceiling may not even run the
+		// killer; the forks the command saw refused are the evidence.
 		return s.pidsError("the command filled the process ceiling and was stopped by killing the sandbox", cause)
 	case !st.hard && s.pidsHit(st.probe):
 		return s.pidsError("the command hit the process ceiling", cause)
@@ -314,6 +332,19 @@ type stopped struct {
 // ceilingBudget and hardKillBudget, and survives the caller's cancellation.
 func (s *sandbox) stopSession(ctx context.Context, pid int, budget time.Duration) stopped {
 	var st stopped
+	// Under gVisor, when no killer can be started (the session is unknown),
+	// the runtime's process list is asked at once rather than after the
+	// killer failed, which would leave it too little time on a busy host.
+	// It is not asked beside a killer that runs: `runsc ps` during a busy
+	// exec is suspected of stalling the sandbox's later execs (make stress:
+	// TestOutputCap/runsc timed out in 2 of 7 rounds while it was).
+	var guestFull <-chan bool
+	if s.tier == model.TierGVisor && pid <= 0 {
+		ch := make(chan bool, 1)
+		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), budget+ceilingBudget)
+		go func() { defer gcancel(); ch <- s.full(gctx) }()
+		guestFull = ch
+	}
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	if pid > 0 {
 		st.probe, st.err = s.probe(kctx, pid, true)
@@ -328,9 +359,14 @@ func (s *sandbox) stopSession(ctx context.Context, pid int, budget time.Duration
 		st.gone = true
 		return st
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ceilingBudget)
-	st.full = isExhausted(st.err) || s.atCeiling(cctx)
-	cancel()
+	st.full = isExhausted(st.err)
+	if !st.full && guestFull != nil {
+		st.full = <-guestFull // bounded by budget+ceilingBudget
+	} else if !st.full {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ceilingBudget)
+		st.full = s.full(cctx)
+		cancel()
+	}
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardKillBudget)
 	_ = s.b.cli.ContainerKill(hctx, s.id, "KILL")
 	cancel()
@@ -342,7 +378,8 @@ func (s *sandbox) stopSession(ctx context.Context, pid int, budget time.Duration
 // pidsHit reports whether the probe shows the process ceiling reached since
 // the last look: a new "max" event in the pids cgroup (runc), or, where that
 // counter is not visible (gVisor counts RLIMIT_NPROC failures nowhere), the
-// sandbox being full right now.
+// sandbox having been full when the probe started (before it killed
+// anything; the probe itself holds one slot).
 func (s *sandbox) pidsHit(pr probeResult) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -351,7 +388,7 @@ func (s *sandbox) pidsHit(pr probeResult) bool {
 		s.lastMax = pr.pidsMax
 		return hit
 	}
-	return int64(pr.procs)+1 >= s.caps.Pids
+	return int64(max(pr.peak, pr.procs))+1 >= s.caps.Pids
 }
 
 // takeOOM reports whether the daemon has reported an OOM kill in the sandbox
@@ -447,7 +484,7 @@ func (s *sandbox) completed(ctx context.Context, res execResult, started time.Ti
 		// The command's own report of refused forks, or a full ceiling, is
 		// the evidence then; never a plain result. Either way what the
 		// command left running is stopped.
-		if forkRefused(res.errSeen) || s.atCeiling(ictx) {
+		if forkRefused(res.errSeen) || s.full(ictx) {
 			return capErr(s.pidsError("a process in the sandbox could not fork: the process ceiling was reached", nil))
 		}
 		stopLeft()
@@ -579,19 +616,35 @@ func (s *sandbox) Kill(ctx context.Context) error {
 }
 
 // Close kills the sandbox in a scope shielded from ctx's cancellation and
-// bounded by the teardown grace; past the grace it warns with the sandbox's
-// id and labels so that it can be found and reaped.
+// bounded by the teardown grace. What it confirms within the grace is the
+// kill: the daemon reports the container stopped (or gone), so no process
+// of the sandbox runs any more. Removing the stopped container (its
+// writable layer and mounts) is waited for with what is left of the grace;
+// when that is not enough, as under many concurrent closes on a busy host,
+// the removal finishes after Close returns: the daemon's own AutoRemove of
+// the stopped container, a background removal by this process, the watcher
+// when this process exits, and `sandboxio reap`. Only a kill that cannot be
+// confirmed within the grace warns (OrphanedSandboxWarning), with the
+// sandbox's id and labels so that it can be found and reaped.
 func (s *sandbox) Close(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.cfg.teardownGrace)
 	defer cancel()
-	err := s.Kill(sctx)
+	s.markGone(s.goneError("it was killed"))
+	err := s.b.stopContainer(sctx, s.id)
+	if err == nil {
+		if rerr := s.b.removeContainer(sctx, s.id); rerr != nil {
+			tracef("close: %s stopped; removal continues after the grace: %v", short(s.id), rerr)
+			s.b.removeStopped(s.id)
+		}
+		s.b.events.forget(s.id)
+	}
 	s.forgetTrail() // the caller audits the close, whatever its outcome
 	if err == nil {
 		return nil
 	}
 	w := model.Warning{
 		Class:     model.OrphanedSandboxWarning,
-		Message:   fmt.Sprintf("the sandbox could not be confirmed removed within the teardown grace of %s", s.b.cfg.teardownGrace),
+		Message:   fmt.Sprintf("the sandbox could not be confirmed killed within the teardown grace of %s", s.b.cfg.teardownGrace),
 		Fix:       "run `sandboxio reap`, or remove the container carrying these labels; its lifetime ends it at " + s.expires.UTC().Format(time.RFC3339),
 		SandboxID: s.id,
 		Labels:    maps.Clone(s.labels),
