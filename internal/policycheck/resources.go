@@ -17,11 +17,11 @@ type planResource struct {
 	Action  string // create, update, replace, read, no-op, delete, ...
 	// skip says why the check does not decide on the resource; it is then
 	// reported as not checked, with this reason.
-	skip    string
-	values  map[string]any
-	unknown map[string]bool // top-level attributes unknown until apply
-	// afterUnknown is the change's after_unknown as decoded: which values,
-	// at any depth, are unknown until apply.
+	skip string
+	// after is the resource's values, a JSON object (planValue decodes it).
+	after string
+	// afterUnknown is the change's after_unknown as readMask reads it:
+	// which values, at any depth, are unknown until apply.
 	afterUnknown any
 	// The provider's default_backend for this resource; defaultUnknown when
 	// the plan does not hold its value (a reference the check cannot follow).
@@ -126,10 +126,10 @@ func (p *plan) resources(file string) ([]*planResource, error) {
 			continue
 		}
 		var err error
-		if r.values, err = decodeObject(rc.Change.After); err != nil {
+		if r.after, err = objectText(rc.Change.After); err != nil {
 			return nil, &InputError{File: file, Msg: fmt.Sprintf("%s: change.after: %v", rc.Address, err)}
 		}
-		if r.unknown, r.afterUnknown, err = unknownAttributes(rc.Change.AfterUnknown); err != nil {
+		if r.afterUnknown, err = readMask(rc.Change.AfterUnknown); err != nil {
 			return nil, &InputError{File: file, Msg: fmt.Sprintf("%s: change.after_unknown: %v", rc.Address, err)}
 		}
 		r.defaultBackend, r.defaultUnknown = defaults.lookup(rc.ModuleAddress, rc.Mode, rc.Type, rc.Name)
@@ -165,11 +165,11 @@ func (p *plan) resources(file string) ([]*planResource, error) {
 					continue
 				}
 				seen[res.Address] = true
-				r := &planResource{Address: res.Address, Mode: res.Mode, Type: res.Type, Action: action(res), unknown: map[string]bool{},
+				r := &planResource{Address: res.Address, Mode: res.Mode, Type: res.Type, Action: action(res),
 					skip: skipReason(res.Mode, res.Type)}
 				if r.skip == "" {
 					var err error
-					if r.values, err = decodeObject(res.Values); err != nil {
+					if r.after, err = objectText(res.Values); err != nil {
 						return &InputError{File: file, Msg: fmt.Sprintf("%s: %s: values: %v", section, res.Address, err)}
 					}
 					r.defaultBackend, r.defaultUnknown = defaults.lookup(m.Address, res.Mode, res.Type, res.Name)
@@ -239,70 +239,50 @@ func actionOf(actions []string) (name string, keep bool) {
 	return strings.Join(actions, "+"), true
 }
 
-// decodeObject decodes resource values with exact numbers; null gives an
-// empty object.
-func decodeObject(raw json.RawMessage) (map[string]any, error) {
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return map[string]any{}, nil
+// objectText returns resource values, which encoding/json has checked,
+// as text for planValue; null gives an empty object.
+func objectText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+		return "{}", nil
+	case raw[0] != '{':
+		return "", fmt.Errorf("want an object of attribute values, got %s", jsonWhat(raw[0]))
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("want an object of attribute values: %w", err)
-	}
-	return m, nil
+	return string(raw), nil
 }
 
-// unknownAttributes reads after_unknown: true at an attribute, or anywhere
-// inside it, means its value is only known at apply. It returns the
-// top-level attributes unknown and after_unknown as decoded.
-func unknownAttributes(raw json.RawMessage) (map[string]bool, any, error) {
-	out := map[string]bool{}
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) || bytes.Equal(raw, []byte("false")) {
-		return out, nil, nil
+// jsonWhat names the kind of JSON value that starts with c.
+func jsonWhat(c byte) string {
+	switch c {
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case '[':
+		return "a list"
+	case '{':
+		return "an object"
+	case 'n':
+		return "null"
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, nil, err
-	}
-	switch x := v.(type) {
-	case bool:
-		// The whole object is unknown.
-		out["*"] = x
-	case map[string]any:
-		for k, sub := range x {
-			if containsTrue(sub, 0) {
-				out[k] = true
-			}
-		}
-	default:
-		return nil, nil, fmt.Errorf("want an object or a boolean, got %s", describe(v))
-	}
-	return out, v, nil
+	return "a number"
 }
 
-func containsTrue(v any, depth int) bool {
-	if depth > 64 {
-		return true // absurdly deep: treat as unknown rather than trust it
+// unknownAt reports whether the attribute's value, or anything inside
+// it, is unknown until apply.
+func (r *planResource) unknownAt(attr string) bool {
+	if r.wholeUnknown() {
+		return true
 	}
-	switch x := v.(type) {
-	case bool:
-		return x
-	case map[string]any:
-		for _, s := range x {
-			if containsTrue(s, depth+1) {
-				return true
-			}
-		}
-	case []any:
-		for _, s := range x {
-			if containsTrue(s, depth+1) {
-				return true
-			}
-		}
-	}
-	return false
+	m, _ := r.afterUnknown.(map[string]any)
+	return containsTrue(m[attr])
+}
+
+// wholeUnknown reports whether the whole value is unknown until apply.
+func (r *planResource) wholeUnknown() bool {
+	u, _ := r.afterUnknown.(bool)
+	return u
 }
 
 // providerDefaults resolves each resource's provider configuration to its
@@ -423,24 +403,6 @@ func forEachOutsideKeys(addr string, visit func(i int, r rune)) {
 			visit(i, r)
 		}
 	}
-}
-
-func describe(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case json.Number, float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // providerPolicy returns the root sandboxio provider's policy_paths and
