@@ -1,7 +1,6 @@
 package policycheck
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -241,15 +240,15 @@ func actionOf(actions []string) (name string, keep bool) {
 
 // objectText returns resource values, which encoding/json has checked,
 // as text for planValue; null gives an empty object.
-func objectText(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
+func objectText(raw jsonText) (string, error) {
+	text := strings.TrimSpace(string(raw))
 	switch {
-	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+	case text == "" || text == "null":
 		return "{}", nil
-	case raw[0] != '{':
-		return "", fmt.Errorf("want an object of attribute values, got %s", jsonWhat(raw[0]))
+	case text[0] != '{':
+		return "", fmt.Errorf("want an object of attribute values, got %s", jsonWhat(text[0]))
 	}
-	return string(raw), nil
+	return text, nil
 }
 
 // jsonWhat names the kind of JSON value that starts with c.

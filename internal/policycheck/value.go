@@ -469,8 +469,8 @@ func parseNumber(text string) (*big.Float, bool) {
 // inside a map[string]any or []any of the marks inside. Any other mark
 // (false, or what Terraform does not write there) is nil. A collection
 // nested more than 64 deep is taken as unknown rather than trusted.
-func readMask(raw []byte) (any, error) {
-	if string(raw) == "{}" {
+func readMask(raw jsonText) (any, error) {
+	if raw == "{}" {
 		return nil, nil
 	}
 	d := decoder{s: string(raw), addr: "after_unknown"}

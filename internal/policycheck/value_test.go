@@ -60,7 +60,7 @@ func planJSONValues(t *testing.T, after map[string]any) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.ResourceChanges[0].Change.After
+	return []byte(p.ResourceChanges[0].Change.After)
 }
 
 // after_unknown's marks make values unknown at any depth, also where after
@@ -92,7 +92,7 @@ func TestPlanValue_Unknowns(t *testing.T) {
 		{`{"labels":{"a":"b"},"name":"n","image":"i"}`, `{"labels":[true],"name":"yes","image":1}`,
 			map[string]tftypes.Value{"labels": tftypes.NewValue(strMap, map[string]tftypes.Value{"a": str("b")}), "name": str("n"), "image": str("i")}},
 	} {
-		mask, err := readMask([]byte(tc.unknown))
+		mask, err := readMask(jsonText(tc.unknown))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +111,7 @@ func TestPlanValue_Unknowns(t *testing.T) {
 			t.Errorf("%s with %s:\n got %v\nwant %v", tc.after, tc.unknown, got, want)
 		}
 	}
-	mask, _ := readMask([]byte(`true`))
+	mask, _ := readMask(jsonText(`true`))
 	if got, err := planValue(nil, "r", inputs.TemplateReadType, `{"name":"n"}`, mask); err != nil || got.IsKnown() {
 		t.Errorf("wholly unknown: %v, %v", got, err)
 	}
@@ -134,7 +134,7 @@ func TestReadMask(t *testing.T) {
 		{`{"a":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}`, "", true},
 		{`{"a":` + strings.Repeat(`{"b":`, 60) + `false` + strings.Repeat("}", 60) + `}`, "<nil>", false},
 	} {
-		got, err := readMask([]byte(tc.raw))
+		got, err := readMask(jsonText(tc.raw))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.raw, err)
 		}
@@ -143,7 +143,7 @@ func TestReadMask(t *testing.T) {
 		}
 	}
 	for _, raw := range []string{`"yes"`, `1`, `[true]`} {
-		if _, err := readMask([]byte(raw)); err == nil || !strings.Contains(err.Error(), "want an object or a boolean") {
+		if _, err := readMask(jsonText(raw)); err == nil || !strings.Contains(err.Error(), "want an object or a boolean") {
 			t.Errorf("%s: %v", raw, err)
 		}
 	}
