@@ -58,12 +58,12 @@ type module struct {
 }
 
 type resource struct {
-	Address      string          `json:"address"`
-	Mode         string          `json:"mode"`
-	Type         string          `json:"type"`
-	Name         string          `json:"name"`
-	ProviderName string          `json:"provider_name"`
-	Values       jsonText        `json:"values"`
+	Address      string   `json:"address"`
+	Mode         string   `json:"mode"`
+	Type         string   `json:"type"`
+	Name         string   `json:"name"`
+	ProviderName string   `json:"provider_name"`
+	Values       jsonText `json:"values"`
 }
 
 type resourceChange struct {
@@ -75,7 +75,7 @@ type resourceChange struct {
 	ProviderName  string `json:"provider_name"`
 	Deposed       string `json:"deposed"`
 	Change        *struct {
-		Actions      []string        `json:"actions"`
+		Actions      []string `json:"actions"`
 		After        jsonText `json:"after"`
 		AfterUnknown jsonText `json:"after_unknown"`
 	} `json:"change"`
