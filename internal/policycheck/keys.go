@@ -15,11 +15,11 @@ import (
 // error names the key's path and position.
 //
 // It scans the bytes once, without decoding values: invalid JSON is left
-// to the decoder that follows, which reports it with its position.
+// to the decoder that follows, which reports it with its position. The
+// scan does not validate (json.Valid would scan the whole plan a second
+// time); it gives up on what cannot be JSON, and a duplicate it finds is
+// reported only in valid JSON, so that it decides as on validated input.
 func checkKeys(data []byte) error {
-	if !json.Valid(data) {
-		return nil
-	}
 	type frame struct {
 		object    bool
 		expectKey bool
@@ -48,12 +48,18 @@ func checkKeys(data []byte) error {
 		case '[':
 			stack = append(stack, frame{})
 		case '}', ']':
+			if len(stack) == 0 {
+				return nil // not JSON
+			}
 			top := stack[len(stack)-1]
 			if top.object {
 				keys = keys[:top.keyStart]
 			}
 			stack = stack[:len(stack)-1]
 		case ',':
+			if len(stack) == 0 {
+				return nil // not JSON
+			}
 			top := &stack[len(stack)-1]
 			if top.object {
 				top.expectKey = true
@@ -63,11 +69,14 @@ func checkKeys(data []byte) error {
 		case '"':
 			start := i
 			escaped := false
-			for i++; data[i] != '"'; i++ {
+			for i++; i < len(data) && data[i] != '"'; i++ {
 				if data[i] == '\\' {
 					escaped = true
 					i++
 				}
+			}
+			if i >= len(data) {
+				return nil // not JSON: a string that does not end
 			}
 			if len(stack) == 0 {
 				continue
@@ -95,6 +104,9 @@ func checkKeys(data []byte) error {
 				}
 			}
 			if dup {
+				if !json.Valid(data) {
+					return nil
+				}
 				line, col := position(data, int64(start))
 				where := "at the top level"
 				if len(stack) > 1 {
@@ -119,7 +131,8 @@ func checkKeys(data []byte) error {
 	return nil
 }
 
-// unescape decodes a JSON string (valid: json.Valid checked it).
+// unescape decodes a JSON string ("" if it is not valid: the duplicate
+// found is then reported only if json.Valid says the document is).
 func unescape(quoted []byte) string {
 	var s string
 	_ = json.Unmarshal(quoted, &s)
