@@ -2,6 +2,7 @@ package inputs
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"strconv"
 
@@ -19,7 +20,13 @@ import (
 // under the range rule (SBX-RES-001) and with the value as written.
 // attribute names it in the refusal (resources.cpu).
 func CPU(f *big.Float, attribute string) (float64, error) {
-	x, _ := f.Float64()
+	x, acc := f.Float64()
+	if acc == big.Exact && f.IsInt() && math.Abs(x) < 1<<53 {
+		// A whole number below 2^53, what most configurations hold: its
+		// shortest text is its digits, in both, so the comparison below
+		// holds without writing the number out (which allocates).
+		return x, nil
+	}
 	written := f.Text('f', -1)
 	if !f.IsInf() && strconv.FormatFloat(x, 'f', -1, 64) == written {
 		return x, nil

@@ -3,6 +3,7 @@ package inputs
 import (
 	"errors"
 	"math/big"
+	"strconv"
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -32,5 +33,24 @@ func TestCPU_ExactOrRefused(t *testing.T) {
 	}
 	if _, err := CPU(new(big.Float).SetInf(false), "resources.cpu"); err == nil {
 		t.Error("+Inf accepted")
+	}
+}
+
+// CPU's short way for whole numbers decides as the comparison of texts
+// does, up to and around 2^53 (where a float64 stops holding every whole
+// number) and beyond it (1e23 is held as 99999999999999991611392).
+func TestCPU_WholeNumbersAsWritten(t *testing.T) {
+	for _, s := range []string{"0", "-0", "1", "-1", "64", "9007199254740991", "9007199254740992", "9007199254740993",
+		"-9007199254740993", "18014398509481984", "100000000000000000000000", "1e23", "1e400"} {
+		f, _, err := big.ParseFloat(s, 10, 512, big.ToNearestEven)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, _ := f.Float64()
+		want := !f.IsInf() && strconv.FormatFloat(x, 'f', -1, 64) == f.Text('f', -1)
+		got, err := CPU(f, "resources.cpu")
+		if (err == nil) != want || (err == nil && got != x) {
+			t.Errorf("%s: CPU = %v, %v; written as held: %v", s, got, err, want)
+		}
 	}
 }

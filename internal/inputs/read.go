@@ -141,11 +141,16 @@ func ReadTemplate(v tftypes.Value) (Read[Template], error) {
 	// the backend, when known, says whether the provider default is
 	// awaited too
 	r.Backend, _ = String(attrs["backend"])
-	for name, a := range attrs {
+	own := false // attrs is still v's own map: read only
+	for _, name := range templateAttributes {
+		a := attrs[name]
 		if a.IsFullyKnown() {
 			continue
 		}
 		placeholder, free := DecisionFree[name]
+		if free && !own && (name == "image" || a.IsKnown()) {
+			attrs, own = maps.Clone(attrs), true
+		}
 		switch {
 		case free && name == "image":
 			attrs[name] = tftypes.NewValue(tftypes.String, placeholder)
@@ -174,10 +179,14 @@ func ReadTemplate(v tftypes.Value) (Read[Template], error) {
 // readTemplateAttrs reads the attributes of a configuration with no
 // unknown value left.
 func readTemplateAttrs(attrs map[string]tftypes.Value) (c Template, err error) {
-	for name, dst := range map[string]*string{
-		"name": &c.Name, "backend": &c.Backend, "image": &c.Image, "runtime": &c.Runtime, "require_isolation": &c.RequireIsolation,
+	for _, f := range [...]struct {
+		name string
+		dst  *string
+	}{
+		{"name", &c.Name}, {"backend", &c.Backend}, {"image", &c.Image}, {"runtime", &c.Runtime},
+		{"require_isolation", &c.RequireIsolation},
 	} {
-		if *dst, err = String(attrs[name]); err != nil {
+		if err = stringTo(attrs[f.name], f.dst); err != nil {
 			return c, err
 		}
 	}
@@ -257,24 +266,22 @@ func readAll[T any](v tftypes.Value, names []string, read func(*T, map[string]tf
 	return r, read(&r.Config, attrs)
 }
 
-// readAttributes returns the named attributes of an object value. Where v
-// is wholly unknown, unknown is WholeUnknown; with listUnknown, it names
-// the attributes not fully known.
+// readAttributes returns the attributes of an object value, which has
+// the named ones (and may have others): v's own map, read only. Where v is
+// wholly unknown, unknown is WholeUnknown; with listUnknown, it names the
+// named attributes not fully known.
 func readAttributes(v tftypes.Value, names []string, listUnknown bool) (attrs map[string]tftypes.Value, unknown []string, err error) {
 	if !v.IsKnown() {
 		return nil, []string{WholeUnknown}, nil
 	}
-	var all map[string]tftypes.Value
-	if err := v.As(&all); err != nil {
+	if err := v.As(&attrs); err != nil {
 		return nil, nil, fmt.Errorf("read object: %w", err)
 	}
-	attrs = make(map[string]tftypes.Value, len(names))
 	for _, n := range names {
-		a, ok := all[n]
+		a, ok := attrs[n]
 		if !ok {
 			return nil, nil, fmt.Errorf("read object: no attribute %q", n)
 		}
-		attrs[n] = a
 		if listUnknown && !a.IsFullyKnown() {
 			unknown = append(unknown, n)
 		}
@@ -365,14 +372,22 @@ func object(v tftypes.Value) (map[string]tftypes.Value, error) {
 
 // String reads a string; null (or unknown) gives "".
 func String(v tftypes.Value) (string, error) {
-	if v.IsNull() || !v.IsKnown() {
-		return "", nil
-	}
 	var s string
-	if err := v.As(&s); err != nil {
-		return "", fmt.Errorf("read string: %w", err)
+	err := stringTo(v, &s)
+	return s, err
+}
+
+// stringTo reads a string into dst, as String does: reading into a field
+// of a value already on the heap allocates nothing.
+func stringTo(v tftypes.Value, dst *string) error {
+	if v.IsNull() || !v.IsKnown() {
+		*dst = ""
+		return nil
 	}
-	return s, nil
+	if err := v.As(dst); err != nil {
+		return fmt.Errorf("read string: %w", err)
+	}
+	return nil
 }
 
 // int64Of returns nil for null. A value that is not a whole number in

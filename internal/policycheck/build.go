@@ -34,22 +34,22 @@ type document struct {
 // build returns the resource's document. A value of the wrong type is an
 // input error: Terraform never writes one, so the file was edited or
 // damaged.
-func (r *planResource) build() (document, error) {
+func (r *planResource) build(cache *values) (document, error) {
 	switch r.Type {
 	case typeNetworkPolicy:
-		return buildManaged(r, inputs.NetworkPolicyReadType, inputs.ReadNetworkPolicy,
+		return buildManaged(r, cache, inputs.NetworkPolicyReadType, inputs.ReadNetworkPolicy,
 			func(c inputs.NetworkPolicy, def string) (policy.Input, error) {
 				in, _, err := c.Build(def)
 				return in, err
 			})
 	case typeResourceCaps:
-		return buildManaged(r, inputs.ResourceCapsReadType, inputs.ReadResourceCaps,
+		return buildManaged(r, cache, inputs.ResourceCapsReadType, inputs.ReadResourceCaps,
 			func(c inputs.ResourceCaps, def string) (policy.Input, error) {
 				in, _, err := c.Build(def)
 				return in, err
 			})
 	case typeTemplate:
-		return buildManaged(r, inputs.TemplateReadType, inputs.ReadTemplate,
+		return buildManaged(r, cache, inputs.TemplateReadType, inputs.ReadTemplate,
 			func(c inputs.Template, def string) (policy.Input, error) { _, in, err := c.Build(def); return in, err })
 	}
 	var doc document
@@ -57,7 +57,7 @@ func (r *planResource) build() (document, error) {
 	if len(r.unknownOf("tenant_id", "session_id", "extra_labels")) > 0 {
 		return doc, nil
 	}
-	v, err := planValue(r.Address, tenantType, r.values, nil)
+	v, err := planValue(cache, r.Address, tenantType, r.after, nil)
 	if err != nil {
 		return doc, err
 	}
@@ -72,7 +72,7 @@ func (r *planResource) build() (document, error) {
 	if tenant.ExtraLabels, err = inputs.StringMap(attrs["extra_labels"]); err != nil {
 		return doc, fmt.Errorf("%s: %w", r.Address, err)
 	}
-	if r.unknown["template_spec"] || r.unknown["*"] {
+	if r.unknownAt("template_spec") {
 		// As the data source does at plan: the tenant part now, the
 		// rest once the template's spec is known.
 		doc.in, doc.part = tenant.Part(), true
@@ -99,10 +99,10 @@ var tenantType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
 
 // buildManaged reads a managed resource from the plan with the provider's
 // reader and builds its document with the provider's builder.
-func buildManaged[T any](r *planResource, typ tftypes.Type, read func(tftypes.Value) (inputs.Read[T], error),
+func buildManaged[T any](r *planResource, cache *values, typ tftypes.Type, read func(tftypes.Value) (inputs.Read[T], error),
 	build func(c T, defaultBackend string) (policy.Input, error)) (document, error) {
 	var doc document
-	v, err := planValue(r.Address, typ, r.values, r.afterUnknown)
+	v, err := planValue(cache, r.Address, typ, r.after, r.afterUnknown)
 	if err != nil {
 		return doc, err
 	}
@@ -133,12 +133,12 @@ func buildManaged[T any](r *planResource, typ tftypes.Type, read func(tftypes.Va
 }
 
 func (r *planResource) unknownOf(attrs ...string) []string {
-	if r.unknown["*"] {
+	if r.wholeUnknown() {
 		return []string{"every attribute"}
 	}
 	var out []string
 	for _, a := range attrs {
-		if r.unknown[a] {
+		if r.unknownAt(a) {
 			out = append(out, a)
 		}
 	}

@@ -126,11 +126,12 @@ func Check(ctx context.Context, eng *policy.Engine, name string, data []byte, op
 		return nil, err
 	}
 	docs := make([]document, len(res))
+	cache := newValues()
 	for i, r := range res {
 		if r.skip != "" {
 			continue
 		}
-		if docs[i], err = r.build(); err != nil {
+		if docs[i], err = r.build(cache); err != nil {
 			return nil, &InputError{File: name, Msg: err.Error()}
 		}
 	}

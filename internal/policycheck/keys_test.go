@@ -1,6 +1,8 @@
 package policycheck
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -28,6 +30,68 @@ func TestCheckKeys(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%s: got %v, want %q", name, err, tc.want)
+		}
+	}
+}
+
+// FuzzCheckKeys: checkKeys finds a duplicate key exactly when JSON's own
+// tokens show one, and says nothing about what is not JSON (the decoder
+// reports that), although it no longer validates before it scans.
+func FuzzCheckKeys(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"r":[{"c":{"x":1}},{"c":{"x":1,"x":2}}]}`, `{"o":{"egress":"d","\u0065gress":"a"}}`,
+		`{"a":{"A":1,"a":2}}`, `{"a":1,"a":`, `}{"a":1,"a":2}`, `{"a":"\`, `[{"a":[],"b":{},"a":"x"}]`, `"a"`, `{"a\"":1,"a\\":2}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := checkKeys(data)
+		if !json.Valid(data) {
+			if err != nil {
+				t.Fatalf("invalid JSON refused for a duplicate key: %v", err)
+			}
+			return
+		}
+		if want := duplicateByTokens(data); (err != nil) != want {
+			t.Fatalf("checkKeys: %v; tokens show a duplicate: %v", err, want)
+		}
+	})
+}
+
+// duplicateByTokens finds a duplicate key with encoding/json's tokens.
+func duplicateByTokens(data []byte) bool {
+	type frame struct {
+		keys      map[string]bool // nil for an array
+		expectKey bool
+	}
+	var stack []*frame
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, &frame{keys: map[string]bool{}, expectKey: true})
+				continue
+			case '[':
+				stack = append(stack, &frame{})
+				continue
+			}
+			stack = stack[:len(stack)-1]
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].keys != nil && stack[n-1].expectKey {
+				top := stack[n-1]
+				if top.keys[v] {
+					return true
+				}
+				top.keys[v], top.expectKey = true, false
+				continue
+			}
+		}
+		if n := len(stack); n > 0 && stack[n-1].keys != nil {
+			stack[n-1].expectKey = true
 		}
 	}
 }

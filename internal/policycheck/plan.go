@@ -58,12 +58,12 @@ type module struct {
 }
 
 type resource struct {
-	Address      string          `json:"address"`
-	Mode         string          `json:"mode"`
-	Type         string          `json:"type"`
-	Name         string          `json:"name"`
-	ProviderName string          `json:"provider_name"`
-	Values       json.RawMessage `json:"values"`
+	Address      string   `json:"address"`
+	Mode         string   `json:"mode"`
+	Type         string   `json:"type"`
+	Name         string   `json:"name"`
+	ProviderName string   `json:"provider_name"`
+	Values       jsonText `json:"values"`
 }
 
 type resourceChange struct {
@@ -75,10 +75,21 @@ type resourceChange struct {
 	ProviderName  string `json:"provider_name"`
 	Deposed       string `json:"deposed"`
 	Change        *struct {
-		Actions      []string        `json:"actions"`
-		After        json.RawMessage `json:"after"`
-		AfterUnknown json.RawMessage `json:"after_unknown"`
+		Actions      []string `json:"actions"`
+		After        jsonText `json:"after"`
+		AfterUnknown jsonText `json:"after_unknown"`
 	} `json:"change"`
+}
+
+// jsonText is a JSON value kept as text, as json.RawMessage keeps it as
+// bytes: planValue and readMask decode it, and take substrings of it as
+// strings (one copy of the text, not two).
+type jsonText string
+
+// UnmarshalJSON keeps the value's text; encoding/json has checked it.
+func (t *jsonText) UnmarshalJSON(b []byte) error {
+	*t = jsonText(b)
+	return nil
 }
 
 type configuration struct {

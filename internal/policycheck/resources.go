@@ -1,7 +1,6 @@
 package policycheck
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -19,11 +18,11 @@ type planResource struct {
 	Action  string // create, update, replace, read, no-op, delete, ...
 	// skip says why the check does not decide on the resource; it is then
 	// reported as not checked, with this reason.
-	skip    string
-	values  map[string]any
-	unknown map[string]bool // top-level attributes unknown until apply
-	// afterUnknown is the change's after_unknown as decoded: which values,
-	// at any depth, are unknown until apply.
+	skip string
+	// after is the resource's values, a JSON object (planValue decodes it).
+	after string
+	// afterUnknown is the change's after_unknown as readMask reads it:
+	// which values, at any depth, are unknown until apply.
 	afterUnknown any
 	// The provider's default_backend for this resource; defaultUnknown when
 	// the plan does not hold its value (a reference the check cannot follow).
@@ -138,13 +137,11 @@ func (p *plan) resources(file string) ([]*planResource, error) {
 			}
 		}
 	}
-	out := l.out
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Address < out[j].Address })
-	return out, nil
+	sort.SliceStable(l.out, func(i, j int) bool { return l.out[i].Address < l.out[j].Address })
+	return l.out, nil
 }
 
-// resourceLister collects a plan's sandboxio resources, each address once,
-// from the sections of the plan in turn.
+// resourceLister collects the resources of one plan, each address once.
 type resourceLister struct {
 	file     string
 	defaults *providerDefaults
@@ -152,7 +149,7 @@ type resourceLister struct {
 	out      []*planResource
 }
 
-// changes lists the resources with a change.
+// changes lists the resources with a change in resource_changes.
 func (l *resourceLister) changes(changes []resourceChange) error {
 	for i := range changes {
 		rc := &changes[i]
@@ -173,10 +170,10 @@ func (l *resourceLister) changes(changes []resourceChange) error {
 			continue
 		}
 		var err error
-		if r.values, err = decodeObject(rc.Change.After); err != nil {
+		if r.after, err = objectText(rc.Change.After); err != nil {
 			return &InputError{File: l.file, Msg: fmt.Sprintf("%s: change.after: %v", rc.Address, err)}
 		}
-		if r.unknown, r.afterUnknown, err = unknownAttributes(rc.Change.AfterUnknown); err != nil {
+		if r.afterUnknown, err = readMask(rc.Change.AfterUnknown); err != nil {
 			return &InputError{File: l.file, Msg: fmt.Sprintf("%s: change.after_unknown: %v", rc.Address, err)}
 		}
 		r.defaultBackend, r.defaultUnknown = l.defaults.lookup(rc.ModuleAddress, rc.Mode, rc.Type, rc.Name)
@@ -225,11 +222,11 @@ func (l *resourceLister) visit(section string, m *module, depth int, action func
 			continue
 		}
 		l.seen[res.Address] = true
-		r := &planResource{Address: res.Address, Mode: res.Mode, Type: res.Type, Action: action(res), unknown: map[string]bool{},
+		r := &planResource{Address: res.Address, Mode: res.Mode, Type: res.Type, Action: action(res),
 			skip: skipReason(res.Mode, res.Type)}
 		if r.skip == "" {
 			var err error
-			if r.values, err = decodeObject(res.Values); err != nil {
+			if r.after, err = objectText(res.Values); err != nil {
 				return &InputError{File: l.file, Msg: fmt.Sprintf("%s: %s: values: %v", section, res.Address, err)}
 			}
 			r.defaultBackend, r.defaultUnknown = l.defaults.lookup(m.Address, res.Mode, res.Type, res.Name)
@@ -264,70 +261,50 @@ func actionOf(actions []string) (name string, keep bool) {
 	return strings.Join(actions, "+"), true
 }
 
-// decodeObject decodes resource values with exact numbers; null gives an
-// empty object.
-func decodeObject(raw json.RawMessage) (map[string]any, error) {
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return map[string]any{}, nil
+// objectText returns resource values, which encoding/json has checked,
+// as text for planValue; null gives an empty object.
+func objectText(raw jsonText) (string, error) {
+	text := strings.TrimSpace(string(raw))
+	switch {
+	case text == "" || text == "null":
+		return "{}", nil
+	case text[0] != '{':
+		return "", fmt.Errorf("want an object of attribute values, got %s", jsonWhat(text[0]))
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("want an object of attribute values: %w", err)
-	}
-	return m, nil
+	return text, nil
 }
 
-// unknownAttributes reads after_unknown: true at an attribute, or anywhere
-// inside it, means its value is only known at apply. It returns the
-// top-level attributes unknown and after_unknown as decoded.
-func unknownAttributes(raw json.RawMessage) (map[string]bool, any, error) {
-	out := map[string]bool{}
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) || bytes.Equal(raw, []byte("false")) {
-		return out, nil, nil
+// jsonWhat names the kind of JSON value that starts with c.
+func jsonWhat(c byte) string {
+	switch c {
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case '[':
+		return "a list"
+	case '{':
+		return "an object"
+	case 'n':
+		return "null"
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, nil, err
-	}
-	switch x := v.(type) {
-	case bool:
-		// The whole object is unknown.
-		out["*"] = x
-	case map[string]any:
-		for k, sub := range x {
-			if containsTrue(sub, 0) {
-				out[k] = true
-			}
-		}
-	default:
-		return nil, nil, fmt.Errorf("want an object or a boolean, got %s", describe(v))
-	}
-	return out, v, nil
+	return "a number"
 }
 
-func containsTrue(v any, depth int) bool {
-	if depth > 64 {
-		return true // absurdly deep: treat as unknown rather than trust it
+// unknownAt reports whether the attribute's value, or anything inside
+// it, is unknown until apply.
+func (r *planResource) unknownAt(attr string) bool {
+	if r.wholeUnknown() {
+		return true
 	}
-	switch x := v.(type) {
-	case bool:
-		return x
-	case map[string]any:
-		for _, s := range x {
-			if containsTrue(s, depth+1) {
-				return true
-			}
-		}
-	case []any:
-		for _, s := range x {
-			if containsTrue(s, depth+1) {
-				return true
-			}
-		}
-	}
-	return false
+	m, _ := r.afterUnknown.(map[string]any)
+	return containsTrue(m[attr])
+}
+
+// wholeUnknown reports whether the whole value is unknown until apply.
+func (r *planResource) wholeUnknown() bool {
+	u, _ := r.afterUnknown.(bool)
+	return u
 }
 
 // providerDefaults resolves each resource's provider configuration to its
@@ -460,24 +437,6 @@ func forEachOutsideKeys(addr string, visit func(i int, r rune)) {
 			visit(i, r)
 		}
 	}
-}
-
-func describe(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case json.Number, float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "a list"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 // providerPolicy returns the root sandboxio provider's policy_paths and
