@@ -128,6 +128,14 @@ type sinkError struct{ err error }
 func (e sinkError) Error() string { return "writing the command's output: " + e.err.Error() }
 func (e sinkError) Unwrap() error { return e.err }
 
+// streamError is an exec's output stream that failed while the command
+// ran: the command is stopped and the call fails, never returning what
+// came before as all of its output.
+type streamError struct{ err error }
+
+func (e streamError) Error() string { return "reading the command's output: " + e.err.Error() }
+func (e streamError) Unwrap() error { return e.err }
+
 // stderrKeep is how much of a streamed stderr is kept, at its start and at
 // its end, for recognising a cap that was hit (fork refusals, ENOSPC).
 const stderrKeep = 32 << 10
@@ -231,12 +239,13 @@ type gateWriter struct {
 }
 
 func (g *gateWriter) Write(p []byte) (int, error) {
+	n := len(p) // what this call was given, whatever it forwards
 	g.mu.Lock()
 	if !g.open {
 		g.held = append(g.held, p...)
 		if len(g.held) <= gateHold {
 			g.mu.Unlock()
-			return len(p), nil
+			return n, nil
 		}
 		g.open = true
 		p, g.held = g.held, nil
@@ -245,7 +254,11 @@ func (g *gateWriter) Write(p []byte) (int, error) {
 	if _, err := g.next.Write(p); err != nil {
 		return 0, err
 	}
-	return len(p), nil
+	// Not len(p): after releasing what it held, p is more than it was
+	// given, and io.Writer's contract (StdCopy checks it) wants n. A larger
+	// count ended the copy with io.ErrShortWrite while the command kept
+	// running, blocked on a pipe nobody read, until its timeout.
+	return n, nil
 }
 
 // release lets held output through: the command started.
@@ -446,6 +459,13 @@ func (st *execStreams) await(ctx context.Context, closeConn func(), copied <-cha
 		if errors.Is(err, errOverflow) || errors.As(err, &se) {
 			closeConn()
 			return err
+		}
+		if err != nil {
+			// The stream broke while the command ran: what it prints
+			// next goes nowhere and it would block until its timeout, and
+			// what came so far is not all of its output. It is stopped.
+			closeConn()
+			return streamError{err}
 		}
 		return nil
 	case <-ctx.Done():

@@ -287,6 +287,7 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 
 	var cause error
 	var se sinkError
+	var stErr streamError
 	switch {
 	case errors.Is(res.stopped, errOverflow):
 		cause = &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitOutput,
@@ -294,6 +295,8 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 			Fix:     "print less: write bulky results to a file in the sandbox and print a summary, or split the work over several commands"}
 	case errors.As(res.stopped, &se):
 		cause = fmt.Errorf("exec: %w; the command was stopped", se)
+	case errors.As(res.stopped, &stErr):
+		cause = fmt.Errorf("exec: %w; the command was stopped and its processes were killed", stErr)
 	case ctx.Err() != nil:
 		cause = fmt.Errorf("exec: %w", ctx.Err())
 	case s.expired():
