@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/boundedfile"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policycheck"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
@@ -127,9 +127,9 @@ func (c *checkFlags) run(ctx context.Context, e *env, args []string) int {
 	var err error
 	if name == "-" {
 		name = "<stdin>"
-		data, err = inputs.ReadLimited(e.stdin, name, limit)
+		data, err = boundedfile.ReadLimited(e.stdin, name, limit)
 	} else {
-		data, err = inputs.ReadFile(name, limit)
+		data, err = boundedfile.ReadFile(name, limit)
 	}
 	if err != nil {
 		return fail("read plan: %v; pass the JSON of `terraform show -json plan.bin` (or - for standard input)%s", err, c.raiseHint(err))
@@ -140,8 +140,8 @@ func (c *checkFlags) run(ctx context.Context, e *env, args []string) int {
 		}
 	}
 	if c.waivers != "" {
-		if _, err := inputs.CheckRegular(c.waivers, limit); err != nil {
-			var fe *inputs.FileError
+		if _, err := boundedfile.CheckRegular(c.waivers, limit); err != nil {
+			var fe *boundedfile.FileError
 			if errors.As(err, &fe) {
 				return fail("load waivers: %v%s", err, c.raiseHint(err))
 			}
@@ -190,7 +190,7 @@ func (c *checkFlags) run(ctx context.Context, e *env, args []string) int {
 
 // raiseHint says how to read a larger file, for a file over the limit.
 func (c *checkFlags) raiseHint(err error) string {
-	if errors.Is(err, inputs.ErrTooLarge) {
+	if errors.Is(err, boundedfile.ErrTooLarge) {
 		return fmt.Sprintf(" (raise the limit with --max-input-mib, now %d)", c.maxInputMiB)
 	}
 	return ""
@@ -207,14 +207,14 @@ func checkPolicyPath(p string, limit int64) error {
 		return nil // the engine reports a missing path as the provider does
 	}
 	if !fi.IsDir() {
-		_, err := inputs.CheckRegular(p, limit)
+		_, err := boundedfile.CheckRegular(p, limit)
 		return err
 	}
 	return filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".rego") || strings.HasSuffix(path, "_test.rego") {
 			return nil // walk errors: the engine reports them
 		}
-		_, err = inputs.CheckRegular(path, limit)
+		_, err = boundedfile.CheckRegular(path, limit)
 		return err
 	})
 }

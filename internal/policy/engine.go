@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"github.com/open-policy-agent/opa/v1/util"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/boundedfile"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/policies"
@@ -179,7 +179,7 @@ func New(ctx context.Context, policyPaths []string) (*Engine, error) {
 		return nil, err
 	}
 	for _, file := range teamFiles {
-		src, err := readPolicyFile(file)
+		src, err := boundedfile.ReadFile(file, maxPolicyFile)
 		if err != nil {
 			return nil, configErr("policy_paths", fmt.Sprintf("cannot read team policy %s: %v", file, err),
 				"check that every entry of policy_paths is a readable .rego file (at most 4 MiB) or a directory of them")
@@ -419,41 +419,6 @@ func teamPolicyFiles(paths []string) ([]string, error) {
 // maxPolicyFile bounds one team policy file: Rego written by people is
 // kilobytes; a device or a runaway generator must not exhaust memory.
 const maxPolicyFile = 4 << 20
-
-// readPolicyFile reads a regular file of at most maxPolicyFile bytes. The
-// type is checked on the open file, so a path swapped for a FIFO or a
-// device after the walk is refused too, never read until memory runs out.
-func readPolicyFile(path string) ([]byte, error) {
-	// Checked before opening too: opening a FIFO would block.
-	if fi, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("it is a %s, not a regular file", fi.Mode().Type())
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("it is a %s, not a regular file", fi.Mode().Type())
-	}
-	if fi.Size() > maxPolicyFile {
-		return nil, fmt.Errorf("it is %d bytes, over the %d-byte limit", fi.Size(), maxPolicyFile)
-	}
-	src, err := io.ReadAll(io.LimitReader(f, maxPolicyFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(src) > maxPolicyFile {
-		return nil, fmt.Errorf("it grew past the %d-byte limit while being read", maxPolicyFile)
-	}
-	return src, nil
-}
 
 func isBuiltinPackage(path ast.Ref) bool {
 	return len(path) > 1 && path[1].Value.Compare(ast.String(BuiltinNamespace)) == 0

@@ -8,7 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/boundedfile"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -39,14 +39,14 @@ type Waivers struct {
 var waiverKeys = map[string]bool{"rule": true, "address": true, "reason": true, "expires": true}
 
 // LoadWaivers reads a waiver file. YAML and JSON are both accepted (JSON is
-// read as the YAML it is). Only a regular file within inputs.DefaultLimit
+// read as the YAML it is). Only a regular file within boundedfile.DefaultLimit
 // is read: a device or a FIFO is refused before it is opened.
 //
 // A file that cannot be read or parsed is refused as SBX-POL-002, with the
 // rule catalogue's fix: the provider, `sandboxio policy check` and the
 // run-time helper report this error as it is.
 func LoadWaivers(path string) (*Waivers, error) {
-	data, err := inputs.ReadFile(path, inputs.DefaultLimit)
+	data, err := boundedfile.ReadFile(path, boundedfile.DefaultLimit)
 	if err != nil {
 		return nil, waiversError(fmt.Errorf("waivers: %w", err))
 	}

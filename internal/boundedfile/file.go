@@ -1,4 +1,7 @@
-package inputs
+// Package boundedfile reads files a user names (plans, policies, waivers)
+// only when they are regular files of bounded size, so that a device or a
+// FIFO can neither block the reader nor feed it without end.
+package boundedfile
 
 import (
 	"errors"
