@@ -223,8 +223,7 @@ func TestCreateTimeout(t *testing.T) {
 }
 
 func TestMemoryHogInExec(t *testing.T) {
-	tracef = t.Logf
-	t.Cleanup(func() { tracef = func(string, ...any) {} })
+	logTraces(t)
 	for _, rt := range runtimes {
 		t.Run(rt, func(t *testing.T) {
 			needRuntime(t, rt)
@@ -273,8 +272,7 @@ func atoi(t testing.TB, what, s string) int {
 }
 
 func TestForkBomb(t *testing.T) {
-	tracef = t.Logf
-	t.Cleanup(func() { tracef = func(string, ...any) {} })
+	logTraces(t)
 	for _, rt := range runtimes {
 		t.Run(rt, func(t *testing.T) {
 			needRuntime(t, rt)
@@ -361,8 +359,7 @@ func closeEventually(t *testing.T, b *dockerBackend, sb *sandbox) {
 // sandbox is killed; what the command printed, forks refused, is the
 // evidence.
 func TestPidsCeilingHeldPastTimeout(t *testing.T) {
-	tracef = t.Logf
-	t.Cleanup(func() { tracef = func(string, ...any) {} })
+	logTraces(t)
 	for _, rt := range runtimes {
 		t.Run(rt, func(t *testing.T) {
 			needRuntime(t, rt)

@@ -264,3 +264,9 @@ func waitGone(t testing.TB, b *dockerBackend, labels map[string]string, d time.D
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// logTraces sends the backend's trace lines to the test's log until it ends.
+func logTraces(t *testing.T) {
+	tracef = t.Logf
+	t.Cleanup(func() { tracef = func(string, ...any) {} })
+}
