@@ -381,6 +381,16 @@ func (d *decoder) value(typ tftypes.Type, mark any) tftypes.Value {
 			elems[k] = d.value(t.ElementType, marks[k])
 			d.pop()
 		}
+		// Terraform leaves an entry whose value is unknown out of after and
+		// marks it in after_unknown: it is an entry all the same (its key
+		// is known), so the rules on keys see it, as the provider does.
+		for k, m := range marks {
+			if u, _ := m.(bool); u {
+				if _, ok := elems[k]; !ok {
+					elems[k] = tftypes.NewValue(t.ElementType, tftypes.UnknownValue)
+				}
+			}
+		}
 		return tftypes.NewValue(typ, elems)
 	}
 	switch {

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 )
 
 // planValue decodes values as terraform-plugin-go decodes the JSON values
@@ -80,7 +81,7 @@ func TestPlanValue_Unknowns(t *testing.T) {
 		{`{"name":"n"}`, `{"image":true,"spec":true,"name":false}`, map[string]tftypes.Value{"name": str("n"), "image": unknown(tftypes.String)}},
 		{`{"image":"i"}`, `{"image":true}`, map[string]tftypes.Value{"image": unknown(tftypes.String)}},
 		{`{"env":{"A":"a","B":null}}`, `{"env":{"B":true,"C":true}}`,
-			map[string]tftypes.Value{"env": tftypes.NewValue(strMap, map[string]tftypes.Value{"A": str("a"), "B": unknown(tftypes.String)})}},
+			map[string]tftypes.Value{"env": tftypes.NewValue(strMap, map[string]tftypes.Value{"A": str("a"), "B": unknown(tftypes.String), "C": unknown(tftypes.String)})}},
 		{`{"network":{"egress":"deny","allow":["a",null,"c"]}}`, `{"network":{"allow":[false,true]}}`,
 			map[string]tftypes.Value{"network": tftypes.NewValue(networkType, map[string]tftypes.Value{
 				"egress": str("deny"), "allow": tftypes.NewValue(strList, []tftypes.Value{str("a"), unknown(tftypes.String), str("c")})})}},
@@ -229,4 +230,18 @@ func FuzzPlanValue(f *testing.F) {
 			t.Fatalf("%s:\n got %v\nwant %v", text, got, want)
 		}
 	})
+}
+
+// A label whose value is unknown at plan is left out of after by Terraform
+// and marked in after_unknown. Its key is known, and a key under the
+// reserved prefix is refused, as terraform plan refuses it; the check once
+// dropped the entry and passed the plan.
+func TestCheck_UnknownMapEntryKeepsItsKey(t *testing.T) {
+	e := builtinEngine(t)
+	c := templateChange("t", map[string]any{"labels": map[string]any{"team": "agents"}})
+	c.unknown = map[string]any{"labels": map[string]any{"sandboxio.tenant_id": true}}
+	r := byAddress(check(t, e, planJSON(t, "docker://", c), nil))["sandboxio_template.t"]
+	if f := ids(r, verdict.Fail); len(f) != 1 || f[0] != "SBX-LBL-001" {
+		t.Fatalf("refusals %v, want SBX-LBL-001 for the reserved key whose value is unknown", f)
+	}
 }
