@@ -138,25 +138,55 @@ func TestHostileTeamPolicies_OfficialOPA(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			dir := c.Write(t)
 			out, err := exec.Command(opa, "check", "--v1-compatible", bundle, dir).CombinedOutput()
+			loadErr := loadHostile(dir)
 			if err != nil {
 				// OPA refuses the bundle: so must the loader.
-				if c.Want != hostile.RefusedAtLoad {
-					t.Fatalf("opa check refuses it (%s) but the case expects it to load", out)
+				if loadErr == nil {
+					t.Fatalf("opa check refuses it (%s) but the loader takes it", out)
 				}
 				return
 			}
 			accepted++
-			// OPA evaluates the team package as written: a complete rule
-			// that is undefined gives no value, which is what the loader
-			// refuses to let stand for "no findings".
+			// OPA takes it: the loader refuses it, or every evaluation
+			// fails closed, or the built-in refusal stands beside it. In
+			// OPA's own evaluation too, the built-in refusal stands.
 			args := []string{"eval", "--v1-compatible", "--format", "json", "-d", bundle, "-d", dir, "-i", inputFile, "--timeout", "2s", "data.sandboxio.network.deny"}
 			out, err = exec.Command(opa, args...).CombinedOutput()
 			if c.Want == hostile.BuiltinsIntact && (err != nil || !strings.Contains(string(out), "SBX-NET-001")) {
 				t.Fatalf("opa eval does not refuse egress learn beside this team package: %v: %s", err, out)
+			}
+			if loadErr != nil {
+				return
+			}
+			e, _ := policy.New(context.Background(), []string{dir})
+			if c.Slow {
+				e = e.WithBudget(300 * time.Millisecond)
+			}
+			d, err := e.Evaluate(context.Background(), refusedEverywhere())
+			if err == nil && !hasDeny(d, "SBX-NET-001") {
+				t.Fatalf("OPA takes this bundle and the engine passed the configuration: %v", findingIDs(d.Denies))
 			}
 		})
 	}
 	if accepted == 0 {
 		t.Fatal("opa check accepted none of the hostile bundles: the cases test nothing the loader alone could not see")
 	}
+}
+
+// loadHostile loads a team bundle as every caller does (New, then CheckTeam).
+func loadHostile(dir string) error {
+	e, err := policy.New(context.Background(), []string{dir})
+	if err != nil {
+		return err
+	}
+	return e.CheckTeam()
+}
+
+func hasDeny(d policy.Decision, id string) bool {
+	for _, f := range d.Denies {
+		if f.ID == id {
+			return true
+		}
+	}
+	return false
 }
