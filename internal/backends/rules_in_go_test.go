@@ -38,6 +38,7 @@ func TestNoRegoRuleTextInGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ids := ruleConstants(t, filepath.Join(root, "internal", "rules", "rules.go"))
 	var found []string
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -78,8 +79,15 @@ func TestNoRegoRuleTextInGo(t *testing.T) {
 				}
 				switch key.Name {
 				case "Rule":
-					if b, ok := kv.Value.(*ast.BasicLit); ok && b.Kind == token.STRING {
-						rule, _ = strconv.Unquote(b.Value)
+					switch v := kv.Value.(type) {
+					case *ast.BasicLit:
+						if v.Kind == token.STRING {
+							rule, _ = strconv.Unquote(v.Value)
+						}
+					case *ast.SelectorExpr: // rules.NetLearn: every ID is declared there
+						if pkg, ok := v.X.(*ast.Ident); ok && pkg.Name == "rules" {
+							rule = ids[v.Sel.Name]
+						}
 					}
 				case "Message", "Fix":
 					text = text || hasProse(kv.Value)
@@ -114,4 +122,32 @@ func hasProse(e ast.Expr) bool {
 		return !found
 	})
 	return found
+}
+
+// ruleConstants maps each constant of internal/rules to the ID it holds.
+func ruleConstants(t *testing.T, file string) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		for i, name := range vs.Names {
+			if i < len(vs.Values) {
+				if b, ok := vs.Values[i].(*ast.BasicLit); ok && b.Kind == token.STRING {
+					ids[name.Name], _ = strconv.Unquote(b.Value)
+				}
+			}
+		}
+		return true
+	})
+	if len(ids) < 20 {
+		t.Fatalf("read %d rule constants from %s", len(ids), file)
+	}
+	return ids
 }
