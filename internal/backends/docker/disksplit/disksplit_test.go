@@ -107,7 +107,9 @@ func TestTextsAgreeWithTable(t *testing.T) {
 			if bad := checkText(s); bad != "" {
 				t.Errorf("%s: %s\n\tin: %s", strings.TrimPrefix(f, repoRoot+"/"), bad, strings.TrimSpace(s))
 			}
-			checked++
+			if pathRE.MatchString(s) && strings.Contains(s, "%") {
+				checked++
+			}
 		}
 	}
 	if checked == 0 {
@@ -191,6 +193,19 @@ func checkText(s string) string {
 		p, _ := Percent(path)
 		return math.Abs(p-v) < 0.05
 	}
+	// Every percentage must be the share of a path the sentence names.
+	for _, tk := range toks {
+		if tk.path != "" {
+			continue
+		}
+		named := false
+		for _, p := range toks {
+			named = named || (p.path != "" && same(p.path, tk.pct))
+		}
+		if !named {
+			return FormatPercent(tk.pct) + " is the share of no path this sentence names"
+		}
+	}
 	known := func(v float64) bool {
 		for _, sh := range Shares {
 			if same(sh.Path, v) {
@@ -232,4 +247,26 @@ func checkText(s string) string {
 		}
 	}
 	return ""
+}
+
+// checkText refuses what restates a share wrongly, and takes what the
+// table's own summary says.
+func TestCheckText(t *testing.T) {
+	for _, bad := range []string{
+		"/work gets 50% of disk_mb",
+		"/var/tmp holds 37.5%",
+		"/tmp and /work about 10% each",
+		"10% for /tmp",
+		"/work 99%, and 5% for /root",
+		"/work 50% and /tmp",
+	} {
+		if checkText(bad) == "" {
+			t.Errorf("checkText accepts %q", bad)
+		}
+	}
+	for _, good := range []string{Summary(), Summary(ShmPath), "/var/tmp gets " + PercentText("/var/tmp") + " of disk_mb"} {
+		if msg := checkText(good); msg != "" {
+			t.Errorf("checkText refuses %q: %s", good, msg)
+		}
+	}
 }
