@@ -249,3 +249,24 @@ func TestPolicyCheck_EmptyEgressAndInexactCPU(t *testing.T) {
 		})
 	}
 }
+
+// A template Terraform deferred to a later plan is decided by no check of
+// this plan: --fail-on-deferred fails on it as on an apply-time check
+// (exit 3), where it once passed.
+func TestPolicyCheck_FailOnDeferredCountsTerraformDeferred(t *testing.T) {
+	var p map[string]any
+	if err := json.Unmarshal([]byte(plan("now", nil)), &p); err != nil {
+		t.Fatal(err)
+	}
+	p["deferred_changes"] = []any{map[string]any{"reason": "provider_config_unknown",
+		"resource_change": map[string]any{"address": "sandboxio_template.later", "mode": "managed", "type": "sandboxio_template", "name": "later",
+			"provider_name": "registry.terraform.io/sandboxio/sandboxio", "change": map[string]any{"actions": []any{"create"}, "after": map[string]any{}}}}}
+	b, _ := json.Marshal(p)
+	file := writeFile(t, t.TempDir(), "plan.json", string(b))
+	if code, out, errOut := cli(t, "", "policy", "check", file); code != exitOK || !strings.Contains(out, "sandboxio_template.later") {
+		t.Fatalf("without the flag: code %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := cli(t, "", "policy", "check", "--fail-on-deferred", file); code != exitDeferred {
+		t.Fatalf("with --fail-on-deferred: code %d, want %d\n%s\n%s", code, exitDeferred, out, errOut)
+	}
+}

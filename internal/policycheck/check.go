@@ -48,6 +48,8 @@ type ResourceReport struct {
 	// Skipped says why the check did not decide on the resource (deleted,
 	// deferred to a later plan, a type without rules); empty when it did.
 	Skipped string
+	// later: skipped, yet it will exist after apply (see planResource).
+	later   bool
 	Results []verdict.Result
 }
 
@@ -105,8 +107,18 @@ func (r *Report) Passed(failOnWarn bool) bool {
 }
 
 // Undecided reports whether anything is checked only at apply (wholly or
-// in part): what --fail-on-deferred fails on.
-func (r *Report) Undecided() bool { return r.Summary().Deferred > 0 }
+// in part), or only by a later plan: what --fail-on-deferred fails on.
+func (r *Report) Undecided() bool {
+	if r.Summary().Deferred > 0 {
+		return true
+	}
+	for _, res := range r.Resources {
+		if res.later {
+			return true
+		}
+	}
+	return false
+}
 
 // PassedWith reports whether the plan passes under the render options:
 // Passed, and with FailOnDeferred nothing left to apply.
@@ -184,7 +196,7 @@ func decide(ctx context.Context, eng *policy.Engine, r *planResource, doc docume
 		rr.Type = "data." + r.Type
 	}
 	if r.skip != "" {
-		rr.Skipped = r.skip
+		rr.Skipped, rr.later = r.skip, r.later
 		return rr, nil
 	}
 	opts := verdict.Options{Address: r.Address, Waivers: w, Now: now}

@@ -19,6 +19,10 @@ type planResource struct {
 	// skip says why the check does not decide on the resource; it is then
 	// reported as not checked, with this reason.
 	skip string
+	// later marks a skipped resource that will exist after apply and is
+	// decided only by a later plan (deferred by Terraform, or left out of a
+	// -target plan): --fail-on-deferred fails on it as on an apply-time check.
+	later bool
 	// after is the resource's values, a JSON object (planValue decodes it).
 	after string
 	// afterUnknown is the change's after_unknown as readMask reads it:
@@ -134,6 +138,7 @@ func (p *plan) resources(file string) ([]*planResource, error) {
 		for _, r := range l.out {
 			if r.Action == "not planned" && r.skip == "" {
 				r.skip = "it is in the prior state but the plan has no change for it (a -target plan?); the plan does not say what it will be"
+				r.later = true
 			}
 		}
 	}
@@ -199,7 +204,7 @@ func (l *resourceLister) deferred(changes []deferredChange) {
 			reason = "no reason given"
 		}
 		l.seen[rc.Address] = true
-		l.out = append(l.out, &planResource{Address: rc.Address, Mode: rc.Mode, Type: rc.Type, Action: action,
+		l.out = append(l.out, &planResource{Address: rc.Address, Mode: rc.Mode, Type: rc.Type, Action: action, later: true,
 			skip: fmt.Sprintf("Terraform deferred it to a later plan (%s): run terraform plan again after this apply and check that plan", reason)})
 	}
 }
