@@ -270,3 +270,27 @@ func TestPolicyCheck_FailOnDeferredCountsTerraformDeferred(t *testing.T) {
 		t.Fatalf("with --fail-on-deferred: code %d, want %d\n%s\n%s", code, exitDeferred, out, errOut)
 	}
 }
+
+// A create whose after is missing or null says nothing of the resource; it
+// is an input error, never a default configuration that passes.
+func TestPolicyCheck_CreateWithoutValuesIsAnInputError(t *testing.T) {
+	for _, after := range []string{`"after":null`, ``} {
+		src := plan("x", nil)
+		i := strings.Index(src, `"after":{`)
+		j := strings.Index(src, `,"after_unknown"`)
+		if i < 0 || j < i {
+			t.Fatalf("plan shape: %s", src)
+		}
+		repl := after
+		if repl == "" {
+			src = src[:i-1] + src[j:] // drop ,"after":{...}
+		} else {
+			src = src[:i] + repl + src[j:]
+		}
+		file := writeFile(t, t.TempDir(), "plan.json", src)
+		code, out, errOut := cli(t, "", "policy", "check", file)
+		if code != exitUsage || !strings.Contains(errOut, "change.after is missing") {
+			t.Fatalf("after %q: code %d\n%s\n%s\n%s", after, code, out, errOut, src)
+		}
+	}
+}

@@ -174,6 +174,11 @@ func (l *resourceLister) changes(changes []resourceChange) error {
 			l.out = append(l.out, r)
 			continue
 		}
+		if t := strings.TrimSpace(string(rc.Change.After)); t == "" || t == "null" {
+			// A resource that will exist has values: read as {}, every
+			// attribute would take its default and pass as a made-up config.
+			return &InputError{File: l.file, Msg: fmt.Sprintf("%s: change.after is missing for a %s: the plan does not say what the resource will be", rc.Address, action)}
+		}
 		var err error
 		if r.after, err = objectText(rc.Change.After); err != nil {
 			return &InputError{File: l.file, Msg: fmt.Sprintf("%s: change.after: %v", rc.Address, err)}
