@@ -676,6 +676,18 @@ func (b *dockerBackend) holdsOpen(ctx context.Context, id, name string, p create
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("container inspect: %w", err)
 	}
+	if err != nil {
+		// Gone already (AutoRemove): its die event says how it ended. A
+		// daemon shutting down removes what it stops, so "gone" alone
+		// says nothing about the image.
+		code, ok := exitCode(context.WithoutCancel(ctx), b.cli, id, time.Now().Add(-2*time.Minute)) // ids are unique: a wide window costs nothing
+		if !ok {
+			return fmt.Errorf("the container ended right after it started and the daemon's event log does not say how; the daemon may be shutting down")
+		}
+		if code != 126 && code != 127 {
+			return fmt.Errorf("the container stopped right after it started (exit code %d); the daemon may be shutting down", code)
+		}
+	}
 	if err == nil && ins.State != nil && ins.State.ExitCode != 126 && ins.State.ExitCode != 127 {
 		return fmt.Errorf("the container stopped right after it started (status %s, exit code %d%s); the daemon may be shutting down",
 			ins.State.Status, ins.State.ExitCode, prefixed(": ", ins.State.Error))

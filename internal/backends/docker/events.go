@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -207,6 +208,29 @@ func (w *eventWatch) wait(ctx context.Context, id string, created time.Time, wan
 			return w.count(id) >= want
 		case <-qctx.Done():
 			return w.count(id) >= want
+		}
+	}
+}
+
+// exitCode asks the daemon's event log for the exit code of a container
+// that is already gone (AutoRemove): its "die" event carries it. ok is false
+// when the log does not answer within a second or holds no such event.
+func exitCode(ctx context.Context, cli *client.Client, id string, since time.Time) (code int, ok bool) {
+	qctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	msgs, errs := cli.Events(qctx, events.ListOptions{
+		Since: eventTime(since.Add(-time.Second)), Until: eventTime(time.Now()), Filters: watchFilters(id, events.ActionDie),
+	})
+	for {
+		select {
+		case m := <-msgs:
+			if c, err := strconv.Atoi(m.Actor.Attributes["exitCode"]); err == nil {
+				return c, true
+			}
+		case <-errs:
+			return 0, false
+		case <-qctx.Done():
+			return 0, false
 		}
 	}
 }
