@@ -227,7 +227,8 @@ func exitCode(ctx context.Context, cli *client.Client, id string, since time.Tim
 			if c, err := strconv.Atoi(m.Actor.Attributes["exitCode"]); err == nil {
 				return c, true
 			}
-		case <-errs:
+		case err := <-errs:
+			tracef("exit code of %s: event log: %v", short(id), err)
 			return 0, false
 		case <-qctx.Done():
 			return 0, false
