@@ -93,8 +93,8 @@ type Client struct {
 	eng     *policy.Engine
 	waivers *verdict.Waivers
 	cfg     Config
-	// backendFor returns the backend of a DSN scheme; tests replace it.
-	backendFor func(scheme string) (backends.Backend, error)
+	// backendFor returns the backend of a DSN's target; tests replace it.
+	backendFor func(dsn backends.DSN) (backends.Backend, error)
 
 	mu      sync.Mutex
 	open    map[key]*Sandbox
@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 func Backends() []string { return backends.Provisionable() }
 
 // factory returns the registered factory of a scheme, or nil.
-func factory(scheme string) func() (backends.Backend, error) {
+func factory(scheme string) func(backends.DSN) (backends.Backend, error) {
 	if r, ok := backends.Registered(scheme); ok {
 		return r.Open
 	}
@@ -139,27 +139,29 @@ var sharedBackends struct {
 	m  map[string]backends.Backend
 }
 
-// sharedBackend returns the process-wide backend of a scheme: one Docker
-// client (and one reaper watcher) per process, whatever the number of
-// clients.
-func sharedBackend(scheme string) (backends.Backend, error) {
+// sharedBackend returns the process-wide backend of a DSN's target: one
+// Docker client (and one reaper watcher) per process, whatever the number
+// of clients; one per Modal app or Vercel project.
+func sharedBackend(dsn backends.DSN) (backends.Backend, error) {
+	target := dsn.Target()
+	k := target.String()
 	sharedBackends.mu.Lock()
 	defer sharedBackends.mu.Unlock()
-	if b, ok := sharedBackends.m[scheme]; ok {
+	if b, ok := sharedBackends.m[k]; ok {
 		return b, nil
 	}
-	f := factory(scheme)
+	f := factory(dsn.Scheme)
 	if f == nil {
-		return nil, notInBuild(scheme)
+		return nil, notInBuild(dsn.Scheme)
 	}
-	b, err := f()
+	b, err := f(target)
 	if err != nil {
 		return nil, err
 	}
 	if sharedBackends.m == nil {
 		sharedBackends.m = map[string]backends.Backend{}
 	}
-	sharedBackends.m[scheme] = b
+	sharedBackends.m[k] = b
 	return b, nil
 }
 
@@ -177,6 +179,7 @@ type plan struct {
 	spec          model.Spec
 	digest        string
 	scheme        string
+	dsn           backends.DSN
 	createTimeout time.Duration
 	callTimeout   time.Duration
 	lifetime      time.Duration
@@ -234,7 +237,7 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 	if err != nil {
 		return p, err
 	}
-	p.spec, p.scheme = spec, d.Scheme
+	p.spec, p.scheme, p.dsn = spec, d.Scheme, d
 	// The policy has refused these already; converting them refuses again
 	// rather than overflow or fall back to a default, so what is enforced
 	// (and audited) is what the spec declares.
@@ -468,7 +471,7 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 	for _, w := range p.warnings {
 		warn(w)
 	}
-	b, err := c.backendFor(p.scheme)
+	b, err := c.backendFor(p.dsn)
 	if err != nil {
 		return fail(err)
 	}

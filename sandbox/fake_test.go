@@ -147,8 +147,8 @@ func (s *fakeSandbox) Close(context.Context) error {
 
 // withFake makes the client provision on f.
 func withFake(c *Client, f *fakeBackend) {
-	c.backendFor = func(scheme string) (backends.Backend, error) {
-		if scheme != "docker" {
+	c.backendFor = func(d backends.DSN) (backends.Backend, error) {
+		if d.Scheme != "docker" {
 			return nil, errors.New("fake: only docker")
 		}
 		return f, nil

@@ -42,14 +42,14 @@ type Reaped struct {
 // sandboxes; a backend that fails does not stop the others, and the first
 // failure is returned.
 func (c *Client) Reap(ctx context.Context, opts ReapOptions) ([]Reaped, error) {
-	schemes, err := reapSchemes(opts.Backend)
+	targets, err := reapTargets(opts.Backend)
 	if err != nil {
 		return nil, err
 	}
 	var out []Reaped
 	var first error
-	for _, scheme := range schemes {
-		got, err := c.reapBackend(ctx, scheme, opts)
+	for _, target := range targets {
+		got, err := c.reapBackend(ctx, target, opts)
 		out = append(out, got...)
 		if err != nil && first == nil {
 			first = err
@@ -58,11 +58,16 @@ func (c *Client) Reap(ctx context.Context, opts ReapOptions) ([]Reaped, error) {
 	return out, first
 }
 
-// reapSchemes returns the schemes a sweep covers: the DSN's, or every
-// registered backend that can list.
-func reapSchemes(dsn string) ([]string, error) {
+// reapTargets returns the backends a sweep covers: the DSN's target, or
+// every registered backend that can list (with no app or project: a sweep
+// by label covers the whole account).
+func reapTargets(dsn string) ([]backends.DSN, error) {
 	if dsn == "" {
-		return backends.Listable(), nil
+		var out []backends.DSN
+		for _, s := range backends.Listable() {
+			out = append(out, backends.DSN{Scheme: s, Options: map[string]string{}})
+		}
+		return out, nil
 	}
 	d, err := backends.ParseDSN(dsn)
 	if err != nil {
@@ -75,12 +80,13 @@ func reapSchemes(dsn string) ([]string, error) {
 	if !r.Lists {
 		return nil, noReaper(d.Scheme)
 	}
-	return []string{d.Scheme}, nil
+	return []backends.DSN{d.Target()}, nil
 }
 
 // reapBackend sweeps one backend.
-func (c *Client) reapBackend(ctx context.Context, scheme string, opts ReapOptions) ([]Reaped, error) {
-	b, err := c.backendFor(scheme)
+func (c *Client) reapBackend(ctx context.Context, target backends.DSN, opts ReapOptions) ([]Reaped, error) {
+	scheme := target.Scheme
+	b, err := c.backendFor(target)
 	if err != nil {
 		return nil, classify(err, scheme, "reap", Secrets{})
 	}

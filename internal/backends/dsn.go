@@ -597,6 +597,12 @@ func (d DSN) String() string {
 	return b.String()
 }
 
+// Target returns the DSN without its options: SCHEME://[APP|TEAM/PROJECT].
+// One backend is opened per target; the options are read per sandbox.
+func (d DSN) Target() DSN {
+	return DSN{Scheme: d.Scheme, App: d.App, Team: d.Team, Project: d.Project, Options: map[string]string{}}
+}
+
 // CapabilityKey returns the capability key for a sandbox on this backend.
 // runtime is the template's runtime; when it is empty the DSN's runtime
 // option applies, and then the backend's default runtime.

@@ -39,10 +39,12 @@ type Registration struct {
 	// runtimes in the capability data. Empty for a backend with a single
 	// descriptor, keyed by the scheme.
 	DefaultRuntime string
-	// Open returns a backend that provisions sandboxes. Nil means this
-	// build declares the scheme (DSN, capabilities, policy) but cannot
-	// provision on it.
-	Open func() (Backend, error)
+	// Open returns a backend that provisions sandboxes on the DSN's target
+	// (the Modal app, the Vercel team and project; nothing for Docker, whose
+	// options are read per sandbox). Credentials come from the environment,
+	// never from the DSN. Nil means this build declares the scheme (DSN,
+	// capabilities, policy) but cannot provision on it.
+	Open func(dsn DSN) (Backend, error)
 	// LiveCheck runs, without creating anything, the checks that need the
 	// live backend (a runtime registered, an image present, the disk-cap
 	// strategy): what template apply verifies and open verifies again. Nil

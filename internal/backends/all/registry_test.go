@@ -44,7 +44,7 @@ func init() {
 			NoHost:  "the address goes in THROWAWAY_URL",
 			Options: map[string]backends.DSNOption{"zone": backends.OneOf("a", "b")},
 		},
-		Open:  func() (backends.Backend, error) { return thrown, nil },
+		Open:  func(backends.DSN) (backends.Backend, error) { return thrown, nil },
 		Lists: true,
 	})
 }

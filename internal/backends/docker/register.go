@@ -23,7 +23,7 @@ func init() {
 				"disk_strategy": backends.OneOf(DiskAuto, DiskStorageOpt, DiskTmpfs),
 			},
 		},
-		Open:        func() (backends.Backend, error) { return New() },
+		Open:        func(backends.DSN) (backends.Backend, error) { return New() },
 		LiveCheck:   liveCheck,
 		Unreachable: "start the daemon (or point DOCKER_HOST at it) before apply; plan needs no daemon, apply does",
 		Lists:       true,
