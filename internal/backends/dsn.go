@@ -597,10 +597,20 @@ func (d DSN) String() string {
 	return b.String()
 }
 
-// Target returns the DSN without its options: SCHEME://[APP|TEAM/PROJECT].
-// One backend is opened per target; the options are read per sandbox.
+// Target returns what selects a backend's endpoint: SCHEME://[APP|TEAM/PROJECT]
+// with only the options the registration names in EndpointOptions (E2B's
+// domain, say). One backend is opened per target; the other options (Docker's
+// runtime) are read per sandbox.
 func (d DSN) Target() DSN {
-	return DSN{Scheme: d.Scheme, App: d.App, Team: d.Team, Project: d.Project, Options: map[string]string{}}
+	t := DSN{Scheme: d.Scheme, App: d.App, Team: d.Team, Project: d.Project, Options: map[string]string{}}
+	if r, ok := Registered(d.Scheme); ok {
+		for _, o := range r.EndpointOptions {
+			if v, ok := d.Options[o]; ok {
+				t.Options[o] = v
+			}
+		}
+	}
+	return t
 }
 
 // CapabilityKey returns the capability key for a sandbox on this backend.

@@ -511,3 +511,16 @@ func TestUnescape(t *testing.T) {
 		}
 	}
 }
+
+func TestTargetKeepsEndpointOptionsOnly(t *testing.T) {
+	backends.Register(backends.Registration{Scheme: "targettest", DSN: backends.DSNSyntax{Form: "targettest://APP", Target: backends.TargetApp,
+		Options: map[string]backends.DSNOption{"zone": backends.OneOf("a", "b"), "size": backends.OneOf("s", "l")}},
+		EndpointOptions: []string{"zone"}})
+	d, err := backends.ParseDSN("targettest://app1?zone=a&size=l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Target().String(); got != "targettest://app1?zone=a" {
+		t.Fatalf("Target() = %q, want the app and the endpoint option only", got)
+	}
+}

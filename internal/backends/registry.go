@@ -45,6 +45,10 @@ type Registration struct {
 	// never from the DSN. Nil means this build declares the scheme (DSN,
 	// capabilities, policy) but cannot provision on it.
 	Open func(dsn DSN) (Backend, error)
+	// EndpointOptions are the DSN options that select the endpoint (E2B's
+	// domain): the DSN Open receives keeps these and drops the rest, which
+	// apply per sandbox.
+	EndpointOptions []string
 	// LiveCheck runs, without creating anything, the checks that need the
 	// live backend (a runtime registered, an image present, the disk-cap
 	// strategy): what template apply verifies and open verifies again. Nil

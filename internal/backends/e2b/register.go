@@ -20,5 +20,6 @@ func init() {
 				"request_timeout": backends.WholeSeconds(),
 			},
 		},
+		EndpointOptions: []string{"domain", "request_timeout"},
 	})
 }

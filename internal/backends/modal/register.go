@@ -20,5 +20,6 @@ func init() {
 				"region":      backends.Pattern(`^[a-z]{2}(-[a-z0-9]+){0,3}$`, "a region id such as us-east"),
 			},
 		},
+		EndpointOptions: []string{"environment"},
 	})
 }
