@@ -64,6 +64,9 @@ type dockerBackend struct {
 	cfg    config
 	owner  owner
 	events *eventWatch
+	// writes and kills bound the calls that change containers that this
+	// backend has in flight at once (see daemonSlots).
+	writes, kills chan struct{}
 
 	mu         sync.Mutex
 	info       *daemonFacts
@@ -109,7 +112,8 @@ func newBackend(opts ...Option) (*dockerBackend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
-	b := &dockerBackend{cli: cli, cfg: cfg, owner: processOwner(), images: map[string]imageFacts{}}
+	b := &dockerBackend{cli: cli, cfg: cfg, owner: processOwner(), images: map[string]imageFacts{},
+		writes: make(chan struct{}, maxDaemonWrites), kills: make(chan struct{}, maxDaemonKills)}
 	b.events = newEventWatch(cli)
 	return b, nil
 }
@@ -611,6 +615,11 @@ func (c *containerCreate) createWith(ctx context.Context, strategy string) (cont
 		c.labels[labelDiskCap] = diskDescription(DiskTmpfs, p.tier, p.caps.DiskMB)
 	}
 	cfg, hc := containerConfig(p, strategy, c.netMode, c.labels)
+	release, err := daemonSlot(ctx, b.writes)
+	if err != nil {
+		return container.CreateResponse{}, fmt.Errorf("container create: %w", err)
+	}
+	defer release()
 	resp, err := b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, c.name)
 	if err != nil && c.netMode != "none" && cerrdefs.IsNotFound(err) && strings.Contains(err.Error(), "network") {
 		// The egress network was removed by hand since it was looked
@@ -637,7 +646,7 @@ func (b *dockerBackend) startContainer(ctx context.Context, id, name string, p c
 		facts.shell = err == nil
 	}
 
-	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+	if err := b.start(ctx, id); err != nil {
 		b.discard(ctx, id, name)
 		return facts, fmt.Errorf("container start: %w", err)
 	}
@@ -778,7 +787,7 @@ func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 		died = b.events.died(id)
 	}
 	kill := make(chan error, 1)
-	go func() { kill <- b.cli.ContainerKill(ctx, id, "KILL") }()
+	go func() { kill <- b.kill(ctx, id) }()
 	select {
 	case <-died:
 		return nil
@@ -811,6 +820,53 @@ func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// Debian's dockerd 20.10 stopped answering altogether, every container it
+// showed "Up" with no shim left, in one of three stress rounds in which 50
+// tenants opened and closed at once from one process: each close's kill and
+// removal, the daemon's AutoRemove and the next creates all reached it
+// together. A backend therefore keeps at most maxDaemonWrites creates,
+// starts and removals, and apart from those at most maxDaemonKills kills,
+// in flight; the rest wait here, bounded by their context, rather than in
+// the daemon. Kills have their own slots so that a close's kill, which its
+// grace bounds, never queues behind creates.
+const (
+	maxDaemonWrites = 6
+	maxDaemonKills  = 8
+)
+
+// daemonSlot takes a slot of pool, or fails when ctx ends first.
+func daemonSlot(ctx context.Context, pool chan struct{}) (release func(), err error) {
+	if pool == nil { // a backend built without New (tests)
+		return func() {}, nil
+	}
+	select {
+	case pool <- struct{}{}:
+		return func() { <-pool }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the daemon: %w", ctx.Err())
+	}
+}
+
+// start starts a container within a write slot.
+func (b *dockerBackend) start(ctx context.Context, id string) error {
+	release, err := daemonSlot(ctx, b.writes)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return b.cli.ContainerStart(ctx, id, container.StartOptions{})
+}
+
+// kill sends SIGKILL to a container within a kill slot.
+func (b *dockerBackend) kill(ctx context.Context, id string) error {
+	release, err := daemonSlot(ctx, b.kills)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return b.cli.ContainerKill(ctx, id, "KILL")
 }
 
 // errDied is inspectOrDied's answer when the die event came first.
@@ -852,7 +908,12 @@ func (b *dockerBackend) removeStopped(id string) {
 // removeContainer force-removes a container and returns once it is gone. A
 // container that is already gone is success: removal is idempotent.
 func (b *dockerBackend) removeContainer(ctx context.Context, id string) error {
-	err := b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+	release, err := daemonSlot(ctx, b.writes)
+	if err != nil {
+		return fmt.Errorf("container remove: %w", err)
+	}
+	err = b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+	release()
 	if err == nil || cerrdefs.IsNotFound(err) {
 		return nil
 	}
