@@ -64,9 +64,9 @@ type dockerBackend struct {
 	cfg    config
 	owner  owner
 	events *eventWatch
-	// writes and kills bound the calls that change containers that this
-	// backend has in flight at once (see daemonSlots).
-	writes, kills chan struct{}
+	// writes bounds the creates, starts and removals this backend has in
+	// flight at once (see maxDaemonWrites).
+	writes chan struct{}
 
 	mu         sync.Mutex
 	info       *daemonFacts
@@ -113,7 +113,7 @@ func newBackend(opts ...Option) (*dockerBackend, error) {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
 	b := &dockerBackend{cli: cli, cfg: cfg, owner: processOwner(), images: map[string]imageFacts{},
-		writes: make(chan struct{}, maxDaemonWrites), kills: make(chan struct{}, maxDaemonKills)}
+		writes: make(chan struct{}, maxDaemonWrites)}
 	b.events = newEventWatch(cli)
 	return b, nil
 }
@@ -787,7 +787,7 @@ func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 		died = b.events.died(id)
 	}
 	kill := make(chan error, 1)
-	go func() { kill <- b.kill(ctx, id) }()
+	go func() { kill <- b.cli.ContainerKill(ctx, id, "KILL") }()
 	select {
 	case <-died:
 		return nil
@@ -827,14 +827,12 @@ func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 // tenants opened and closed at once from one process: each close's kill and
 // removal, the daemon's AutoRemove and the next creates all reached it
 // together. A backend therefore keeps at most maxDaemonWrites creates,
-// starts and removals, and apart from those at most maxDaemonKills kills,
-// in flight; the rest wait here, bounded by their context, rather than in
-// the daemon. Kills have their own slots so that a close's kill, which its
-// grace bounds, never queues behind creates.
-const (
-	maxDaemonWrites = 6
-	maxDaemonKills  = 8
-)
+// starts and removals in flight; the rest wait here, bounded by their
+// context, rather than in the daemon. Kills are not bounded: the teardown
+// grace bounds each close, and a kill queued behind others (the daemon
+// answers a SIGKILL only once the container stopped, up to seconds under
+// gVisor) would spend it waiting for a slot.
+const maxDaemonWrites = 6
 
 // daemonSlot takes a slot of pool, or fails when ctx ends first.
 func daemonSlot(ctx context.Context, pool chan struct{}) (release func(), err error) {
@@ -857,16 +855,6 @@ func (b *dockerBackend) start(ctx context.Context, id string) error {
 	}
 	defer release()
 	return b.cli.ContainerStart(ctx, id, container.StartOptions{})
-}
-
-// kill sends SIGKILL to a container within a kill slot.
-func (b *dockerBackend) kill(ctx context.Context, id string) error {
-	release, err := daemonSlot(ctx, b.kills)
-	if err != nil {
-		return err
-	}
-	defer release()
-	return b.cli.ContainerKill(ctx, id, "KILL")
 }
 
 // errDied is inspectOrDied's answer when the die event came first.

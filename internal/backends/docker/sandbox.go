@@ -371,7 +371,7 @@ func (s *sandbox) stopSession(ctx context.Context, pid int, budget time.Duration
 		cancel()
 	}
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardKillBudget)
-	_ = s.b.kill(hctx, s.id)
+	_ = s.b.cli.ContainerKill(hctx, s.id, "KILL")
 	cancel()
 	s.markGone(s.goneError("it was killed because a command's processes could not be stopped one by one"))
 	st.hard = true
