@@ -110,6 +110,15 @@ func (sb *sbx) newProc(wantStdin bool) (*proc, error) {
 	return p, nil
 }
 
+func (p *proc) stopped() bool {
+	select {
+	case <-p.stopCh:
+		return true
+	default:
+		return false
+	}
+}
+
 // stop kills the process (signalled: by SendSignal).
 func (p *proc) stop(signalled bool) {
 	p.mu.Lock()
@@ -178,14 +187,19 @@ func (o outWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// startedMarker is printed on stderr by startWrapper just before it execs
-// the command: from then on the Docker backend knows the command's session
-// and a cancellation kills exactly that session. Cancelled before, the
-// Docker backend would kill the whole sandbox (it cannot tell which
-// processes are the command's), so a stop waits for the marker.
-const startedMarker = "\x1ee2bserver:started\x1e"
+// startWrapper runs every command: it reports its pid on stderr, then execs
+// the command, which keeps the pid. The Docker backend's own exec wrapper
+// has made that pid a session leader, so killing its process group kills
+// the command and what it started. The server kills that way, in a command
+// of its own, rather than by cancelling the exec: a cancelled exec makes the
+// Docker backend stop the session within its tight budget or else kill the
+// whole sandbox, and an E2B sandbox outlives a command that timed out.
+const startWrapper = `printf '\036e2bserver-pid:%s\036' "$$" >&2; exec "$@"`
 
-const startWrapper = `printf '\036e2bserver:started\036' >&2; exec "$@"`
+const pidMarker = "\x1ee2bserver-pid:"
+
+// killScript kills the process group of $1.
+const killScript = `kill -9 -- "-$1" 2>/dev/null; kill -9 "$1" 2>/dev/null; true`
 
 // Start runs a process in the sandbox and streams its events: start, data,
 // end. A request whose deadline passes (Connect-Timeout-Ms) or whose client
@@ -229,52 +243,68 @@ func (ps *processService) Start(ctx context.Context, req *connect.Request[proces
 	if cfg.Cwd != nil && *cfg.Cwd != "" {
 		workdir = *cfg.Cwd
 	}
+	// The run outlives the request only until the kill below lands.
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer rcancel()
-	started := make(chan struct{})
-	go p.stopWhen(ctx, started, rctx.Done(), rcancel)
+	marker := &markerStrip{next: outWriter{s: out, stderr: true}, started: make(chan struct{})}
+	go ps.stopWhen(ctx, sb, p, marker, rctx.Done())
 	argv := append([]string{"/bin/sh", "-c", startWrapper, "sh", cfg.GetCmd()}, cfg.GetArgs()...)
 	res, err := sb.docker.Run(rctx, argv, backends.RunOptions{
 		Env: cfg.GetEnvs(), Workdir: workdir, Stdin: stdin, Timeout: ps.srv.cfg.MaxTimeout,
-		Stdout: outWriter{s: out}, Stderr: &markerStrip{next: outWriter{s: out, stderr: true}, started: started},
+		Stdout: outWriter{s: out}, Stderr: marker,
 	})
-	if err != nil {
-		if rctx.Err() != nil {
-			if e := ps.ended(ctx, sb, p); e != nil {
-				return e
-			}
-			return out.send(endEvent(-1, false, "signal: killed"))
-		}
-		if errors.Is(err, model.SandboxGone) {
-			return connect.NewError(connect.CodeUnavailable, fmt.Errorf("sandbox %s ended", sb.id))
-		}
+	rcancel()
+	switch {
+	case err != nil && errors.Is(err, model.SandboxGone):
+		return connect.NewError(connect.CodeUnavailable, fmt.Errorf("sandbox %s ended", sb.id))
+	case err != nil:
 		return connect.NewError(connect.CodeInternal, fmt.Errorf("process: %w", err))
+	case p.stopped():
+		if e := ps.ended(ctx, sb, p); e != nil {
+			return e
+		}
+		return out.send(endEvent(-1, false, "signal: killed"))
 	}
 	return out.send(endEvent(int32(res.ExitCode), true, "exit status "+strconv.Itoa(res.ExitCode)))
 }
 
-// stopWhen cancels the run (kill) when the request ends or the process is
-// signalled, but not before the command has started (see startedMarker);
+// stopWhen kills the process when the request ends or the process is
+// stopped (SendSignal, the sandbox ending), once it has reported its pid;
 // runDone ends the wait.
-func (p *proc) stopWhen(ctx context.Context, started <-chan struct{}, runDone <-chan struct{}, cancel context.CancelFunc) {
+func (ps *processService) stopWhen(ctx context.Context, sb *sbx, p *proc, m *markerStrip, runDone <-chan struct{}) {
 	select {
 	case <-ctx.Done():
+		p.stop(false)
 	case <-p.stopCh:
 	case <-runDone:
 		return
 	}
 	select {
-	case <-started:
+	case <-m.started:
 	case <-runDone:
 		return
 	}
-	cancel()
+	for {
+		kctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := sb.docker.Run(kctx, []string{"/bin/sh", "-c", killScript, "sh", strconv.Itoa(m.pid)}, backends.RunOptions{Timeout: 30 * time.Second})
+		cancel()
+		if err == nil || errors.Is(err, model.SandboxGone) {
+			return
+		}
+		select {
+		case <-runDone:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
-// markerStrip removes startedMarker from the front of stderr and reports it.
+// markerStrip removes the wrapper's pid marker from the front of stderr
+// and reports the pid.
 type markerStrip struct {
 	next    io.Writer
 	started chan struct{}
+	pid     int // set before started is closed
 	buf     []byte
 	done    bool
 }
@@ -284,15 +314,23 @@ func (m *markerStrip) Write(b []byte) (int, error) {
 		return m.next.Write(b)
 	}
 	m.buf = append(m.buf, b...)
-	if len(m.buf) < len(startedMarker) && strings.HasPrefix(startedMarker, string(m.buf)) {
+	rest := m.buf
+	if after, ok := bytes.CutPrefix(m.buf, []byte(pidMarker)); ok {
+		end := bytes.IndexByte(after, 0x1e)
+		if end < 0 && len(after) < 16 {
+			return len(b), nil // the marker continues in the next write
+		}
+		if end >= 0 {
+			if pid, err := strconv.Atoi(string(after[:end])); err == nil && pid > 0 {
+				m.pid = pid
+				close(m.started)
+			}
+			rest = after[end+1:]
+		}
+	} else if len(m.buf) < len(pidMarker) && strings.HasPrefix(pidMarker, string(m.buf)) {
 		return len(b), nil
 	}
 	m.done = true
-	rest := m.buf
-	if after, ok := bytes.CutPrefix(m.buf, []byte(startedMarker)); ok {
-		rest = after
-		close(m.started)
-	}
 	m.buf = nil
 	if len(rest) > 0 {
 		if _, err := m.next.Write(rest); err != nil {
