@@ -176,6 +176,14 @@ func (s *Server) Observe(sandboxID string) (Record, bool) {
 	return c, true
 }
 
+// AccessToken returns a running sandbox's envdAccessToken, for canary tests.
+func (s *Server) AccessToken(sandboxID string) string {
+	if sb, ok := s.lookup(sandboxID); ok {
+		return sb.token
+	}
+	return ""
+}
+
 // Running lists the IDs of the sandboxes that are running.
 func (s *Server) Running() []string {
 	s.mu.Lock()
