@@ -56,7 +56,7 @@ type backend struct {
 func New(dsn backends.DSN) (backends.Backend, error) {
 	key := os.Getenv(EnvAPIKey)
 	if key == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: backends.ErrNoCredentials,
 			Message: "no E2B API key: " + EnvAPIKey + " is not set", Fix: "export " + EnvAPIKey + " with a key of your E2B team (never put it in the DSN)"}
 	}
 	domain := dsn.Options["domain"]

@@ -5,7 +5,10 @@
 // b8029973aa7da5f741f7bb1a9f833b38a0885438, unchanged (Apache License 2.0,
 // Copyright E2B). The generated code is committed so that building and CI
 // need no protoc; regenerate with protoc (Debian's protobuf-compiler),
-// protoc-gen-go v1.36.12 and protoc-gen-connect-go v1.19.1 on PATH.
+// protoc-gen-go v1.36.12 and protoc-gen-connect-go v1.19.1 on PATH:
+//
+//	go generate -tags protogen ./internal/backends/e2b/envd/process
+//
+// The directive is in protogen.go, behind that build tag, so that `make
+// generate` (the docs) never needs protoc.
 package process
-
-//go:generate protoc --proto_path=. --go_out=. --go_opt=paths=source_relative --go_opt=Mprocess.proto=github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/envd/process --connect-go_out=. --connect-go_opt=paths=source_relative --connect-go_opt=Mprocess.proto=github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/envd/process process.proto
