@@ -4,11 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vendorapi"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -48,6 +49,8 @@ type backend struct {
 	domain     string
 	http       *http.Client
 	createTry  int
+	// createBackoff is the first wait before a create is looked up and retried.
+	createBackoff time.Duration
 }
 
 // New opens the E2B backend on a DSN's target: the API base URL comes from
@@ -66,9 +69,14 @@ func New(dsn backends.DSN) (backends.Backend, error) {
 	if domain == "" {
 		domain = "e2b.app"
 	}
-	base := strings.TrimRight(os.Getenv(EnvAPIURL), "/")
-	if base == "" {
-		base = "https://api." + domain
+	raw := strings.TrimRight(os.Getenv(EnvAPIURL), "/")
+	if raw == "" {
+		raw = "https://api." + domain
+	}
+	base, err := url.Parse(raw)
+	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" || base.User != nil {
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+			Message: fmt.Sprintf("%s (or the domain) does not give an http(s) URL with a host and no user info", EnvAPIURL), Fix: "set " + EnvAPIURL + " to the API's base URL, e.g. https://api.e2b.app"}
 	}
 	timeout := 60 * time.Second
 	if s, err := strconv.Atoi(dsn.Options["request_timeout"]); err == nil && s > 0 {
@@ -78,9 +86,9 @@ func New(dsn backends.DSN) (backends.Backend, error) {
 	// command; every call is bounded by its context instead.
 	hc := &http.Client{Transport: http.DefaultTransport}
 	return &backend{
-		api:        &client{base: base, key: secret(key), http: &http.Client{Transport: http.DefaultTransport, Timeout: timeout}, backoff: 200 * time.Millisecond, tries: 4},
+		api:        newClient(base, key, timeout),
 		sandboxURL: strings.TrimRight(os.Getenv(EnvSandboxURL), "/"),
-		domain:     domain, http: hc, createTry: 3,
+		domain:     domain, http: hc, createTry: 3, createBackoff: 200 * time.Millisecond,
 	}, nil
 }
 
@@ -104,7 +112,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // should have refused it already (Backstop).
 func validate(req backends.CreateRequest) (plan, error) {
 	s := req.Spec
-	p := plan{spec: s, secrets: req.Secrets}
+	p := plan{spec: s}
 	if s.Image == "" {
 		return p, &model.Error{Class: model.ConfigurationError, Attribute: "image",
 			Message: "no E2B template: image is empty", Fix: "set image to the E2B template ID or alias"}
@@ -139,6 +147,21 @@ func validate(req backends.CreateRequest) (plan, error) {
 		}
 	default:
 		return p, backends.Backstop(Name, rules.NetLearn, "network.egress", "egress mode "+n.Egress)
+	}
+	// Only the named secrets reach the sandbox, and each must have a value;
+	// the error names the secret, never a value.
+	p.secrets = make(map[string]string, len(s.SecretNames))
+	for _, name := range s.SecretNames {
+		v, ok := req.Secrets[name]
+		if !ok {
+			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
+				Message: fmt.Sprintf("no value was supplied for secret %q", name),
+				Fix:     "pass the secret's value at run time (from the environment of the caller)"}
+		}
+		if !envName.MatchString(name) {
+			return p, &model.Error{Class: model.ConfigurationError, Attribute: "secret_names", Message: fmt.Sprintf("%q is not an environment variable name E2B accepts", name), Fix: "use letters, digits and underscores"}
+		}
+		p.secrets[name] = v
 	}
 	for k := range s.Env {
 		if !envName.MatchString(k) {
@@ -203,16 +226,15 @@ func (b *backend) Create(ctx context.Context, req backends.CreateRequest) (backe
 }
 
 // create posts the sandbox. A failure whose outcome is unknown (429, 5xx,
-// a transport error) is retried only after a lookup by the create's nonce
-// found no sandbox, or removed the one it found.
+// no answer) is retried only after a lookup by the create's nonce found no
+// sandbox, or removed the one it found; a refusal (4xx) is never retried.
 func (b *backend) create(ctx context.Context, p plan, nonce string) (*sandboxResp, error) {
 	var last error
 	for attempt := 0; attempt < b.createTry; attempt++ {
 		if attempt > 0 {
-			wait := b.api.backoff << (attempt - 1)
-			var ae *APIError
-			if errors.As(last, &ae) && ae.RetryAfter > 0 {
-				wait = ae.RetryAfter
+			wait := b.createBackoff << (attempt - 1)
+			if ra, ok := vendorapi.RetryAfter(last); ok {
+				wait = max(wait, ra)
 			}
 			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 				return nil, b.createError(last, p)
@@ -233,36 +255,26 @@ func (b *backend) create(ctx context.Context, p plan, nonce string) (*sandboxRes
 				}
 			}
 		}
-		var resp sandboxResp
-		_, err := b.api.do(ctx, "create", http.MethodPost, "/v2/sandboxes", p.body, &resp, false)
+		resp, err := b.api.create(ctx, p.body)
 		if err == nil {
-			if resp.SandboxID == "" || resp.EnvdAccessToken == "" {
-				return nil, errors.New("e2b create: the answer has no sandbox ID or envd access token")
-			}
-			return &resp, nil
+			return resp, nil
 		}
 		last = err
-		var ae *APIError
-		if errors.As(err, &ae) && !retryable(ae.Status) || ctx.Err() != nil {
+		if !vendorapi.Transient(err) || ctx.Err() != nil {
 			return nil, b.createError(err, p)
 		}
 	}
 	return nil, b.createError(last, p)
 }
 
+// createError names the template when E2B has none by that name; every
+// other status is typed by vendorapi already.
 func (b *backend) createError(err error, p plan) error {
-	var ae *APIError
-	if errors.As(err, &ae) {
-		switch ae.Status {
-		case http.StatusNotFound:
-			return &model.Error{Class: model.ConfigurationError, Attribute: "image", Err: err,
-				Message: fmt.Sprintf("E2B has no template %q for this API key's team", p.spec.Image), Fix: "set image to an E2B template ID or alias your team can use (e2b template list)"}
-		case http.StatusBadRequest:
-			return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: err,
-				Message: "E2B refused the sandbox request (400)", Fix: "see E2B's message; the template and lifetime must be within your plan's limits"}
-		}
+	if vendorapi.StatusOf(err) == http.StatusNotFound {
+		return &model.Error{Class: model.ConfigurationError, Attribute: "image", Err: err,
+			Message: fmt.Sprintf("E2B has no template %q for this API key's team", p.spec.Image), Fix: "set image to an E2B template ID or alias your team can use (e2b template list)"}
 	}
-	return classify(err, "")
+	return err
 }
 
 // cleanupByNonce removes, in the background and within the teardown

@@ -69,7 +69,10 @@ func create(t *testing.T, b backends.Backend, s model.Spec, secrets map[string]s
 
 func TestOpenRunUploadClose(t *testing.T) {
 	srv, b := open(t)
-	s := spec(func(s *model.Spec) { s.Env = map[string]string{"LANG": "C.UTF-8"} })
+	s := spec(func(s *model.Spec) {
+		s.Env = map[string]string{"LANG": "C.UTF-8"}
+		s.SecretNames = []string{"API_TOKEN"}
+	})
 	sb := create(t, b, s, map[string]string{"API_TOKEN": "secret-value-123"})
 	rec, ok := srv.Observe(sb.ID())
 	if !ok {

@@ -22,6 +22,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/envd/process"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/envd/process/processconnect"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vendorapi"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -39,7 +40,7 @@ type sandbox struct {
 	id        string
 	template  string
 	envdURL   string
-	token     secret
+	token     vendorapi.Credential
 	http      *http.Client // carries the envd headers
 	proc      processconnect.ProcessClient
 	secrets   map[string]string
@@ -59,15 +60,30 @@ type sandbox struct {
 type envdTransport struct {
 	next  http.RoundTripper
 	id    string
-	token secret
+	token vendorapi.Credential
 }
 
 func (t envdTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("E2b-Sandbox-Id", t.id)
 	r.Header.Set("E2b-Sandbox-Port", strconv.Itoa(envdPort))
-	r.Header.Set("X-Access-Token", string(t.token))
-	return t.next.RoundTrip(r)
+	r.Header.Set("X-Access-Token", t.token.Reveal())
+	resp, err := t.next.RoundTrip(r)
+	if err == nil && (resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusNotFound) {
+		// E2B's sandbox proxy answers 502 for a sandbox that is not running
+		// (and a 404 for one it does not know); to a Connect client either
+		// would look like an unimplemented method or a bad gateway.
+		_ = resp.Body.Close()
+		return nil, errEnvdGone{status: resp.StatusCode}
+	}
+	return resp, err
+}
+
+// errEnvdGone is an envd answer that means the sandbox is not there.
+type errEnvdGone struct{ status int }
+
+func (e errEnvdGone) Error() string {
+	return fmt.Sprintf("E2B's sandbox proxy answered %d %s", e.status, http.StatusText(e.status))
 }
 
 func (b *backend) newSandbox(p plan, resp *sandboxResp, labels map[string]string, created, expires time.Time, onWarning func(model.Warning)) *sandbox {
@@ -83,8 +99,8 @@ func (b *backend) newSandbox(p plan, resp *sandboxResp, labels map[string]string
 			base = fmt.Sprintf("https://%d-%s.%s", envdPort, resp.SandboxID, domain)
 		}
 	}
-	hc := &http.Client{Transport: envdTransport{next: b.http.Transport, id: resp.SandboxID, token: secret(resp.EnvdAccessToken)}}
-	return &sandbox{b: b, id: resp.SandboxID, template: p.spec.Image, envdURL: base, token: secret(resp.EnvdAccessToken), http: hc,
+	hc := &http.Client{Transport: envdTransport{next: b.http.Transport, id: resp.SandboxID, token: vendorapi.NewCredential(resp.EnvdAccessToken)}}
+	return &sandbox{b: b, id: resp.SandboxID, template: p.spec.Image, envdURL: base, token: vendorapi.NewCredential(resp.EnvdAccessToken), http: hc,
 		// JSON, as the official SDK speaks to envd.
 		proc:    processconnect.NewProcessClient(hc, base, connect.WithProtoJSON()),
 		secrets: maps.Clone(p.secrets), call: p.call, labels: labels, created: created, expires: expires, onWarning: onWarning}
@@ -136,7 +152,11 @@ func (s *sandbox) markGone(err error) {
 // envdError classifies an error of an envd call: the sandbox gone (E2B's
 // proxy answers 502 for a sandbox that is not running), the token refused.
 func (s *sandbox) envdError(op string, err error) error {
-	switch connect.CodeOf(err) {
+	code := connect.CodeOf(err)
+	if errors.As(err, new(errEnvdGone)) {
+		code = connect.CodeNotFound
+	}
+	switch code {
 	case connect.CodeUnavailable, connect.CodeNotFound:
 		why := "it was killed, or its lifetime ended"
 		if !time.Now().Before(s.expires) {
@@ -362,20 +382,20 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 		if uctx.Err() != nil && ctx.Err() == nil {
 			return &model.Error{Class: model.ExecutionTimeout, Message: fmt.Sprintf("the upload did not finish within %s", s.call), Fix: "upload less, or raise timeout_seconds"}
 		}
-		return fmt.Errorf("e2b upload: %w", scrub(err))
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL says nothing the caller needs
+		}
+		if errors.As(err, new(errEnvdGone)) {
+			g := s.goneError("it was killed, or its lifetime ended", err)
+			s.markGone(g)
+			return g
+		}
+		return fmt.Errorf("e2b upload: %w", err)
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	switch {
-	case resp.StatusCode == http.StatusBadGateway:
-		g := s.goneError("it was killed, or its lifetime ended", apiErr("upload", resp, data))
-		s.markGone(g)
-		return g
-	case resp.StatusCode == http.StatusInsufficientStorage:
-		return &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitDisk, Err: apiErr("upload", resp, data),
-			Message: "the template's disk is full", Fix: "upload less, or use a template with a larger disk"}
-	case resp.StatusCode != http.StatusOK:
-		return classify(apiErr("upload", resp, data), s.id)
+	if resp.StatusCode != http.StatusOK {
+		return s.uploadError(resp)
 	}
 	if mode == 0 || mode == 0o644 {
 		return nil
@@ -388,6 +408,25 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 		return fmt.Errorf("e2b upload: chmod %o %s: exit %d: %s", mode, p, res.ExitCode, bytes.TrimSpace(res.Stderr))
 	}
 	return nil
+}
+
+// uploadError types a non-200 answer of envd's file upload.
+func (s *sandbox) uploadError(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<12))
+	se := &vendorapi.StatusError{Vendor: "E2B envd", Op: "upload", Method: http.MethodPost, Path: "/files", Status: resp.StatusCode,
+		Message: strings.Join(strings.Fields(strings.ToValidUTF8(string(data), "")), " ")}
+	switch resp.StatusCode {
+	case http.StatusInsufficientStorage:
+		return &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitDisk, Err: se,
+			Message: "the template's disk is full", Fix: "upload less, or use a template with a larger disk"}
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: se,
+			Message: "envd refused the sandbox's access token", Fix: "open a new sandbox"}
+	case http.StatusBadRequest:
+		return &model.Error{Class: model.ConfigurationError, Attribute: "path", Err: se,
+			Message: "envd refused the upload (400)", Fix: "check the path: an absolute file path the template's user may write"}
+	}
+	return se
 }
 
 // Kill ends the sandbox (DELETE); a sandbox already gone is success.

@@ -397,10 +397,16 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, fmt.Sprintf("sandbox \"%s\" doesn't exist or you don't have access to it", id))
 		return
 	}
-	if err := sb.end("killed"); err != nil {
-		apiError(w, http.StatusInternalServerError, "failed to kill sandbox: "+err.Error())
-		return
-	}
+	// The sandbox is gone for every call from here on (removed above); its
+	// local teardown finishes in the background, as E2B answers a kill
+	// without waiting for the VM to be reclaimed. Close waits for it.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := sb.end("killed"); err != nil {
+			s.updateRecord(id, func(r *Record) { r.Ended = "killed; local teardown failed: " + err.Error() })
+		}
+	}()
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -96,6 +96,8 @@ type proc struct {
 	stdin     bytes.Buffer
 	stdinDone chan struct{}
 	closed    bool
+	// done is closed when the process has ended (its kill, if any, landed).
+	done chan struct{}
 }
 
 func (sb *sbx) newProc(wantStdin bool) (*proc, error) {
@@ -105,7 +107,7 @@ func (sb *sbx) newProc(wantStdin bool) (*proc, error) {
 		return nil, errors.New("sandbox ended")
 	}
 	sb.nextPID++
-	p := &proc{pid: sb.nextPID, stopCh: make(chan struct{}), wantStdin: wantStdin, stdinDone: make(chan struct{})}
+	p := &proc{pid: sb.nextPID, stopCh: make(chan struct{}), wantStdin: wantStdin, stdinDone: make(chan struct{}), done: make(chan struct{})}
 	sb.procs[p.pid] = p
 	return p, nil
 }
@@ -218,6 +220,7 @@ func (ps *processService) Start(ctx context.Context, req *connect.Request[proces
 		return connect.NewError(connect.CodeUnavailable, err)
 	}
 	defer sb.dropProc(p.pid)
+	defer close(p.done)
 	ps.srv.updateRecord(sb.id, func(r *Record) { r.ProcessEnvs = append(r.ProcessEnvs, cfg.GetEnvs()) })
 	out := &streamSender{stream: stream}
 	if err := out.send(&process.ProcessEvent{Event: &process.ProcessEvent_Start{Start: &process.ProcessEvent_StartEvent{Pid: p.pid}}}); err != nil {
@@ -403,6 +406,14 @@ func (ps *processService) SendSignal(ctx context.Context, req *connect.Request[p
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("invalid signal %v", req.Msg.GetSignal()))
 	}
 	p.stop(true)
+	// envd signals the process with a system call: once SendSignal has
+	// answered, the process is dead. Here the kill is a command of its own,
+	// so wait for it to land (the process's run to end).
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return nil, connect.NewError(connect.CodeDeadlineExceeded, errors.New("the process did not end in time"))
+	}
 	return connect.NewResponse(&process.SendSignalResponse{}), nil
 }
 

@@ -111,7 +111,7 @@ func (s *Server) startSandbox(ctx context.Context, req *newSandbox, tpl Template
 	}
 	rec := &Record{SandboxID: id, TemplateID: sb.templateID, Path: path, Metadata: maps.Clone(sb.metadata),
 		EnvVars: maps.Clone(req.EnvVars), Timeout: timeout, AllowInternetAccess: req.AllowInternetAccess,
-		LocalNetwork: netMode, Unenforced: unenforced, DockerID: d.ID()}
+		LocalNetwork: netMode, Unenforced: unenforced, DockerID: d.ID(), AccessToken: sb.token}
 	if req.Network != nil {
 		rec.AllowOut, rec.DenyOut = append([]string(nil), req.Network.AllowOut...), append([]string(nil), req.Network.DenyOut...)
 	}

@@ -157,7 +157,10 @@ type Record struct {
 	// local sandbox gets no network at all, which is stricter than asked.
 	Unenforced []string
 	DockerID   string
-	Ended      string // why the sandbox ended; "" while it runs
+	// AccessToken is the envdAccessToken the server issued, for canary
+	// tests that look for it where it must not be.
+	AccessToken string
+	Ended       string // why the sandbox ended; "" while it runs
 	// ProcessEnvs are the envs of each process started (values as sent),
 	// so that a test can see where secrets went.
 	ProcessEnvs []map[string]string
