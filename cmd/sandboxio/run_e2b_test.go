@@ -1,11 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/e2bserver"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -16,11 +21,8 @@ import (
 // audit names E2B's sandbox ID, blocked_egress stays null, and the API key
 // appears nowhere in the output or the audit.
 func TestRunCLI_E2B(t *testing.T) {
-	const key = "e2b_cli_canary_key_4b1d9f0e8c7a6b5d4c3e2f10"
-	srv := e2bserver.NewTestServer(t, key)
-	t.Setenv("E2B_API_KEY", key)
-	t.Setenv("E2B_API_URL", srv.URL)
-	t.Setenv("E2B_SANDBOX_URL", srv.URL)
+	srv := e2bServer(t)
+	key := e2bTestKey
 	spec, sum := specFile(t, "acme", "s-e2b-"+runID, func(x *inputs.Template) {
 		x.Backend, x.Image, x.Caps = "e2b://", e2bserver.TestTemplate, model.CapsRequest{}
 	})
@@ -52,5 +54,57 @@ func TestRunCLI_E2B(t *testing.T) {
 	}
 	if len(srv.Running()) != 0 {
 		t.Errorf("sandboxes left running: %v", srv.Running())
+	}
+}
+
+// e2bTestKey is the API key of the package's E2B server: a canary.
+const e2bTestKey = "e2b_cli_canary_key_4b1d9f0e8c7a6b5d4c3e2f10"
+
+// One E2B server for the package: the CLI's process keeps one backend per
+// DSN target (the sandbox package's shared backends), which reads
+// E2B_API_KEY and E2B_API_URL once, so every E2B test of this process must
+// see the same key and URL. TestMain closes it.
+var sharedE2B struct {
+	once   sync.Once
+	srv    *e2bserver.Server
+	docker backends.Backend
+	err    error
+}
+
+// e2bServer returns the package's E2B server and points E2B_API_KEY,
+// E2B_API_URL and E2B_SANDBOX_URL at it for the test.
+func e2bServer(t *testing.T) *e2bserver.Server {
+	t.Helper()
+	e2bserver.NeedDocker(t)
+	sharedE2B.once.Do(func() {
+		d, err := docker.New()
+		if err != nil {
+			sharedE2B.err = err
+			return
+		}
+		sharedE2B.docker = d
+		sharedE2B.srv, sharedE2B.err = e2bserver.Start(e2bserver.Config{APIKey: e2bTestKey, Docker: d, MaxTimeout: 10 * time.Minute,
+			Templates: map[string]e2bserver.Template{e2bserver.TestTemplate: {Image: e2bserver.TemplateImage, CPUCount: 1, MemoryMB: 512, DiskSizeMB: 1024}}})
+	})
+	if sharedE2B.err != nil {
+		t.Fatalf("the E2B server: %v", sharedE2B.err)
+	}
+	t.Setenv("E2B_API_KEY", e2bTestKey)
+	t.Setenv("E2B_API_URL", sharedE2B.srv.URL)
+	t.Setenv("E2B_SANDBOX_URL", sharedE2B.srv.URL)
+	t.Cleanup(sharedE2B.srv.Clear)
+	return sharedE2B.srv
+}
+
+// closeE2B closes the package's E2B server, if a test started it; it
+// kills every sandbox the server still holds.
+func closeE2B() {
+	if sharedE2B.srv != nil {
+		if err := sharedE2B.srv.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "closing the E2B server:", err)
+		}
+	}
+	if sharedE2B.docker != nil {
+		_ = sharedE2B.docker.Close()
 	}
 }

@@ -33,7 +33,12 @@ const envdPort = 49983
 const maxOutput = 64 << 20
 
 // killBudget bounds the kill of a command that timed out.
-const killBudget = 5 * time.Second
+const killBudget = 30 * time.Second
+
+// killWait is how long a timed-out command's caller waits for its kill to
+// be confirmed before the ExecutionTimeout is returned; the kill goes on,
+// and the sandbox's next command waits for it (settle).
+const killWait = 300 * time.Millisecond
 
 type sandbox struct {
 	b         *backend
@@ -52,6 +57,8 @@ type sandbox struct {
 
 	mu   sync.Mutex
 	gone error
+	// kills are the kills of timed-out commands not yet confirmed.
+	kills sync.WaitGroup
 }
 
 // envdTransport adds what envd and E2B's sandbox proxy need on every request:
@@ -180,6 +187,9 @@ func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOption
 	if err := s.usable(); err != nil {
 		return backends.Result{}, err
 	}
+	if err := s.settle(ctx); err != nil {
+		return backends.Result{}, err
+	}
 	env := maps.Clone(opts.Env)
 	if env == nil {
 		env = map[string]string{}
@@ -270,7 +280,7 @@ func (s *sandbox) run(ctx context.Context, req *process.StartRequest, opts backe
 // cutShort kills a command that did not end by itself and says why.
 func (s *sandbox) cutShort(ctx, rctx context.Context, err error, st *runState, sinkErr error, timeout time.Duration) error {
 	if st.pid != 0 {
-		s.killProcess(ctx, st.pid)
+		s.killAsync(ctx, st.pid)
 	}
 	switch {
 	case st.over:
@@ -292,6 +302,36 @@ func (s *sandbox) cutShort(ctx, rctx context.Context, err error, st *runState, s
 		return fmt.Errorf("e2b run: the process stream ended without the process's end")
 	}
 	return s.envdError("run", err)
+}
+
+// killAsync kills a command's process and waits a moment for the kill to
+// be confirmed; past that the caller gets its answer while the kill goes
+// on, and the sandbox's next command waits for it (settle), so no later
+// command sees a process of this one.
+func (s *sandbox) killAsync(ctx context.Context, pid uint32) {
+	done := make(chan struct{})
+	s.kills.Add(1)
+	go func() {
+		defer s.kills.Done()
+		defer close(done)
+		s.killProcess(ctx, pid)
+	}()
+	select {
+	case <-done:
+	case <-time.After(killWait):
+	}
+}
+
+// settle waits, within ctx, for the kills of timed-out commands.
+func (s *sandbox) settle(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.kills.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("e2b: waiting for the kill of a timed-out command: %w", ctx.Err())
+	}
 }
 
 // killProcess sends SIGKILL to a command's process, bounded and shielded
@@ -356,6 +396,9 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 			Message: fmt.Sprintf("%q is not an absolute file path", p), Fix: "upload to an absolute path such as /home/user/data.csv"}
 	}
 	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := s.settle(ctx); err != nil {
 		return err
 	}
 	uctx, cancel := context.WithTimeout(ctx, s.call)
