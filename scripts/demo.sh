@@ -188,7 +188,7 @@ if grep -qF "$E2B_API_KEY" "$work/e2b-audit.jsonl"; then
 fi
 if command -v jq >/dev/null 2>&1; then
 	jq -c '{event, backend, sandbox_id, tier, network: .network, blocked_egress, exit_code}
-		| with_entries(select(.value != null and .value != ""))' "$work/e2b-audit.jsonl"
+		| with_entries(select(.key == "blocked_egress" or (.value != null and .value != "")))' "$work/e2b-audit.jsonl"
 else
 	cat "$work/e2b-audit.jsonl"
 fi
