@@ -168,7 +168,7 @@ func execTimeout(t *testing.T, e *env) {
 	res, err := o.sb.Run(context.Background(), []string{"sh", "-c", "echo partial; echo partial-err >&2; sleep 3131 & sleep 3132"},
 		backends.RunOptions{Timeout: limit})
 	took := time.Since(start)
-	e.wantClass(t, err, model.ExecutionTimeout, "a command past its timeout")
+	_ = e.wantClass(t, err, model.ExecutionTimeout, "a command past its timeout")
 	if took < limit-50*time.Millisecond || took > limit+time.Second {
 		t.Errorf("ExecutionTimeout after %s, want within 1 s of the timeout %s", took.Round(time.Millisecond), limit)
 	}
@@ -210,12 +210,12 @@ func lifetime(t *testing.T, e *env) {
 	defer cancel()
 	_, err := o.sb.Run(ctx, []string{"sleep", "60"}, backends.RunOptions{Timeout: 30 * time.Second})
 	took := time.Since(start)
-	e.wantClass(t, err, model.SandboxGone, "a command running at the end of the lifetime")
+	_ = e.wantClass(t, err, model.SandboxGone, "a command running at the end of the lifetime")
 	if bound := time.Duration(secs)*time.Second + 5*time.Second; took > bound {
 		t.Errorf("SandboxGone %s after create, want within %s (lifetime %ds)", took.Round(time.Millisecond), bound, secs)
 	}
 	_, err = o.sb.Run(ctx, []string{"true"}, backends.RunOptions{})
-	e.wantClass(t, err, model.SandboxGone, "a run after the lifetime")
+	_ = e.wantClass(t, err, model.SandboxGone, "a run after the lifetime")
 	if o.sb.Info().Running {
 		t.Errorf("Info().Running is true after the lifetime ended")
 	}
@@ -234,7 +234,7 @@ func killIdempotent(t *testing.T, e *env) {
 		}
 	}
 	_, err := o.sb.Run(ctx, []string{"true"}, backends.RunOptions{})
-	e.wantClass(t, err, model.SandboxGone, "a run after Kill")
+	_ = e.wantClass(t, err, model.SandboxGone, "a run after Kill")
 	if err := o.sb.Close(ctx); err != nil {
 		t.Fatalf("close after kill: %v", err)
 	}
@@ -255,7 +255,7 @@ func closeIdempotent(t *testing.T, e *env) {
 		t.Fatalf("second close: %v", err)
 	}
 	_, err := o.sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
-	e.wantClass(t, err, model.SandboxGone, "a run after Close")
+	_ = e.wantClass(t, err, model.SandboxGone, "a run after Close")
 	e.waitNone(t, o.labels, "a closed sandbox")
 }
 
@@ -462,10 +462,10 @@ func typedErrors(t *testing.T, e *env) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	_, err := o.sb.Run(ctx, nil, backends.RunOptions{})
-	e.wantClass(t, err, model.ConfigurationError, "an empty command")
+	_ = e.wantClass(t, err, model.ConfigurationError, "an empty command")
 	_, err = o.sb.RunCode(ctx, "no-such-language", "x", backends.RunOptions{})
-	e.wantClass(t, err, model.ConfigurationError, "an unknown language")
-	e.wantClass(t, o.sb.Upload(ctx, "relative/path", []byte("x"), 0o644), model.ConfigurationError, "an upload to a relative path")
+	_ = e.wantClass(t, err, model.ConfigurationError, "an unknown language")
+	_ = e.wantClass(t, o.sb.Upload(ctx, "relative/path", []byte("x"), 0o644), model.ConfigurationError, "an upload to a relative path")
 
 	for _, c := range []struct {
 		what string

@@ -77,7 +77,7 @@ func faultNotFound(t *testing.T, e *env) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	_, err := o.sb.Run(ctx, []string{"true"}, backends.RunOptions{})
-	e.wantClass(t, err, model.SandboxGone, "a run answered 404")
+	_ = e.wantClass(t, err, model.SandboxGone, "a run answered 404")
 	e.reap(t, o.labels)
 }
 
@@ -213,7 +213,7 @@ func faultCreateStalled(t *testing.T, e *env) {
 	start := time.Now()
 	_, labels, err := e.tryCreate(t, limit)
 	took := time.Since(start)
-	e.wantClass(t, err, model.CreateTimeout, "a stalled create")
+	_ = e.wantClass(t, err, model.CreateTimeout, "a stalled create")
 	if took > limit+2*time.Second {
 		t.Errorf("CreateTimeout after %s, want about the create timeout %s", took.Round(time.Millisecond), limit)
 	}
