@@ -71,10 +71,13 @@ const (
 	NetOpenUnsupported = "SBX-NET-010" // open egress on a backend that cannot give it
 
 	ResCap         = "SBX-RES-001" // a cap unset, zero, negative or out of range
+	ResNotSettable = "SBX-RES-004" // a cap the backend cannot set per sandbox
 	ResPidsCeiling = "SBX-RES-005" // pids above the backend's ceiling
+	ResVCPUSteps   = "SBX-RES-007" // caps a backend takes only as whole vCPUs with fixed memory each
 
 	TmoCall     = "SBX-TMO-001" // a call timeout unset, zero, negative or above the ceiling
 	TmoLifetime = "SBX-TMO-002" // a lifetime unset, zero, negative or above the ceiling
+	TmoAboveMax = "SBX-TMO-003" // a lifetime above the backend's maximum
 
 	IsoUnknown    = "SBX-ISO-001" // UNKNOWN required
 	IsoNotATier   = "SBX-ISO-002" // require_isolation is not a tier

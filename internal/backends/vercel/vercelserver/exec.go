@@ -30,15 +30,16 @@ const exitKilled = 137
 
 // command is one command of a session.
 type command struct {
-	sb      *sbx
-	id      string
-	name    string
-	args    []string
-	cwd     string
-	started time.Time
-	done    chan struct{}
-	pidCh   chan struct{} // closed once pid is known
-	pid     int
+	sb       *sbx
+	id       string
+	name     string
+	args     []string
+	cwd      string
+	started  time.Time
+	done     chan struct{}
+	pidCh    chan struct{} // closed once pid is known
+	killedCh chan struct{} // closed once a kill was delivered
+	pid      int
 
 	mu       sync.Mutex
 	exitCode *int
@@ -117,7 +118,7 @@ func (s *Server) runCmd(w http.ResponseWriter, r *http.Request, sb *sbx) {
 		cwd = *req.Cwd
 	}
 	c := &command{sb: sb, id: randomID("cmd_", 12), name: *req.Command, args: append([]string{}, req.Args...), cwd: cwd,
-		started: time.Now(), done: make(chan struct{}), pidCh: make(chan struct{})}
+		started: time.Now(), done: make(chan struct{}), pidCh: make(chan struct{}), killedCh: make(chan struct{})}
 	sb.mu.Lock()
 	sb.cmds[c.id] = c
 	sb.mu.Unlock()
@@ -210,13 +211,15 @@ func (c *command) run(env map[string]string, timeout time.Duration, stdout, stde
 	c.exitCode = &code
 }
 
-// kill kills the command's processes, once its pid is known.
+// kill kills the command's processes, once its pid is known; killed is
+// closed when the signal was delivered (or the command had ended).
 func (c *command) kill() {
 	c.killOnce.Do(func() {
 		c.mu.Lock()
 		c.killed = true
 		c.mu.Unlock()
 		go func() {
+			defer close(c.killedCh)
 			select {
 			case <-c.pidCh:
 			case <-c.done:
@@ -341,6 +344,13 @@ func (s *Server) killCmd(w http.ResponseWriter, r *http.Request, sb *sbx) {
 		return
 	}
 	c.kill()
+	// The answer comes once the signal was delivered, so that a caller
+	// that goes on finds the command's processes gone.
+	select {
+	case <-c.killedCh:
+	case <-r.Context().Done():
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"command": c.json()})
 }
 
