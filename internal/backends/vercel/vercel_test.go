@@ -79,7 +79,9 @@ func TestCreateAsVercelTakesIt(t *testing.T) {
 // CIDR blocks in subnets.allow (an address as a /32).
 func TestAllowListAsSubnetsAndDomains(t *testing.T) {
 	srv, b := open(t)
-	sb := create(t, b, spec(func(s *model.Spec) { s.Network.Allow = []string{"151.101.0.0/16", "192.0.2.7", "pypi.org", "*.pythonhosted.org"} }), nil)
+	sb := create(t, b, spec(func(s *model.Spec) {
+		s.Network.Allow = []string{"151.101.0.0/16", "192.0.2.7", "pypi.org", "*.pythonhosted.org"}
+	}), nil)
 	rec, _ := srv.Observe(sb.ID())
 	if rec.NetworkMode != "custom" || !reflect.DeepEqual(rec.AllowDomains, []string{"pypi.org", "*.pythonhosted.org"}) ||
 		!reflect.DeepEqual(rec.AllowCIDRs, []string{"151.101.0.0/16", "192.0.2.7/32"}) || len(rec.Unenforced) != 1 {
