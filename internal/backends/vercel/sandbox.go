@@ -257,7 +257,7 @@ func (s *sandbox) read(r io.Reader, st *runState, opts backends.RunOptions, canc
 			}
 		}
 		if err != nil {
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				return errors.New("vercel run: the stream ended before the command's end")
 			}
 			return err
@@ -273,7 +273,7 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 		if len(line) > maxLine {
 			return nil, fmt.Errorf("vercel run: a line of the stream exceeds %d bytes", maxLine)
 		}
-		if err != bufio.ErrBufferFull {
+		if !errors.Is(err, bufio.ErrBufferFull) {
 			return line, err
 		}
 	}
@@ -424,9 +424,8 @@ func (s *sandbox) Kill(ctx context.Context) error {
 	if err := s.b.remove(ctx, s.name, s.sessionID); err != nil {
 		return typedStatus(err)
 	}
-	s.stopped(nil)
 	s.mu.Lock()
-	if s.gone != nil && !strings.Contains(s.gone.Error(), "killed") {
+	if s.gone == nil {
 		s.gone = s.goneError("it was killed", nil)
 	}
 	s.mu.Unlock()

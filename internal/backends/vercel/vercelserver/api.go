@@ -3,6 +3,7 @@ package vercelserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -215,7 +216,7 @@ func (s *Server) validateCreate(req *createReq, path string) (string, netPolicy,
 		return bad("projectId is required")
 	}
 	if *req.ProjectID != s.cfg.ProjectID {
-		return "", netPolicy{}, http.StatusNotFound, fmt.Errorf("Project not found")
+		return "", netPolicy{}, http.StatusNotFound, errors.New("project not found")
 	}
 	for name, raw := range map[string]json.RawMessage{"source": req.Source, "networkId": req.NetworkID, "snapshotExpiration": req.SnapshotExpiration,
 		"keepLastSnapshots": req.KeepLastSnapshots, "mounts": req.Mounts, "failoverRegions": req.FailoverRegions} {

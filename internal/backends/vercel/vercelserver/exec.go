@@ -379,7 +379,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, sb *sbx) {
 	total := 0
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
