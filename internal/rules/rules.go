@@ -86,6 +86,7 @@ const (
 
 	LblReserved  = "SBX-LBL-001" // a label under the reserved prefix
 	LblMalformed = "SBX-LBL-002" // a malformed label key
+	LblTooMany   = "SBX-LBL-004" // more labels than the backend keeps
 
 	SecName         = "SBX-SEC-001" // a secret name that is not a variable name
 	SecEnvAndSecret = "SBX-SEC-003" // a variable both in env and in secret_names

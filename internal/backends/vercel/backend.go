@@ -150,9 +150,7 @@ func (b *backend) validate(req backends.CreateRequest) (plan, error) {
 		return p, err
 	}
 	if len(s.Labels) > maxTags {
-		return p, &model.Error{Class: model.ConfigurationError, Attribute: "labels",
-			Message: fmt.Sprintf("the sandbox has %d labels; Vercel keeps at most %d tags, and sandboxio sets 3 (tenant, session, template)", len(s.Labels), maxTags),
-			Fix:     fmt.Sprintf("keep at most %d labels of your own on a Vercel template", maxTags-3)}
+		return p, backends.Backstop(Name, rules.LblTooMany, "labels", fmt.Sprintf("%d labels, at most %d tags", len(s.Labels), maxTags))
 	}
 	for k := range s.Env {
 		if !envName.MatchString(k) {

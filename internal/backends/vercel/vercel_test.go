@@ -105,7 +105,7 @@ func TestRefusedBeforeAnyCall(t *testing.T) {
 		{"a disk cap", caps(model.Caps{CPU: 1, MemoryMB: 2048, DiskMB: 4096, Pids: 256}), rules.ResNotSettable},
 		{"a lifetime above 5 hours", func(s *model.Spec) { s.LifetimeSeconds = 18001 }, rules.TmoAboveMax},
 		{"learn", func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: model.EgressLearn} }, rules.NetLearn},
-		{"six labels", func(s *model.Spec) { s.Labels["a"], s.Labels["b"] = "1", "2" }, ""},
+		{"six labels", func(s *model.Spec) { s.Labels["a"], s.Labels["b"] = "1", "2" }, rules.LblTooMany},
 	} {
 		_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec(c.mod)})
 		var me *model.Error
