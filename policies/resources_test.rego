@@ -166,6 +166,13 @@ test_whole_vcpus_with_their_memory_accepted if {
 	}
 }
 
+test_disk_on_vercel_refused_with_its_note if {
+	fs := resources.deny with input as fx.template_with("vercel", {"resources": {"cpu": 1, "memory_mb": 2048, "disk_mb": 4096}})
+	fx.has(fs, "SBX-RES-004", "CapabilityNotSupported", "resources.disk_mb")
+	fx.mentions(fs, "SBX-RES-004", "2048 MB of memory each")
+	fx.lacks(fs, "SBX-RES-007")
+}
+
 test_vcpu_steps_only_where_the_backend_has_them if {
 	fs := resources.deny with input as fx.template_with("modal", {"resources": {"cpu": 1.5, "memory_mb": 3000}})
 	fx.lacks(fs, "SBX-RES-007")

@@ -326,6 +326,11 @@ func (b *backend) running(ctx context.Context, r *withSession) (*withSession, er
 
 func (b *backend) createError(err error, p plan) error {
 	var me *model.Error
+	if vendorapi.StatusOf(err) == http.StatusNotFound && errors.As(err, &me) {
+		return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: err,
+			Message: fmt.Sprintf("Vercel has no project %q in team %q for this token", b.project, b.team),
+			Fix:     "fix the DSN's TEAM/PROJECT (vercel://TEAM_ID/PROJECT), or use a token of that team"}
+	}
 	if vendorapi.StatusOf(err) == http.StatusBadRequest && errors.As(err, &me) {
 		return &model.Error{Class: model.ConfigurationError, Attribute: "image", Err: err,
 			Message: fmt.Sprintf("Vercel refused the sandbox (runtime %q, %d vCPUs, timeout %s) as invalid", p.spec.Image, p.body.Resources.VCPUs, p.life),

@@ -202,6 +202,12 @@ func TestCredentialsAndCanary(t *testing.T) {
 		t.Errorf("bad token: %v", err)
 	}
 	forms := []string{err.Error(), fmt.Sprintf("%+v %#v %v %#v", err, bad, b, b)}
+	t.Setenv(vercel.EnvToken, canaryToken)
+	other, _ := vercel.New(backends.DSN{Scheme: "vercel", Team: vercelserver.TestTeam, Project: "prj_other", Options: map[string]string{}})
+	_, err = other.Create(context.Background(), backends.CreateRequest{Spec: spec()})
+	if !errors.As(err, &me) || me.Class != model.ConfigurationError || !strings.Contains(me.Message, "prj_other") {
+		t.Errorf("unknown project: %v, want a ConfigurationError naming it", err)
+	}
 	t.Setenv(vercel.EnvToken, "")
 	if _, err := vercel.New(dsn); !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), vercel.EnvToken) {
 		t.Errorf("no token: %v", err)
