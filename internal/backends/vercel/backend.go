@@ -1,6 +1,7 @@
 package vercel
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -65,24 +66,37 @@ func New(dsn backends.DSN) (backends.Backend, error) {
 	cfgErr := func(msg, fix string) error {
 		return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Message: msg, Fix: fix}
 	}
-	if dsn.Team == "" || dsn.Project == "" {
-		return nil, cfgErr("the Vercel DSN names no team or project", "use vercel://TEAM/PROJECT")
-	}
 	tok, env := os.Getenv(EnvOIDCToken), EnvOIDCToken
-	if tok != "" {
-		if team, project, ok := oidcClaims(tok); !ok || team != dsn.Team || project != dsn.Project && project != "" {
-			return nil, cfgErr(EnvOIDCToken+" is not an OIDC token of the DSN's team and project",
-				"pull a token for this project (vercel env pull), or fix the DSN's TEAM/PROJECT")
-		}
-	} else if tok, env = os.Getenv(EnvToken), EnvToken; tok == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+	if tok == "" {
+		tok, env = os.Getenv(EnvToken), EnvToken
+	}
+	if tok == "" {
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: backends.ErrNoCredentials,
 			Message: "no Vercel credentials: neither " + EnvOIDCToken + " nor " + EnvToken + " is set",
 			Fix:     "export " + EnvOIDCToken + " (vercel env pull) or " + EnvToken + " with access to the team (never put it in the DSN)"}
 	}
-	for _, c := range [][2]string{{EnvTeamID, dsn.Team}, {EnvProjectID, dsn.Project}} {
-		if v := os.Getenv(c[0]); v != "" && v != c[1] && env == EnvToken {
-			return nil, cfgErr(fmt.Sprintf("%s is %q but the DSN names %q", c[0], v, c[1]), "unset "+c[0]+" or make the DSN name the same team and project")
+	// The team and project: the DSN's; for a sweep of every backend (no
+	// DSN target), the OIDC token's claims or VERCEL_TEAM_ID and
+	// VERCEL_PROJECT_ID.
+	team, project := dsn.Team, dsn.Project
+	if env == EnvOIDCToken {
+		ct, cp, ok := oidcClaims(tok)
+		if !ok || team != "" && ct != team || project != "" && cp != "" && cp != project {
+			return nil, cfgErr(EnvOIDCToken+" is not an OIDC token of the DSN's team and project",
+				"pull a token for this project (vercel env pull), or fix the DSN's TEAM/PROJECT")
 		}
+		team, project = cmp.Or(team, ct), cmp.Or(project, cp)
+	} else {
+		for _, c := range [][2]string{{EnvTeamID, team}, {EnvProjectID, project}} {
+			if v := os.Getenv(c[0]); v != "" && c[1] != "" && v != c[1] {
+				return nil, cfgErr(fmt.Sprintf("%s is %q but the DSN names %q", c[0], v, c[1]), "unset "+c[0]+" or make the DSN name the same team and project")
+			}
+		}
+		team, project = cmp.Or(team, os.Getenv(EnvTeamID)), cmp.Or(project, os.Getenv(EnvProjectID))
+	}
+	if team == "" || project == "" {
+		return nil, cfgErr("no Vercel team or project: the DSN names none, and neither do the token nor "+EnvTeamID+"/"+EnvProjectID,
+			"use vercel://TEAM/PROJECT, or set "+EnvTeamID+" and "+EnvProjectID)
 	}
 	raw := strings.TrimRight(os.Getenv(EnvAPIURL), "/")
 	if raw == "" {
@@ -100,7 +114,7 @@ func New(dsn backends.DSN) (backends.Backend, error) {
 		api: &vendorapi.Client{BaseURL: base, Vendor: "Vercel", AuthHeader: "Authorization", AuthPrefix: "Bearer ",
 			Credential: vendorapi.NewCredential(tok), CredentialEnv: env, UserAgent: "sandboxio",
 			HTTP: &http.Client{Timeout: 60 * time.Second}},
-		stream: &http.Client{}, base: base, team: dsn.Team, project: dsn.Project, maxLifetime: life, createTry: 3,
+		stream: &http.Client{}, base: base, team: team, project: project, maxLifetime: life, createTry: 3,
 	}, nil
 }
 
