@@ -45,8 +45,46 @@ type sandbox struct {
 	expires   time.Time
 	onWarning func(model.Warning)
 
-	mu   sync.Mutex
-	gone error
+	mu    sync.Mutex
+	gone  error
+	kills []chan struct{} // kills of timed-out commands not yet confirmed
+}
+
+// killLater kills a timed-out command in the background: the call that
+// timed out returns at once, and the sandbox's next call waits until the
+// kill was delivered (settle), so that it never sees the command's
+// processes.
+func (s *sandbox) killLater(ctx context.Context, id string) {
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.kills = append(s.kills, done)
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		s.killCommand(ctx, id)
+	}()
+}
+
+// settle waits, within killBudget, for the kills killLater started.
+func (s *sandbox) settle(ctx context.Context) {
+	s.mu.Lock()
+	kills := s.kills
+	s.kills = nil
+	s.mu.Unlock()
+	if len(kills) == 0 {
+		return
+	}
+	t := time.NewTimer(killBudget)
+	defer t.Stop()
+	for _, k := range kills {
+		select {
+		case <-k:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (b *backend) newSandbox(p plan, r *withSession, onWarning func(model.Warning)) *sandbox {
@@ -126,6 +164,7 @@ func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOption
 	if err := s.usable(); err != nil {
 		return backends.Result{}, err
 	}
+	s.settle(ctx)
 	env := maps.Clone(opts.Env)
 	if env == nil {
 		env = map[string]string{}
@@ -282,7 +321,7 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 // cutShort kills a command that did not end by itself and says why.
 func (s *sandbox) cutShort(ctx, rctx context.Context, st *runState, err error, timeout time.Duration) error {
 	if st.cmdID != "" && st.exit == nil {
-		s.killCommand(ctx, st.cmdID)
+		s.killLater(ctx, st.cmdID)
 	}
 	switch {
 	case st.over:
@@ -386,6 +425,7 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 	if err := s.usable(); err != nil {
 		return err
 	}
+	s.settle(ctx)
 	if mode == 0 {
 		mode = 0o644
 	}
