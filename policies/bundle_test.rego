@@ -9,7 +9,13 @@ import data.sandboxio.fixtures as fx
 # reason alone.
 test_base_template_accepted_on_every_backend_that_enforces_it if {
 	every key in fx.backend_keys {
-		expected := {id | data.capabilities.backends[key].caps.memory_bounds_swap == false; id := "SBX-RES-006"}
+		# Vercel sizes sandboxes in vCPUs of 2048 MB: the default 512 MB is
+		# not a size it takes (SBX-RES-007).
+		expected := {id | data.capabilities.backends[key].caps.memory_bounds_swap == false; id := "SBX-RES-006"} | {id |
+			per := data.capabilities.backends[key].caps.vcpu_memory_mb
+			data.capabilities.default_caps.memory_mb != data.capabilities.default_caps.cpu * per
+			id := "SBX-RES-007"
+		}
 		fx.ids(fx.all_deny) == expected with input as fx.template_input(key)
 		fx.ids(fx.all_deny) == expected with input as fx.tenant_input(key, {})
 		fx.ids(fx.all_deny) == expected with input as fx.spec_input(key, {})

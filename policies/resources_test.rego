@@ -49,7 +49,8 @@ test_positive_caps_accepted if {
 }
 
 test_default_caps_accepted_where_memory_bounds_swap if {
-	every key in fx.backend_keys - {"daytona"} {
+	# vercel: its vCPU comes with 2048 MB (test_default_memory_on_vercel_refused)
+	every key in fx.backend_keys - {"daytona", "vercel"} {
 		fs := resources.deny with input as fx.template_input(key)
 		count(fs) == 0
 	}
@@ -131,10 +132,50 @@ test_pids_on_modal_refused if {
 	not fx.fix_mentions(fs, "SBX-RES-004", "modal")
 }
 
-test_memory_on_vercel_refused if {
+# --- SBX-RES-007: whole vCPUs with fixed memory each (Vercel) ---------------
+
+test_memory_not_per_vcpu_on_vercel_refused if {
 	fs := resources.deny with input as fx.resources_input("vercel", {"memory_mb": 4096})
-	fx.has(fs, "SBX-RES-004", "CapabilityNotSupported", "resources.memory_mb")
-	fx.mentions(fs, "SBX-RES-004", "memory follows vcpus")
+	fx.has(fs, "SBX-RES-007", "CapabilityNotSupported", "resources.memory_mb")
+	fx.mentions(fs, "SBX-RES-007", "2048 MB of memory each")
+	fx.fix_mentions(fs, "SBX-RES-007", "resources.cpu = 1 and resources.memory_mb = 2048")
+	fx.fix_mentions(fs, "SBX-RES-007", "or resources.cpu = 2 and resources.memory_mb = 4096")
+	fx.lacks(fs, "SBX-RES-004")
+}
+
+test_default_memory_on_vercel_refused if {
+	# 512 MB: Vercel would give the vCPU its 2048 MB, four times the cap.
+	fs := resources.deny with input as fx.template_with("vercel", {})
+	fx.has(fs, "SBX-RES-007", "CapabilityNotSupported", "resources.memory_mb")
+	fx.fix_mentions(fs, "SBX-RES-007", "resources.cpu = 1 and resources.memory_mb = 2048")
+}
+
+test_fractional_and_too_many_vcpus_refused if {
+	fs := resources.deny with input as fx.template_with("vercel", {"resources": {"cpu": 1.5, "memory_mb": 3072}})
+	fx.has(fs, "SBX-RES-007", "CapabilityNotSupported", "resources.cpu")
+	fx.fix_mentions(fs, "SBX-RES-007", "resources.cpu = 2 and resources.memory_mb = 4096")
+	fs2 := resources.deny with input as fx.template_with("vercel", {"resources": {"cpu": 16, "memory_mb": 32768}})
+	fx.has(fs2, "SBX-RES-007", "CapabilityNotSupported", "resources.cpu")
+	fx.fix_mentions(fs2, "SBX-RES-007", "resources.cpu = 8 and resources.memory_mb = 16384")
+}
+
+test_whole_vcpus_with_their_memory_accepted if {
+	every n in [1, 2, 4, 8] {
+		fs := resources.deny with input as fx.template_with("vercel", {"resources": {"cpu": n, "memory_mb": n * 2048}})
+		count(fs) == 0
+	}
+}
+
+test_disk_on_vercel_refused_with_its_note if {
+	fs := resources.deny with input as fx.template_with("vercel", {"resources": {"cpu": 1, "memory_mb": 2048, "disk_mb": 4096}})
+	fx.has(fs, "SBX-RES-004", "CapabilityNotSupported", "resources.disk_mb")
+	fx.mentions(fs, "SBX-RES-004", "2048 MB of memory each")
+	fx.lacks(fs, "SBX-RES-007")
+}
+
+test_vcpu_steps_only_where_the_backend_has_them if {
+	fs := resources.deny with input as fx.template_with("modal", {"resources": {"cpu": 1.5, "memory_mb": 3000}})
+	fx.lacks(fs, "SBX-RES-007")
 }
 
 test_settable_caps_on_daytona_refused_only_for_swap if {
@@ -152,7 +193,7 @@ test_disk_on_modal_and_pids_on_daytona_refused if {
 test_settable_caps_accepted if {
 	cases := [
 		["modal", {"cpu": 2, "memory_mb": 2048}],
-		["vercel", {"cpu": 2}],
+		["vercel", {"cpu": 2, "memory_mb": 4096}],
 		["docker/runc", {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096, "pids": 512}],
 		["docker/runsc", {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096, "pids": 512}],
 	]

@@ -49,7 +49,7 @@ func TestRunCLI_RefusalsExitWithTheirClass(t *testing.T) {
 	}
 	edited := writeFile(t, t.TempDir(), "edited.json", strings.Replace(string(data), `"memory_mb":512`, `"memory_mb":9999`, 1))
 	allow := writeFile(t, t.TempDir(), "allow.json", strings.Replace(string(data), `"allow":[]`, `"allow":["10.0.0.0/8"]`, 1))
-	notBuilt, _ := specFile(t, "acme", "s-1", func(x *inputs.Template) { x.Backend = "vercel://team/project"; x.Caps = model.CapsRequest{} })
+	notBuilt, _ := specFile(t, "acme", "s-1", func(x *inputs.Template) { x.Backend = "modal://agents"; x.Caps = model.CapsRequest{} })
 	secret, _ := specFile(t, "acme", "s-1", func(x *inputs.Template) { x.SecretNames = []string{"SANDBOXIO_TEST_NEVER_SET"} })
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	for _, tc := range []struct {
