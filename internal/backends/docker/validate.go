@@ -31,6 +31,7 @@ type createPlan struct {
 	env           []string
 	secrets       []string // NAME=value for every declared secret; exec-only
 	onWarning     func(model.Warning)
+	binds         []Bind // host directories bound in (CreateWithBinds only)
 }
 
 // runtimeTiers maps the runtimes sandboxio knows to their isolation tier.
