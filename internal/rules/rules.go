@@ -67,14 +67,18 @@ const (
 	NetLearn           = "SBX-NET-001" // egress learning mode
 	NetEgressMode      = "SBX-NET-002" // unknown egress mode
 	NetAllowList       = "SBX-NET-003" // an allow list the backend cannot enforce
+	NetAllowWithOpen   = "SBX-NET-004" // an allow list with open egress
+	NetAllowKind       = "SBX-NET-005" // an allow-list entry of a kind the backend does not take
 	NetOpenEgress      = "SBX-NET-007" // open egress (warning)
 	NetOpenUnsupported = "SBX-NET-010" // open egress on a backend that cannot give it
 
 	ResCap         = "SBX-RES-001" // a cap unset, zero, negative or out of range
+	ResNotSettable = "SBX-RES-004" // a non-default cap the backend cannot set
 	ResPidsCeiling = "SBX-RES-005" // pids above the backend's ceiling
 
 	TmoCall     = "SBX-TMO-001" // a call timeout unset, zero, negative or above the ceiling
 	TmoLifetime = "SBX-TMO-002" // a lifetime unset, zero, negative or above the ceiling
+	TmoAboveMax = "SBX-TMO-003" // a lifetime above the backend's maximum
 
 	IsoUnknown    = "SBX-ISO-001" // UNKNOWN required
 	IsoNotATier   = "SBX-ISO-002" // require_isolation is not a tier

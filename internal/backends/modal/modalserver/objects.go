@@ -71,12 +71,19 @@ func (s *Server) AppGetOrCreate(_ context.Context, req *pb.AppGetOrCreateRequest
 }
 
 func (s *Server) appExists(id string) bool {
-	for _, a := range s.apps {
+	_, ok := s.appEnv(id)
+	return ok
+}
+
+// appEnv is the environment an app belongs to; its sandboxes are there.
+func (s *Server) appEnv(id string) (string, bool) {
+	for k, a := range s.apps {
 		if a == id {
-			return true
+			env, _, _ := strings.Cut(k, "/")
+			return env, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // ImageGetOrCreate takes an image made of one FROM line: the tag must be an

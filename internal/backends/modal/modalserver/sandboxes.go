@@ -37,6 +37,7 @@ type Record struct {
 	MemoryMB    uint32
 	MemoryMBMax uint32
 	TimeoutSecs uint32
+	Regions     []string
 	SecretIDs   []string
 	Volumes     map[string]string // mount path -> volume id
 	Tags        map[string]string
@@ -178,9 +179,11 @@ func (s *Server) planSandbox(req *pb.SandboxCreateRequest) (*sandbox, localPlan,
 	if d.HasWorkdir() && !path.IsAbs(d.GetWorkdir()) {
 		return nil, localPlan{}, invalid("workdir must be an absolute path")
 	}
-	sb := &sandbox{s: s, appID: req.GetAppId(), env: req.GetEnvironmentName(), created: time.Now(), workdir: d.GetWorkdir(),
+	env, _ := s.appEnv(req.GetAppId())
+	sb := &sandbox{s: s, appID: req.GetAppId(), env: env, created: time.Now(), workdir: d.GetWorkdir(),
 		secrets: map[string]string{}, done: make(chan struct{})}
 	sb.rec = Record{AppID: req.GetAppId(), Name: d.GetName(), Image: image, TimeoutSecs: d.GetTimeoutSecs(),
+		Regions:   d.GetSchedulerPlacement().GetRegions(),
 		SecretIDs: append([]string(nil), d.GetSecretIds()...), Volumes: map[string]string{}, Tags: map[string]string{}}
 	caps, err := sb.planResources(d.GetResources())
 	if err != nil {
