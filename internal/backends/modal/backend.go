@@ -47,7 +47,9 @@ type backend struct {
 // config is the credential and endpoint; String never shows the secret.
 type config struct{ tokenID, tokenSecret string }
 
-func (c config) String() string { return "modal credentials (from " + envTokenID + ", " + envTokenSecret + ")" }
+func (c config) String() string {
+	return "modal credentials (from " + envTokenID + ", " + envTokenSecret + ")"
+}
 
 // GoString keeps %#v from printing the secret too.
 func (c config) GoString() string { return c.String() }
