@@ -186,12 +186,6 @@ func newPlan(req backends.CreateRequest) (plan, error) {
 		p.secrets[n] = v
 	}
 	p.labels = map[string]string{model.LabelManaged: "true"}
-	for k, v := range s.Labels {
-		if strings.HasPrefix(k, model.ReservedLabelPrefix) {
-			return p, backends.Backstop(Name, rules.LblReserved, "labels", fmt.Sprintf("label %q", k))
-		}
-		p.labels[k] = v
-	}
 	if s.TenantID != "" {
 		p.labels[model.LabelTenantID] = s.TenantID
 		// The name makes the tenant's session one sandbox in the app:
@@ -204,6 +198,16 @@ func newPlan(req backends.CreateRequest) (plan, error) {
 	}
 	if s.Name != "" {
 		p.labels[model.LabelTemplate] = s.Name
+	}
+	for k, v := range s.Labels {
+		// A per-tenant spec carries the reserved labels it was rendered
+		// with; they must be the ones set here.
+		if strings.HasPrefix(k, model.ReservedLabelPrefix) {
+			if own, ok := p.labels[k]; !ok || own != v || k == model.LabelManaged {
+				return p, backends.Backstop(Name, rules.LblReserved, "labels", fmt.Sprintf("label %q", k))
+			}
+		}
+		p.labels[k] = v
 	}
 	return p, nil
 }
