@@ -211,7 +211,10 @@ func TestDocker_TypedErrors(t *testing.T) {
 func TestDocker_LifetimeExpiredIsSandboxGone(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
-	short := int64(3)
+	// The open is bounded by timeout_seconds too, which cannot exceed the
+	// lifetime: 3 s was too little for a create on a loaded machine (make
+	// stress with other builds running), so the lifetime is 10 s.
+	short := int64(10)
 	tpl := template(t, func(x *inputs.Template) { x.TimeoutSeconds = &short; x.LifetimeSeconds = &short })
 	spec, _ := tenantSpec(t, tpl, "acme", "expiring")
 	c, audit := newClient(t)

@@ -68,6 +68,9 @@ type dockerBackend struct {
 	cfg    config
 	owner  owner
 	events *eventWatch
+	// writes bounds the creates, starts and removals this backend has in
+	// flight at once (see maxDaemonWrites).
+	writes chan struct{}
 
 	mu         sync.Mutex
 	info       *daemonFacts
@@ -113,7 +116,8 @@ func newBackend(opts ...Option) (*dockerBackend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker client: %w", err)
 	}
-	b := &dockerBackend{cli: cli, cfg: cfg, owner: processOwner(), images: map[string]imageFacts{}}
+	b := &dockerBackend{cli: cli, cfg: cfg, owner: processOwner(), images: map[string]imageFacts{},
+		writes: make(chan struct{}, maxDaemonWrites)}
 	b.events = newEventWatch(cli)
 	return b, nil
 }
@@ -665,6 +669,11 @@ func (c *containerCreate) createWith(ctx context.Context, strategy string) (cont
 		c.labels[labelDiskCap] = diskDescription(DiskTmpfs, p.tier, p.caps.DiskMB)
 	}
 	cfg, hc := containerConfig(p, strategy, c.netMode, c.labels)
+	release, err := daemonSlot(ctx, b.writes)
+	if err != nil {
+		return container.CreateResponse{}, fmt.Errorf("container create: %w", err)
+	}
+	defer release()
 	resp, err := b.cli.ContainerCreate(ctx, cfg, hc, nil, nil, c.name)
 	if err != nil && c.netMode != "none" && cerrdefs.IsNotFound(err) && strings.Contains(err.Error(), "network") {
 		// The egress network was removed by hand since it was looked
@@ -691,7 +700,7 @@ func (b *dockerBackend) startContainer(ctx context.Context, id, name string, p c
 		facts.shell = err == nil
 	}
 
-	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+	if err := b.start(ctx, id); err != nil {
 		b.discard(ctx, id, name)
 		return facts, fmt.Errorf("container start: %w", err)
 	}
@@ -867,6 +876,41 @@ func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 	}
 }
 
+// Debian's dockerd 20.10 stopped answering altogether, every container it
+// showed "Up" with no shim left, in one of three stress rounds in which 50
+// tenants opened and closed at once from one process: each close's kill and
+// removal, the daemon's AutoRemove and the next creates all reached it
+// together. A backend therefore keeps at most maxDaemonWrites creates,
+// starts and removals in flight; the rest wait here, bounded by their
+// context, rather than in the daemon. Kills are not bounded: the teardown
+// grace bounds each close, and a kill queued behind others (the daemon
+// answers a SIGKILL only once the container stopped, up to seconds under
+// gVisor) would spend it waiting for a slot.
+const maxDaemonWrites = 6
+
+// daemonSlot takes a slot of pool, or fails when ctx ends first.
+func daemonSlot(ctx context.Context, pool chan struct{}) (release func(), err error) {
+	if pool == nil { // a backend built without New (tests)
+		return func() {}, nil
+	}
+	select {
+	case pool <- struct{}{}:
+		return func() { <-pool }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the daemon: %w", ctx.Err())
+	}
+}
+
+// start starts a container within a write slot.
+func (b *dockerBackend) start(ctx context.Context, id string) error {
+	release, err := daemonSlot(ctx, b.writes)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return b.cli.ContainerStart(ctx, id, container.StartOptions{})
+}
+
 // errDied is inspectOrDied's answer when the die event came first.
 var errDied = errors.New("the daemon reported the container dead")
 
@@ -906,7 +950,12 @@ func (b *dockerBackend) removeStopped(id string) {
 // removeContainer force-removes a container and returns once it is gone. A
 // container that is already gone is success: removal is idempotent.
 func (b *dockerBackend) removeContainer(ctx context.Context, id string) error {
-	err := b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+	release, err := daemonSlot(ctx, b.writes)
+	if err != nil {
+		return fmt.Errorf("container remove: %w", err)
+	}
+	err = b.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+	release()
 	if err == nil || cerrdefs.IsNotFound(err) {
 		return nil
 	}

@@ -1,0 +1,490 @@
+package backendtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// openLabels: a sandbox carries its tenant and session labels, in Info, in
+// List (which finds it by them and by no other tenant's) and vendor-side.
+func openLabels(t *testing.T, e *env) {
+	o := e.open(t)
+	info := o.sb.Info()
+	if info.ID == "" || info.ID != o.sb.ID() {
+		t.Fatalf("Info().ID %q, ID() %q: want the same, non-empty", info.ID, o.sb.ID())
+	}
+	want := map[string]string{model.LabelTenantID: o.spec.TenantID, model.LabelSessionID: o.spec.SessionID}
+	maps.Copy(want, o.labels)
+	wantLabels(t, "Info().Labels", info.Labels, want)
+
+	byTenant := map[string]string{model.LabelTenantID: o.spec.TenantID, model.LabelSessionID: o.spec.SessionID}
+	got := e.list(t, byTenant)
+	if len(got) != 1 || got[0].ID != o.sb.ID() {
+		t.Fatalf("List(%v) = %v, want exactly sandbox %s", byTenant, ids(got), o.sb.ID())
+	}
+	wantLabels(t, "List's labels", got[0].Labels, want)
+	if !got[0].Running {
+		t.Errorf("List reports the open sandbox %s not running", o.sb.ID())
+	}
+	if got := e.list(t, o.labels); len(got) != 1 || got[0].ID != o.sb.ID() {
+		t.Fatalf("List(%v) = %v, want exactly sandbox %s", o.labels, ids(got), o.sb.ID())
+	}
+	other := map[string]string{model.LabelTenantID: "conf-other-" + e.runID, LabelCase: o.labels[LabelCase]}
+	if got := e.list(t, other); len(got) != 0 {
+		t.Fatalf("List(%v) with another tenant = %v, want none", other, ids(got))
+	}
+	if obs, ok := e.observe(t, o.sb.ID()); ok && obs.Labels != nil {
+		wantLabels(t, "the vendor's labels", obs.Labels, want)
+	} else {
+		t.Logf("vendor-side labels not observed (Harness.Observe unset or reports no Labels)")
+	}
+}
+
+func wantLabels(t *testing.T, where string, got, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s[%q] = %q, want %q (all: %v)", where, k, got[k], v, got)
+		}
+	}
+}
+
+func ids(infos []backends.Info) []string {
+	out := make([]string, len(infos))
+	for i, in := range infos {
+		out[i] = in.ID
+	}
+	return out
+}
+
+// runStreams: Run returns the exit code, stdout and stderr apart, passes
+// stdin and env, and streams to writers when asked.
+func runStreams(t *testing.T, e *env) {
+	o := e.open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	res, err := o.sb.Run(ctx, []string{"sh", "-c", `printf 'out-%s' "$CONF_X"; printf 'err-line' >&2; exit 3`},
+		backends.RunOptions{Env: map[string]string{"CONF_X": "x1"}})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if res.ExitCode != 3 || string(res.Stdout) != "out-x1" || string(res.Stderr) != "err-line" {
+		t.Fatalf("got exit %d stdout %q stderr %q; want exit 3, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr, "out-x1", "err-line")
+	}
+
+	in := []byte("line one\nbinary \x00\xff end")
+	res, err = o.sb.Run(ctx, []string{"cat"}, backends.RunOptions{Stdin: in})
+	if err != nil {
+		t.Fatalf("run cat: %v", err)
+	}
+	if res.ExitCode != 0 || !bytes.Equal(res.Stdout, in) || len(res.Stderr) != 0 {
+		t.Fatalf("cat of stdin: exit %d stdout %q stderr %q, want exit 0 and stdout %q", res.ExitCode, res.Stdout, res.Stderr, in)
+	}
+
+	var out, errb bytes.Buffer
+	res, err = o.sb.Run(ctx, []string{"sh", "-c", "echo streamed; echo streamed-err >&2"}, backends.RunOptions{Stdout: &out, Stderr: &errb})
+	if err != nil {
+		t.Fatalf("run streamed: %v", err)
+	}
+	if res.ExitCode != 0 || out.String() != "streamed\n" || errb.String() != "streamed-err\n" {
+		t.Fatalf("streamed: exit %d, writers got %q and %q; want exit 0, %q and %q", res.ExitCode, out.String(), errb.String(), "streamed\n", "streamed-err\n")
+	}
+	if len(res.Stdout) != 0 || len(res.Stderr) != 0 {
+		t.Fatalf("streamed output came back in Result too: %q %q", res.Stdout, res.Stderr)
+	}
+}
+
+// runCode: RunCode runs a program in the harness's language.
+func runCode(t *testing.T, e *env) {
+	c := e.h.Code
+	if c.Lang == "" {
+		c = Code{Lang: "sh", Program: "x=6; echo $((x*7))\n", Want: "42"}
+	}
+	o := e.open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	res, err := o.sb.RunCode(ctx, c.Lang, c.Program, backends.RunOptions{})
+	if err != nil {
+		t.Fatalf("run code (%s): %v", c.Lang, err)
+	}
+	if res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != c.Want {
+		t.Fatalf("run code (%s): exit %d stdout %q stderr %q; want exit 0 and %q", c.Lang, res.ExitCode, res.Stdout, res.Stderr, c.Want)
+	}
+}
+
+// upload: a file uploaded (creating its directory) reads back byte for
+// byte with its mode, and a second upload replaces it whole.
+func upload(t *testing.T, e *env) {
+	o := e.open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	content := bytes.Repeat([]byte("conformance \x00\x01\xfe\xff\n"), 8192) // 160 KiB, binary
+	const p = "/tmp/conformance/sub dir/file.bin"
+	if err := o.sb.Upload(ctx, p, content, 0o640); err != nil {
+		t.Fatalf("upload: %v", err)
+	}
+	res := run(t, o.sb, `cat "$1"`, p)
+	if res.ExitCode != 0 || !bytes.Equal(res.Stdout, content) {
+		t.Fatalf("read back: exit %d, %d bytes (stderr %q), want the %d bytes uploaded", res.ExitCode, len(res.Stdout), res.Stderr, len(content))
+	}
+	if _, skip := e.h.Skip["upload-mode"]; !skip {
+		if mode := sh(t, o.sb, `stat -c %a "$1"`, p); mode != "640" {
+			t.Fatalf("uploaded file mode %s, want 640", mode)
+		}
+	}
+	if err := o.sb.Upload(ctx, p, []byte("short"), 0o644); err != nil {
+		t.Fatalf("second upload: %v", err)
+	}
+	if got := sh(t, o.sb, `cat "$1"`, p); got != "short" {
+		t.Fatalf("after the second upload the file holds %q, want %q", got, "short")
+	}
+}
+
+// countScript prints how many live processes other than itself have a
+// command line containing $1$1 (the marker doubled, so that its own
+// arguments never match), with shell builtins only.
+const countScript = `m="$1$1"; n=0; for d in /proc/[0-9]*; do [ "$d" = /proc/$$ ] && continue; c=; read -r c 2>/dev/null <"$d/cmdline" || true; case "$c" in *"$m"*) n=$((n+1));; esac; done; echo $n`
+
+// execTimeout: a command past its timeout ends in ExecutionTimeout within
+// one second of it, with no partial output, and none of its processes
+// (foreground or background) is left.
+func execTimeout(t *testing.T, e *env) {
+	o := e.open(t)
+	// The counter sees a live marked process, so zero below means gone.
+	if n := sh(t, o.sb, `sleep 4242 & `+strings.ReplaceAll(countScript, `"$1$1"`, `"42""42"`)+`; kill $!`); n == "0" {
+		t.Fatalf("the process counter did not see a live background process")
+	}
+	limit := e.execTimeout()
+	start := time.Now()
+	res, err := o.sb.Run(context.Background(), []string{"sh", "-c", "echo partial; echo partial-err >&2; sleep 3131 & sleep 3132"},
+		backends.RunOptions{Timeout: limit})
+	took := time.Since(start)
+	e.wantClass(t, err, model.ExecutionTimeout, "a command past its timeout")
+	if took < limit-50*time.Millisecond || took > limit+time.Second {
+		t.Errorf("ExecutionTimeout after %s, want within 1 s of the timeout %s", took.Round(time.Millisecond), limit)
+	}
+	if res.ExitCode != 0 || len(res.Stdout) != 0 || len(res.Stderr) != 0 {
+		t.Errorf("a timed-out command returned a partial result: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	cres, err := o.sb.Run(ctx, []string{"sh", "-c", countScript, "count", "31"}, backends.RunOptions{Timeout: 10 * time.Second})
+	if classOf(err) == model.SandboxGone {
+		// Killing the whole sandbox also kills the command's processes;
+		// accepted once the sandbox is shown gone.
+		t.Logf("the backend killed the whole sandbox at the timeout: %v", err)
+		e.waitNone(t, o.labels, "the sandbox killed at the timeout")
+		return
+	}
+	if err != nil {
+		t.Fatalf("count processes: %v", err)
+	}
+	if n := strings.TrimSpace(string(cres.Stdout)); n != "0" {
+		t.Fatalf("%s of the timed-out command's processes are still running", n)
+	}
+}
+
+// lifetime: the vendor ends the sandbox at its lifetime: a command running
+// then ends in SandboxGone, as does any later use, and the sandbox leaves
+// the list.
+func lifetime(t *testing.T, e *env) {
+	lt := e.lifetime()
+	secs := int64((lt + time.Second - 1) / time.Second)
+	start := time.Now()
+	o := e.open(t, func(s *model.Spec) { s.LifetimeSeconds = secs; s.TimeoutSeconds = secs })
+	if time.Since(start) < lt-time.Second {
+		sh(t, o.sb, "true") // alive before its lifetime ends
+	} else {
+		t.Logf("the create took %s of the %s lifetime; not checking the sandbox alive first", time.Since(start).Round(time.Millisecond), lt)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	_, err := o.sb.Run(ctx, []string{"sleep", "60"}, backends.RunOptions{Timeout: 30 * time.Second})
+	took := time.Since(start)
+	e.wantClass(t, err, model.SandboxGone, "a command running at the end of the lifetime")
+	if bound := time.Duration(secs)*time.Second + 5*time.Second; took > bound {
+		t.Errorf("SandboxGone %s after create, want within %s (lifetime %ds)", took.Round(time.Millisecond), bound, secs)
+	}
+	_, err = o.sb.Run(ctx, []string{"true"}, backends.RunOptions{})
+	e.wantClass(t, err, model.SandboxGone, "a run after the lifetime")
+	if o.sb.Info().Running {
+		t.Errorf("Info().Running is true after the lifetime ended")
+	}
+	e.waitNone(t, o.labels, "a sandbox past its lifetime")
+}
+
+// killIdempotent: Kill ends the sandbox; again is no error, nor is Close
+// after it; the sandbox is gone and unlisted.
+func killIdempotent(t *testing.T, e *env) {
+	o := e.open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	for i := range 2 {
+		if err := o.sb.Kill(ctx); err != nil {
+			t.Fatalf("kill #%d: %v", i+1, err)
+		}
+	}
+	_, err := o.sb.Run(ctx, []string{"true"}, backends.RunOptions{})
+	e.wantClass(t, err, model.SandboxGone, "a run after Kill")
+	if err := o.sb.Close(ctx); err != nil {
+		t.Fatalf("close after kill: %v", err)
+	}
+	e.waitNone(t, o.labels, "a killed sandbox")
+}
+
+// closeIdempotent: Close tears down even with the caller's context already
+// cancelled, and again is no error.
+func closeIdempotent(t *testing.T, e *env) {
+	o := e.open(t)
+	sh(t, o.sb, "true")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := o.sb.Close(cancelled); err != nil {
+		t.Fatalf("close with a cancelled context: %v", err)
+	}
+	if err := o.sb.Close(context.Background()); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	_, err := o.sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
+	e.wantClass(t, err, model.SandboxGone, "a run after Close")
+	e.waitNone(t, o.labels, "a closed sandbox")
+}
+
+// secrets: a secret's value reaches the command, and appears in no error,
+// Info, List result, formatted value or vendor-visible plain env.
+func secrets(t *testing.T, e *env) {
+	canary := "sbx-canary-" + randomHex(12)
+	const name = "CONF_SECRET"
+	o := e.openWith(t, map[string]string{name: canary}, func(s *model.Spec) {
+		s.SecretNames = []string{name}
+		s.Env = map[string]string{"CONF_PLAIN": "plain-value"}
+	})
+	if got := sh(t, o.sb, `printf '%s|%s' "$`+name+`" "$CONF_PLAIN"`); got != canary+"|plain-value" {
+		t.Fatalf("the command saw %q, want the secret and the plain env (%d chars, then |plain-value)", got, len(canary))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	var seen []string
+	note := func(what string, err error) {
+		if err == nil {
+			t.Errorf("%s: want an error, got none", what)
+			return
+		}
+		seen = append(seen, what+": "+err.Error()+fmt.Sprintf(" %+v", err))
+	}
+	_, err := o.sb.Run(ctx, nil, backends.RunOptions{})
+	note("empty command", err)
+	_, err = o.sb.RunCode(ctx, "no-such-language", "x", backends.RunOptions{})
+	note("unknown language", err)
+	note("relative upload", o.sb.Upload(ctx, "relative/path", []byte("x"), 0o644))
+	seen = append(seen, fmt.Sprintf("%v %+v %#v", o.sb, o.sb, o.sb), fmt.Sprintf("%v %+v %#v", o.sb.Info(), o.sb.Info(), o.sb.Info()))
+	seen = append(seen, fmt.Sprintf("%+v", e.list(t, o.labels)))
+	if obs, ok := e.observe(t, o.sb.ID()); ok {
+		seen = append(seen, fmt.Sprintf("observed labels %v", obs.Labels))
+		if obs.PlainEnv != nil && !e.h.SecretsInPlainEnv {
+			seen = append(seen, fmt.Sprintf("observed plain env %v", obs.PlainEnv))
+		}
+	}
+	// A second sandbox whose create fails for a missing secret value.
+	spec, _ := e.spec(t, func(s *model.Spec) { s.SecretNames = []string{name, "CONF_MISSING"} })
+	_, err = e.h.Backend.Create(ctx, backends.CreateRequest{Spec: spec, Secrets: map[string]string{name: canary}})
+	note("create without a secret's value", err)
+	if err := o.sb.Kill(ctx); err != nil {
+		t.Fatalf("kill: %v", err)
+	}
+	_, err = o.sb.Run(ctx, []string{"true"}, backends.RunOptions{})
+	note("run after kill", err)
+	for _, s := range seen {
+		if strings.Contains(s, canary) {
+			t.Errorf("the secret's value leaked: %s", s)
+		}
+		e.noLeak(t, "secrets", s)
+	}
+}
+
+// networkDeny: under egress deny nothing leaves the sandbox, shown from
+// inside (no interface but loopback, or a connection that fails) and, where
+// observed, by the vendor's control.
+func networkDeny(t *testing.T, e *env) {
+	o := e.open(t, func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: model.EgressDeny}.Normalized() })
+	if obs, ok := e.observe(t, o.sb.ID()); ok && obs.Network != nil {
+		if !obs.Network.Denied || len(obs.Network.Allow) != 0 {
+			t.Errorf("the vendor's network control under egress deny: %+v, want denied with no allow list", *obs.Network)
+		}
+	}
+	ifaces := strings.Fields(sh(t, o.sb, "ls /sys/class/net"))
+	if len(ifaces) == 1 && ifaces[0] == "lo" {
+		return // nothing to leave by
+	}
+	t.Logf("interfaces under egress deny: %v", ifaces)
+	if e.h.EgressTarget == "" {
+		t.Fatalf("the sandbox has interfaces %v under egress deny and the harness gives no EgressTarget to show they carry nothing", ifaces)
+	}
+	host, port, ok := strings.Cut(e.h.EgressTarget, ":")
+	if !ok {
+		t.Fatalf("EgressTarget %q is not host:port", e.h.EgressTarget)
+	}
+	res := run(t, o.sb, `nc -w 3 "$1" "$2" </dev/null && echo CONNECTED`, host, port)
+	if strings.Contains(string(res.Stdout), "CONNECTED") {
+		t.Fatalf("under egress deny the sandbox connected to %s", e.h.EgressTarget)
+	}
+}
+
+// networkAllow: an allow list is either enforced by the vendor's control
+// (observed) or refused with a typed error before anything is created.
+func networkAllow(t *testing.T, e *env) {
+	if len(e.h.AllowList) == 0 {
+		spec, labels := e.spec(t, func(s *model.Spec) {
+			s.Network = model.NetworkPolicy{Egress: model.EgressAllow, Allow: []string{"192.0.2.1/32"}}
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		defer cancel()
+		sb, err := e.h.Backend.Create(ctx, backends.CreateRequest{Spec: spec})
+		if err == nil {
+			_ = sb.Close(ctx)
+			t.Fatalf("a backend without allow lists opened a sandbox with one")
+		}
+		if c := classOf(err); c != model.CapabilityNotSupported && c != model.ConfigurationError {
+			t.Fatalf("allow list refused with %v, want CapabilityNotSupported or ConfigurationError", err)
+		}
+		e.waitNone(t, labels, "a refused create")
+		return
+	}
+	o := e.open(t, func(s *model.Spec) {
+		s.Network = model.NetworkPolicy{Egress: model.EgressAllow, Allow: append([]string(nil), e.h.AllowList...)}
+	})
+	obs, ok := e.observe(t, o.sb.ID())
+	if !ok || obs.Network == nil {
+		t.Skipf("SKIP: %s reports no vendor network control (Observe), so the allow list cannot be shown applied", e.h.Name)
+	}
+	if obs.Network.Denied || !sameSet(obs.Network.Allow, e.h.AllowList) {
+		t.Fatalf("the vendor's network control: %+v, want the allow list %v", *obs.Network, e.h.AllowList)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	m := map[string]int{}
+	for _, s := range a {
+		m[s]++
+	}
+	for _, s := range b {
+		m[s]--
+	}
+	for _, n := range m {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// capsScript prints the memory limit in bytes, the CPU quota and period,
+// the pids limit and RLIMIT_NPROC, as the sandbox sees them under cgroup v2
+// or v1; "-" where not exposed.
+const capsScript = `r() { v=-; [ -r "$1" ] && read -r v <"$1"; printf '%s ' "$v"; }
+if [ -r /sys/fs/cgroup/memory.max ]; then r /sys/fs/cgroup/memory.max; read -r q p </sys/fs/cgroup/cpu.max 2>/dev/null || { q=-; p=-; }; printf '%s %s ' "$q" "$p"; r /sys/fs/cgroup/pids.max
+else r /sys/fs/cgroup/memory/memory.limit_in_bytes; r /sys/fs/cgroup/cpu/cpu.cfs_quota_us; r /sys/fs/cgroup/cpu/cpu.cfs_period_us; r /sys/fs/cgroup/pids/pids.max; fi
+ulimit -u`
+
+// caps: the caps apply, shown from inside (cgroup files, RLIMIT_NPROC)
+// where the sandbox exposes them, else by the vendor's record.
+func caps(t *testing.T, e *env) {
+	c := e.h.Caps
+	if c == (model.Caps{}) {
+		c = model.Caps{CPU: 0.5, MemoryMB: 96, DiskMB: 64, Pids: 64}
+	}
+	o := e.open(t, func(s *model.Spec) { s.Resources = c })
+	f := strings.Fields(sh(t, o.sb, capsScript))
+	if len(f) != 5 {
+		t.Fatalf("caps script printed %q", f)
+	}
+	num := func(s string) (int64, bool) { n, err := strconv.ParseInt(s, 10, 64); return n, err == nil }
+	var obsCaps model.Caps
+	if obs, ok := e.observe(t, o.sb.ID()); ok && obs.Caps != nil {
+		obsCaps = *obs.Caps
+	}
+	var shown, unshown []string
+	check := func(name string, inside bool, insideOK bool, insideGot string, observed, want float64) {
+		switch {
+		case inside:
+			if !insideOK {
+				t.Errorf("%s seen from inside: %s, want %v", name, insideGot, want)
+			}
+			shown = append(shown, name+" (inside)")
+		case observed != 0:
+			if observed != want {
+				t.Errorf("%s the vendor enforces: %v, want %v", name, observed, want)
+			}
+			shown = append(shown, name+" (vendor)")
+		default:
+			unshown = append(unshown, name)
+		}
+	}
+	mem, memOK := num(f[0])
+	check("memory_mb", memOK, mem == c.MemoryMB<<20, f[0]+" bytes", float64(obsCaps.MemoryMB), float64(c.MemoryMB))
+	q, qOK := num(f[1])
+	p, pOK := num(f[2])
+	cpuIn := qOK && pOK && p > 0 && q > 0
+	check("cpu", cpuIn, cpuIn && float64(q)/float64(p) == c.CPU, f[1]+"/"+f[2], obsCaps.CPU, c.CPU)
+	pc, pcOK := num(f[3])
+	nproc, nprocOK := num(f[4])
+	check("pids", pcOK || nprocOK, pc == c.Pids || nproc == c.Pids, "pids.max "+f[3]+", ulimit -u "+f[4], float64(obsCaps.Pids), float64(c.Pids))
+	check("disk_mb", false, false, "", float64(obsCaps.DiskMB), float64(c.DiskMB))
+	t.Logf("caps shown: %v; not shown: %v", shown, unshown)
+	if len(shown) == 0 {
+		t.Skipf("SKIP: %s exposes no cap inside the sandbox and reports none (Observe): caps unverified", e.h.Name)
+	}
+	for _, n := range unshown {
+		if n != "disk_mb" {
+			t.Errorf("%s is neither visible inside the sandbox nor reported by Observe", n)
+		}
+	}
+}
+
+// typedErrors: misuse and refusals are typed model errors, and a refused
+// create leaves nothing behind.
+func typedErrors(t *testing.T, e *env) {
+	o := e.open(t)
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	_, err := o.sb.Run(ctx, nil, backends.RunOptions{})
+	e.wantClass(t, err, model.ConfigurationError, "an empty command")
+	_, err = o.sb.RunCode(ctx, "no-such-language", "x", backends.RunOptions{})
+	e.wantClass(t, err, model.ConfigurationError, "an unknown language")
+	e.wantClass(t, o.sb.Upload(ctx, "relative/path", []byte("x"), 0o644), model.ConfigurationError, "an upload to a relative path")
+
+	for _, c := range []struct {
+		what string
+		mod  func(*model.Spec)
+	}{
+		{"a zero pids cap", func(s *model.Spec) { s.Resources.Pids = 0 }},
+		{"a zero lifetime", func(s *model.Spec) { s.LifetimeSeconds = 0 }},
+		{`egress "learn"`, func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: model.EgressLearn}.Normalized() }},
+		{"a missing image or template", func(s *model.Spec) { s.Image = "sandboxio/no-such-image-" + e.runID + ":conformance" }},
+	} {
+		spec, labels := e.spec(t, c.mod)
+		sb, err := e.h.Backend.Create(ctx, backends.CreateRequest{Spec: spec})
+		if err == nil {
+			_ = sb.Close(ctx)
+			t.Errorf("%s: the create succeeded", c.what)
+			continue
+		}
+		e.noLeak(t, c.what, err.Error())
+		if cl := classOf(err); cl != model.ConfigurationError && cl != model.CapabilityNotSupported {
+			t.Errorf("%s: %v, want ConfigurationError or CapabilityNotSupported", c.what, err)
+		}
+		e.waitNone(t, labels, c.what)
+	}
+}

@@ -1,0 +1,153 @@
+package backendtest
+
+import (
+	"context"
+	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Harness plugs one backend into the suite; see the package documentation.
+type Harness struct {
+	// Name is shown in skip reasons and failures ("docker/runc", "e2b-server").
+	Name string
+	// Backend is the backend under test. Required.
+	Backend backends.Backend
+	// Spec returns a spec Backend can open (image or template, caps, deny
+	// network, timeouts). Required. Called once per sandbox.
+	Spec func() model.Spec
+
+	// Observe reports what the vendor side recorded for a sandbox. Optional.
+	Observe func(ctx context.Context, sandboxID string) (Observed, error)
+	// Faults injects vendor-side faults. Optional.
+	Faults Faults
+	// Credential is the canary API key the backend was opened with. Optional.
+	Credential string
+
+	// AllowList is an egress allow list this backend enforces; empty means
+	// the backend refuses allow lists.
+	AllowList []string
+	// EgressTarget is host:port of a TCP listener a sandbox with open egress
+	// reaches; used when a deny sandbox still shows a network interface.
+	EgressTarget string
+	// Caps are the caps the caps behaviour opens with; zero means
+	// {CPU: 0.5, MemoryMB: 96, DiskMB: 64, Pids: 64}.
+	Caps model.Caps
+	// Code is the RunCode program; zero means sh printing 42.
+	Code Code
+	// ExecTimeout and Lifetime are the short bounds of the timing
+	// behaviours; zero means 2 s and 4 s.
+	ExecTimeout, Lifetime time.Duration
+	// SecretsInPlainEnv says the vendor stores secret values as plain env.
+	SecretsInPlainEnv bool
+
+	// Skip maps a behaviour to the reason this harness cannot show it.
+	Skip map[Behaviour]string
+	// Only, when set, runs just these behaviours.
+	Only []Behaviour
+	// Serial runs the behaviours one at a time.
+	Serial bool
+}
+
+// Code is a RunCode program and what it prints on stdout.
+type Code struct {
+	Lang, Program, Want string
+}
+
+// Observed is what the vendor side recorded for a sandbox. A nil field is
+// not checked.
+type Observed struct {
+	// Labels are the labels as the vendor stores them (Docker labels, E2B
+	// metadata, Modal tags).
+	Labels map[string]string
+	// PlainEnv is the environment the vendor shows to anyone who can inspect
+	// the sandbox (Docker's container config, E2B's envVars).
+	PlainEnv map[string]string
+	// Network is the egress control the vendor applies.
+	Network *ObservedNetwork
+	// Caps are the caps the vendor enforces; a zero field was not reported.
+	Caps *model.Caps
+	// Lifetime is the lifetime the vendor enforces (E2B timeout, Modal
+	// Timeout); zero was not reported.
+	Lifetime time.Duration
+}
+
+// ObservedNetwork is a vendor's egress control.
+type ObservedNetwork struct {
+	// Denied: no egress at all (Docker network none, E2B
+	// allow_internet_access=false or denyOut 0.0.0.0/0, Modal an empty CIDR
+	// allow list).
+	Denied bool
+	// Allow is the allow list the vendor enforces.
+	Allow []string
+}
+
+// Op names a vendor operation for fault injection.
+type Op string
+
+// The operations a harness maps to its vendor's calls.
+const (
+	OpCreate Op = "create"
+	OpList   Op = "list"
+	OpGet    Op = "get"
+	OpKill   Op = "kill"
+	OpRun    Op = "run"
+	OpUpload Op = "upload"
+)
+
+// Fault is what the server answers instead of serving the next Times
+// requests of Op.
+type Fault struct {
+	Op     Op
+	Status int // HTTP status; a gRPC server sends the code of the same meaning
+	// RetryAfter, when positive, is sent as Retry-After (whole seconds).
+	RetryAfter time.Duration
+	// Times is how many consecutive requests fail; 0 means 1.
+	Times int
+	// Applied (create only): the server creates the sandbox and then answers
+	// with Status, so the caller cannot know the outcome.
+	Applied bool
+	// Delay holds the answer back this long (a stalled vendor).
+	Delay time.Duration
+}
+
+// Faults is a conformance server's fault injection.
+type Faults interface {
+	// Inject arms f, replacing what was armed, and resets the counts.
+	Inject(f Fault)
+	// Requests counts the requests of op received since the last Inject.
+	Requests(op Op) int
+	// Clear disarms every fault.
+	Clear()
+}
+
+// Behaviour names one behaviour of the suite (its subtest name).
+type Behaviour string
+
+// The behaviours.
+const (
+	OpenLabels      Behaviour = "open-labels"
+	RunStreams      Behaviour = "run-streams"
+	RunCodeB        Behaviour = "run-code"
+	UploadB         Behaviour = "upload"
+	ExecTimeoutB    Behaviour = "exec-timeout"
+	LifetimeB       Behaviour = "lifetime"
+	KillIdempotent  Behaviour = "kill-idempotent"
+	CloseIdempotent Behaviour = "close-idempotent"
+	Secrets         Behaviour = "secrets"
+	NetworkDeny     Behaviour = "network-deny"
+	NetworkAllow    Behaviour = "network-allow"
+	CapsB           Behaviour = "caps"
+	TypedErrors     Behaviour = "typed-errors"
+
+	FaultAuth          Behaviour = "fault-auth"
+	FaultNotFound      Behaviour = "fault-not-found"
+	FaultConflict      Behaviour = "fault-conflict"
+	FaultRetryAfter    Behaviour = "fault-retry-after"
+	FaultRetry5xx      Behaviour = "fault-retry-5xx"
+	FaultPersistent    Behaviour = "fault-persistent"
+	FaultCreateRefused Behaviour = "fault-create-refused"
+	FaultCreateUnknown Behaviour = "fault-create-ambiguous"
+	FaultCreateStalled Behaviour = "fault-create-stalled"
+)

@@ -1,0 +1,67 @@
+package docker
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// The backend conformance suite against the Docker backend: every behaviour
+// under runc, and the isolation-relevant ones again under runsc (gVisor).
+func TestConformance(t *testing.T) {
+	for _, rt := range runtimes {
+		t.Run(rt, func(t *testing.T) {
+			needRuntime(t, rt)
+			t.Parallel()
+			b := newTestBackend(t)
+			h := backendtest.Harness{
+				Name:    "docker/" + rt,
+				Backend: b,
+				Spec: func() model.Spec {
+					return model.Spec{
+						SpecVersion: model.SpecVersion, Name: "conformance", Backend: "docker://", Image: LocalImage, Runtime: rt,
+						Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps(),
+						TimeoutSeconds: 60, LifetimeSeconds: 180,
+					}
+				},
+				Observe: func(ctx context.Context, id string) (backendtest.Observed, error) {
+					return observeContainer(ctx, b, id, rt)
+				},
+			}
+			if rt == "runsc" {
+				h.Only = []backendtest.Behaviour{backendtest.NetworkDeny, backendtest.CapsB, backendtest.Secrets, backendtest.LifetimeB}
+				// gVisor's execs are slow to start on a loaded host; one
+				// sandbox at a time keeps the timing behaviours honest.
+				h.Serial = true
+			}
+			backendtest.Run(t, h)
+		})
+	}
+}
+
+// observeContainer is what the daemon recorded for a sandbox's container.
+func observeContainer(ctx context.Context, b *dockerBackend, id, rt string) (backendtest.Observed, error) {
+	ins, err := b.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return backendtest.Observed{}, err
+	}
+	env := map[string]string{}
+	for _, kv := range ins.Config.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	caps := model.Caps{CPU: float64(ins.HostConfig.NanoCPUs) / 1e9, MemoryMB: ins.HostConfig.Memory >> 20}
+	if rt == "runc" && ins.HostConfig.PidsLimit != nil {
+		// Under runsc the host's pids cgroup is only a backstop (doc.go).
+		caps.Pids = *ins.HostConfig.PidsLimit
+	}
+	return backendtest.Observed{
+		Labels:   ins.Config.Labels,
+		PlainEnv: env,
+		Network:  &backendtest.ObservedNetwork{Denied: ins.HostConfig.NetworkMode == "none"},
+		Caps:     &caps,
+	}, nil
+}
