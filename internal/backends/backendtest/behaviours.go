@@ -343,8 +343,10 @@ func networkDeny(t *testing.T, e *env) {
 // (observed) or refused with a typed error before anything is created.
 func networkAllow(t *testing.T, e *env) {
 	if len(e.h.AllowList) == 0 {
+		// An allow list restricts egress deny (with egress "allow" any list
+		// is refused as contradictory, whatever the backend).
 		spec, labels := e.spec(t, func(s *model.Spec) {
-			s.Network = model.NetworkPolicy{Egress: model.EgressAllow, Allow: []string{"192.0.2.1/32"}}
+			s.Network = model.NetworkPolicy{Egress: model.EgressDeny, Allow: []string{"192.0.2.1/32"}}
 		})
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		defer cancel()
@@ -360,7 +362,7 @@ func networkAllow(t *testing.T, e *env) {
 		return
 	}
 	o := e.open(t, func(s *model.Spec) {
-		s.Network = model.NetworkPolicy{Egress: model.EgressAllow, Allow: append([]string(nil), e.h.AllowList...)}
+		s.Network = model.NetworkPolicy{Egress: model.EgressDeny, Allow: append([]string(nil), e.h.AllowList...)}
 	})
 	obs, ok := e.observe(t, o.sb.ID())
 	if !ok || obs.Network == nil {

@@ -89,7 +89,7 @@ func (b *backend) connect(ctx context.Context) (*modalsdk.Client, *modalsdk.App,
 		}
 		c, err := modalsdk.NewClientWithOptions(&modalsdk.ClientParams{TokenID: cfg.tokenID, TokenSecret: cfg.tokenSecret,
 			Environment: b.environment, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			GRPCUnaryInterceptors: []grpc.UnaryClientInterceptor{networkInterceptor}})
+			GRPCUnaryInterceptors: []grpc.UnaryClientInterceptor{createInterceptor, rateLimitInterceptor}})
 		if err != nil {
 			return nil, nil, classify("connect", err)
 		}
@@ -113,22 +113,6 @@ func (b *backend) Close() error {
 		b.client = nil
 	}
 	return nil
-}
-
-// networkKey carries the network access a create asks for to the
-// interceptor: the SDK's parameters cannot say "an allow list with no
-// entries" (its empty list means open), which is the control that denies
-// egress on Modal (the legacy block flag is not used).
-type networkKey struct{}
-
-func networkInterceptor(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, inv grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	if na, ok := ctx.Value(networkKey{}).(*pb.NetworkAccess); ok {
-		if r, ok := req.(*pb.SandboxCreateRequest); ok && r.GetDefinition() != nil {
-			r.GetDefinition().SetBlockNetwork(false)
-			r.GetDefinition().SetNetworkAccess(na)
-		}
-	}
-	return inv(ctx, method, req, reply, cc, opts...)
 }
 
 // plan is a create request checked without any call.
@@ -293,7 +277,17 @@ func (b *backend) create(ctx context.Context, p plan) (*sandbox, error) {
 		params.Secrets = []*modalsdk.Secret{sec}
 	}
 	created := time.Now()
-	nctx := context.WithValue(ctx, networkKey{}, p.network)
+	cv := &createValue{network: p.network}
+	if p.name != "" {
+		cv.lookup = func(ctx context.Context) (string, error) {
+			found, err := c.Sandboxes.FromName(ctx, b.app, p.name, nil)
+			if err != nil {
+				return "", err
+			}
+			return found.SandboxID, nil
+		}
+	}
+	nctx := context.WithValue(ctx, createKey{}, cv)
 	msb, err := c.Sandboxes.Create(nctx, app, c.Images.FromRegistry(p.spec.Image, nil), params)
 	if err != nil {
 		var exists modalsdk.AlreadyExistsError

@@ -47,6 +47,11 @@ type sandbox struct {
 	closed bool
 }
 
+// String and GoString keep the secret values it holds out of any
+// formatted output.
+func (s *sandbox) String() string   { return "modal sandbox " + s.id }
+func (s *sandbox) GoString() string { return s.String() }
+
 func (s *sandbox) ID() string { return s.id }
 
 func (s *sandbox) Info() backends.Info {
@@ -134,7 +139,9 @@ func (s *sandbox) runErr(ctx, dctx context.Context, timeout time.Duration, err e
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if s.gone(context.WithoutCancel(ctx)) {
+	// Modal answering NOT_FOUND for the sandbox's task or command means
+	// the sandbox is no more.
+	if isNotFound(err) || s.gone(context.WithoutCancel(ctx)) {
 		return &model.Error{Class: model.SandboxGone, Message: "the Modal sandbox " + s.id + " has ended (its lifetime passed or it was terminated)",
 			Fix: "open a new sandbox; raise lifetime_seconds if it ran out"}
 	}
@@ -268,7 +275,7 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 		}
 	}
 	if err != nil {
-		if s.gone(context.WithoutCancel(ctx)) {
+		if isNotFound(err) || s.gone(context.WithoutCancel(ctx)) {
 			return &model.Error{Class: model.SandboxGone, Message: "the Modal sandbox " + s.id + " has ended", Fix: "open a new sandbox"}
 		}
 		return classify("upload", redact(err, s.secrets))

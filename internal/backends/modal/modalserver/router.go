@@ -177,6 +177,12 @@ func (e *exec) run(args []string, opts backends.RunOptions) {
 		}
 	}()
 	res, err := box.Run(ctx, args, opts)
+	if !box.Info().Running && !e.sb.finished() {
+		// The local sandbox ended under the command (its backend killed it
+		// whole when it could not stop the command's processes one by
+		// one): on Modal the sandbox would have ended with its container.
+		_ = e.sb.finish(pb.GenericResult_GENERIC_STATUS_FAILURE, "the sandbox's container ended")
+	}
 	switch {
 	case err == nil:
 		e.code = int32(res.ExitCode)

@@ -360,7 +360,10 @@ func (sb *sandbox) start(ctx context.Context, p localPlan) error {
 	sb.mu.Lock()
 	sb.box = box
 	sb.rec.DockerID = box.ID()
-	sb.timer = time.AfterFunc(time.Duration(sb.rec.TimeoutSecs)*time.Second, func() {
+	// The lifetime counts from the create request, as a caller's clock
+	// does: a slow start shortens the sandbox's life, never lengthens it.
+	left := max(time.Until(sb.created.Add(time.Duration(sb.rec.TimeoutSecs)*time.Second)), 0)
+	sb.timer = time.AfterFunc(left, func() {
 		_ = sb.finish(pb.GenericResult_GENERIC_STATUS_TIMEOUT, "Sandbox timed out")
 	})
 	sb.mu.Unlock()

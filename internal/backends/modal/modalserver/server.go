@@ -104,6 +104,7 @@ type Server struct {
 	fsOps      map[string]*fsOp
 	faults     map[string][]Fault
 	calls      []Call
+	callMark   int // Calls before it are not counted by CountCallsSinceMark
 	closed     bool
 	sandboxSeq int
 }
@@ -115,10 +116,16 @@ type Fault struct {
 	// Header is sent as response metadata (Modal sends none that the SDK
 	// reads; kept for tests of clients that might).
 	Header map[string]string
+	// Trailer is sent as response trailer metadata (a "retry-after" in
+	// seconds, which the adapter honours on calls that are safe to repeat).
+	Trailer map[string]string
 	// After: the call is carried out first, and the status returned
 	// instead of its answer, as when a connection drops after the server
 	// acted (a create that happened, its answer lost).
 	After bool
+	// Delay holds the answer back (a stalled server), or less if the
+	// client gives up first.
+	Delay time.Duration
 }
 
 // Call is one RPC the server received, as recorded for tests.
@@ -217,6 +224,31 @@ func (s *Server) Inject(method string, faults ...Fault) {
 	s.faults[method] = append(s.faults[method], faults...)
 }
 
+// SetFaults replaces every queued fault with these (none: disarm all) and
+// marks the calls received so far as not counted by CountCallsSinceMark.
+func (s *Server) SetFaults(method string, faults ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = map[string][]Fault{}
+	if method != "" && len(faults) > 0 {
+		s.faults[method] = append([]Fault(nil), faults...)
+	}
+	s.callMark = len(s.calls)
+}
+
+// CountCallsSinceMark counts the calls of one method since SetFaults.
+func (s *Server) CountCallsSinceMark(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls[s.callMark:] {
+		if c.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
 // Calls returns the calls received so far, in order.
 func (s *Server) Calls() []Call {
 	s.mu.Lock()
@@ -290,6 +322,15 @@ func (s *Server) gate(ctx context.Context, full string, unary bool, req any, cal
 		}
 	}
 	f, faulty := s.takeFault(method)
+	if faulty && f.Delay > 0 {
+		t := time.NewTimer(f.Delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+	}
 	if faulty && !f.After {
 		return nil, f.status(ctx)
 	}
@@ -303,6 +344,9 @@ func (s *Server) gate(ctx context.Context, full string, unary bool, req any, cal
 func (f Fault) status(ctx context.Context) error {
 	if len(f.Header) > 0 {
 		_ = grpc.SetHeader(ctx, metadata.New(f.Header))
+	}
+	if len(f.Trailer) > 0 {
+		_ = grpc.SetTrailer(ctx, metadata.New(f.Trailer))
 	}
 	msg := f.Message
 	if msg == "" {
