@@ -6,8 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/modal"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/modal/modalserver"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
 // `sandboxio run --spec` opens, runs and closes on Modal through the same
@@ -50,5 +53,95 @@ func TestRunOnModal(t *testing.T) {
 	// Closed: the sandbox was terminated when the run ended.
 	if r, _ := s.Sandbox(recs[0].ID); r.ID == "" || s.CountCalls("SandboxTerminate") == 0 {
 		t.Fatalf("the sandbox was not terminated: %+v", s.Calls())
+	}
+}
+
+// Tenant-scoped storage: one template naming a volume, opened through the
+// CLI for two tenants against the conformance server. Each tenant's
+// sandboxes mount that tenant's own Modal Volume: what tenant A writes,
+// tenant B's sandbox cannot read (checked inside the sandbox), and A's next
+// session finds it.
+func TestRunOnModalTenantVolumes(t *testing.T) {
+	s := modalserver.StartForTest(t)
+	s.SetEnv(t)
+	timeout, lifetime := int64(30), int64(120)
+	// Its own DSN (an environment): the CLI's process shares one backend per
+	// DSN, and another test's backend talks to that test's server.
+	tpl := inputs.Template{Name: "vols", Backend: "modal://" + modalserver.TestApp + "?environment=" + modalserver.TestEnvironment, Image: modalserver.Image,
+		TimeoutSeconds: &timeout, LifetimeSeconds: &lifetime, Volume: &model.Volume{Name: "datasets", MountPath: "/data"}}
+	spec, _, err := tpl.Build("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := spec.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "template.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The command's stdout and stderr; the CLI's own notes are not mixed in.
+	sh := func(tenant, session, script string) (int, string) {
+		t.Helper()
+		code, out, _ := cli(t, "", "run", "--spec", file, "--tenant", tenant, "--session", session, "--", "sh", "-c", "{ "+script+"; } 2>&1")
+		return code, out
+	}
+	if code, out := sh("acme", "s1", `echo acme-private > /data/notes.txt && ls -A /data`); code != 0 || out != "notes.txt\n" {
+		t.Fatalf("tenant acme writes: exit %d: %s", code, out)
+	}
+	code, out := sh("globex", "s1", `ls -A /data; cat /data/notes.txt; echo globex-own > /data/globex.txt`)
+	if code != 0 || strings.Contains(out, "acme-private") || strings.Contains(out, "notes.txt\n") || !strings.Contains(out, "No such file") {
+		t.Fatalf("tenant globex sees acme's volume: exit %d: %s", code, out)
+	}
+	if code, out := sh("acme", "s2", `cat /data/notes.txt; ls -A /data`); code != 0 || out != "acme-private\nnotes.txt\n" {
+		t.Fatalf("tenant acme's next session: exit %d: %s", code, out)
+	}
+	// Vendor side: each sandbox mounted its tenant's own volume at /data.
+	byTenant := map[string]map[string]bool{}
+	for _, r := range s.Sandboxes() {
+		tenant := r.Tags["sandboxio.tenant_id"]
+		if byTenant[tenant] == nil {
+			byTenant[tenant] = map[string]bool{}
+		}
+		byTenant[tenant][r.Volumes["/data"]] = true
+	}
+	a, g := byTenant["acme"], byTenant["globex"]
+	if len(a) != 1 || len(g) != 1 || a[""] || g[""] {
+		t.Fatalf("volumes mounted per tenant: %v", byTenant)
+	}
+	for id := range a {
+		if g[id] {
+			t.Fatalf("both tenants mounted volume %s", id)
+		}
+	}
+	for _, tenant := range []string{"acme", "globex"} {
+		if _, ok := s.VolumeDir(modalserver.TestEnvironment, modal.TenantVolumeName("datasets", tenant)); !ok {
+			t.Fatalf("no volume %s for tenant %s", modal.TenantVolumeName("datasets", tenant), tenant)
+		}
+	}
+	if _, ok := s.VolumeDir(modalserver.TestEnvironment, "datasets"); ok {
+		t.Fatal("the template's volume name itself was created: it would be shared")
+	}
+}
+
+// The same template on Docker is refused before anything is created: Docker
+// would share the volume between tenants (SBX-VOL-001).
+func TestRunVolumeRefusedOnDocker(t *testing.T) {
+	timeout, lifetime := int64(30), int64(120)
+	tpl := inputs.Template{Name: "vols", Backend: "docker://", Image: modalserver.Image,
+		TimeoutSeconds: &timeout, LifetimeSeconds: &lifetime, Volume: &model.Volume{Name: "datasets", MountPath: "/data"}}
+	spec, _, err := tpl.Build("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := spec.Canonical()
+	file := filepath.Join(t.TempDir(), "template.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := cli(t, "", "run", "--spec", file, "--tenant", "acme", "--session", "s1", "--", "true")
+	if code == 0 || !strings.Contains(errOut, rules.VolUnscoped) || !strings.Contains(errOut, "CapabilityNotSupported") {
+		t.Fatalf("a volume on Docker: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 }

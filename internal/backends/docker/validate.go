@@ -100,6 +100,9 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 		return p, &model.Error{Class: model.ConfigurationError, Attribute: "image",
 			Message: "no image", Fix: "set image to an image present on the Docker daemon"}
 	}
+	if s.Volume != nil {
+		return p, gap(rules.VolUnscoped, "volume", "a volume, which every tenant's sandboxes would share")
+	}
 	for _, step := range []func() error{
 		p.planNetwork,
 		func() error { return p.planRuntime(dsnRuntime) },

@@ -127,6 +127,8 @@ type plan struct {
 	region        string
 	secrets       map[string]string
 	onWarning     func(model.Warning)
+	// volume is the tenant's own volume: its Modal name and mount path.
+	volume *model.Volume
 }
 
 func newPlan(req backends.CreateRequest) (plan, error) {
@@ -169,6 +171,9 @@ func newPlan(req backends.CreateRequest) (plan, error) {
 		}
 		p.secrets[n] = v
 	}
+	if p.volume, err = tenantVolume(s); err != nil {
+		return p, err
+	}
 	p.labels = map[string]string{model.LabelManaged: "true"}
 	if s.TenantID != "" {
 		p.labels[model.LabelTenantID] = s.TenantID
@@ -194,6 +199,29 @@ func newPlan(req backends.CreateRequest) (plan, error) {
 		p.labels[k] = v
 	}
 	return p, nil
+}
+
+// tenantVolume names the tenant's own volume: the template's volume name
+// and a digest of the tenant id, so that each tenant mounts a volume of its
+// own and no tenant id can name another's. Modal mounts whole volumes (its
+// mount has no sub-path), so scoping is by volume.
+func tenantVolume(s model.Spec) (*model.Volume, error) {
+	if s.Volume == nil {
+		return nil, nil
+	}
+	if s.TenantID == "" {
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "volume",
+			Message: "the template names a volume, and a volume is mounted per tenant: this sandbox is opened for no tenant",
+			Fix:     "open it for a tenant (data.sandboxio_tenant_sandbox, or sandboxio run with a tenant and session)"}
+	}
+	return &model.Volume{Name: TenantVolumeName(s.Volume.Name, s.TenantID), MountPath: s.Volume.MountPath}, nil
+}
+
+// TenantVolumeName is the Modal Volume a tenant's sandboxes mount for the
+// template volume name: name-<96 bits of sha256 of the tenant id>.
+func TenantVolumeName(name, tenantID string) string {
+	sum := sha256.Sum256([]byte("sandboxio-volume\x00" + tenantID))
+	return name + "-" + hex.EncodeToString(sum[:12])
 }
 
 // networkAccess maps the egress policy to Modal's control: deny is an allow
@@ -268,6 +296,13 @@ func (b *backend) create(ctx context.Context, p plan) (*sandbox, error) {
 	}
 	if p.region != "" {
 		params.Regions = []string{p.region}
+	}
+	if p.volume != nil {
+		vol, err := c.Volumes.FromName(ctx, p.volume.Name, &modalsdk.VolumeFromNameParams{Environment: b.environment, CreateIfMissing: true})
+		if err != nil {
+			return nil, classify("volume", err)
+		}
+		params.Volumes = map[string]*modalsdk.Volume{p.volume.MountPath: vol}
 	}
 	if len(p.secrets) > 0 {
 		sec, err := c.Secrets.FromMap(ctx, p.secrets, nil)

@@ -276,3 +276,30 @@ func TestAdapterReap(t *testing.T) {
 		t.Fatalf("a reaped sandbox still runs: %v", err)
 	}
 }
+
+// Each tenant's volume name is derived from the template's volume name and
+// the tenant id: deterministic, different per tenant, a valid Modal name.
+func TestTenantVolumeName(t *testing.T) {
+	a, b := modal.TenantVolumeName("datasets", "acme"), modal.TenantVolumeName("datasets", "globex")
+	if a == b || a != modal.TenantVolumeName("datasets", "acme") || !strings.HasPrefix(a, "datasets-") {
+		t.Fatalf("names %q %q", a, b)
+	}
+	long := modal.TenantVolumeName(strings.Repeat("x", 38), strings.Repeat("t", 128))
+	if len(long) > 63 || strings.Contains(long, strings.Repeat("t", 10)) {
+		t.Fatalf("%q: longer than Modal allows, or repeats the tenant id", long)
+	}
+}
+
+// A spec with a volume opened for no tenant is refused before any call:
+// the volume could not be scoped.
+func TestAdapterVolumeNeedsTenant(t *testing.T) {
+	b := openBackend(t, "modal://"+modalserver.TestApp)
+	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec(func(s *model.Spec) {
+		s.TenantID, s.SessionID, s.Labels = "", "", nil
+		s.Volume = &model.Volume{Name: "datasets", MountPath: "/data"}
+	})})
+	var me *model.Error
+	if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "volume" {
+		t.Fatalf("a volume without a tenant: %v", err)
+	}
+}
