@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,4 +145,124 @@ func TestRunVolumeRefusedOnDocker(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, rules.VolUnscoped) || !strings.Contains(errOut, "CapabilityNotSupported") {
 		t.Fatalf("a volume on Docker: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
+}
+
+// The Modal token canary: terraform plans and applies a Modal template (the
+// apply's live check authenticates to the conformance server with it) at
+// TF_LOG=trace, then the CLI opens, runs and closes a sandbox from its spec,
+// and a second run fails for a wrong secret. Neither the token id nor the
+// secret (nor the wrong one) appears in the trace logs, the plan JSON, the
+// state, the CLI's output and errors, or the audit records.
+func TestCanary_ModalTokenNeverLeaks(t *testing.T) {
+	x := newE2E(t)
+	tokenID, secret := "ak-CANARYid-"+runID, "as-CANARYsecret-"+runID
+	wrong := "as-CANARYwrong-" + runID
+	s := modalserver.StartForTestWith(t, tokenID, secret)
+	dir := t.TempDir()
+	writeFile(t, dir, "main.tf", `
+terraform {
+  required_providers {
+    sandboxio = { source = "sandboxio/sandboxio" }
+  }
+}
+resource "sandboxio_template" "t" {
+  name             = "modal-canary"
+  backend          = "modal://`+modalserver.TestApp+`"
+  image            = "`+modalserver.Image+`"
+  timeout_seconds  = 30
+  lifetime_seconds = 120
+  volume           = { name = "datasets", mount_path = "/data" }
+}
+data "sandboxio_tenant_sandbox" "acme" {
+  template_spec = sandboxio_template.t.spec
+  tenant_id     = "acme"
+  session_id    = "modal-canary"
+}
+output "spec" { value = data.sandboxio_tenant_sandbox.acme.spec }
+`)
+	var everything bytes.Buffer
+	tf := func(args ...string) []byte {
+		t.Helper()
+		cmd := x.terraformCmd(dir, args...)
+		for k, v := range s.Env() {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.Env = append(cmd.Env, "TF_LOG=trace")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("terraform %v: %v\n%s\n%s", args, err, out.String(), tail(errb.String(), 3000))
+		}
+		if !strings.Contains(errb.String(), "[TRACE]") {
+			t.Fatalf("terraform %v: no trace output; TF_LOG=trace did not apply", args)
+		}
+		everything.WriteString("\n== terraform " + strings.Join(args, " ") + " (stdout, then TF_LOG=trace stderr)\n")
+		everything.Write(out.Bytes())
+		everything.Write(errb.Bytes())
+		return out.Bytes()
+	}
+	tf("plan", "-out=tfplan", "-no-color")
+	tf("show", "-json", "tfplan")
+	tf("apply", "-auto-approve", "-no-color", "tfplan")
+	tf("show", "-json")
+	if s.CountCalls("AuthTokenGet") == 0 || s.CountCalls("AppGetOrCreate") == 0 {
+		t.Fatalf("the apply's live check did not authenticate to the server: %+v", s.Calls())
+	}
+	state, err := os.ReadFile(filepath.Join(dir, "terraform.tfstate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	everything.WriteString("\n== terraform.tfstate\n")
+	everything.Write(state)
+	specPath := writeFile(t, dir, "spec.json", strings.TrimSpace(string(tf("output", "-raw", "spec"))))
+
+	audit := filepath.Join(dir, "audit.jsonl")
+	s.SetEnv(t)
+	code, out, errOut := cli(t, "", "run", "--spec", specPath, "--tenant", "acme", "--session", "modal-canary", "--audit", audit,
+		"--", "sh", "-c", "echo ran; ls -d /data")
+	everything.WriteString("\n== sandboxio run stdout\n" + out + "\n== stderr\n" + errOut)
+	if code != 0 || out != "ran\n/data\n" {
+		t.Fatalf("run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	t.Setenv("MODAL_TOKEN_SECRET", wrong)
+	// Another environment of the server: a backend of its own, so the
+	// wrong secret is what it connects with.
+	code, out, errOut = cli(t, "", "run", "--spec", modalSpecFor(t, dir, modalserver.TestEnvironment), "--tenant", "acme", "--session", "wrong",
+		"--audit", audit, "--", "true")
+	everything.WriteString("\n== sandboxio run (wrong secret) stdout\n" + out + "\n== stderr\n" + errOut)
+	if code == 0 || !strings.Contains(errOut, "MODAL_TOKEN_SECRET") {
+		t.Fatalf("a wrong secret: exit %d\n%s\n%s", code, out, errOut)
+	}
+	auditText, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	everything.WriteString("\n== audit\n")
+	everything.Write(auditText)
+	for _, canary := range []string{secret, tokenID, wrong} {
+		if i := strings.Index(everything.String(), canary); i >= 0 {
+			all := everything.String()
+			from := strings.LastIndex(all[:i], "\n== ")
+			t.Fatalf("%q leaked in %s:\n…%s…", canary, strings.SplitN(all[from+1:], "\n", 2)[0], all[max(0, i-300):min(len(all), i+100)])
+		}
+	}
+	t.Logf("checked %d bytes of Terraform state, plan JSON, trace logs, CLI output and audit records", everything.Len())
+}
+
+// modalSpecFor writes a template spec for the Modal server in another
+// environment.
+func modalSpecFor(t *testing.T, dir, environment string) string {
+	t.Helper()
+	timeout, lifetime := int64(30), int64(120)
+	tpl := inputs.Template{Name: "modal-canary", Backend: "modal://" + modalserver.TestApp + "?environment=" + environment,
+		Image: modalserver.Image, TimeoutSeconds: &timeout, LifetimeSeconds: &lifetime}
+	spec, _, err := tpl.Build("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := spec.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, "spec-"+environment+".json", string(b))
 }

@@ -26,6 +26,13 @@ const (
 // server, which removes every sandbox it opened.
 func StartForTest(t testing.TB) *Server {
 	t.Helper()
+	return StartForTestWith(t, TestTokenID, TestTokenSecret)
+}
+
+// StartForTestWith is StartForTest with a credential of the test's own (a
+// canary made for one run).
+func StartForTestWith(t testing.TB, tokenID, tokenSecret string) *Server {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := docker.EnsureLocalImage(ctx, docker.LocalImage, docker.DefaultBusybox); err != nil {
@@ -34,7 +41,7 @@ func StartForTest(t testing.TB) *Server {
 		}
 		t.Skipf("SKIP: no usable Docker daemon (%v); set SANDBOXIO_REQUIRE_DOCKER=1 to fail instead", err)
 	}
-	s, err := Start(Options{TokenID: TestTokenID, TokenSecret: TestTokenSecret, Apps: []string{TestApp},
+	s, err := Start(Options{TokenID: tokenID, TokenSecret: tokenSecret, Apps: []string{TestApp},
 		Environments: []string{TestEnvironment}})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +56,7 @@ func StartForTest(t testing.TB) *Server {
 
 // Env is the environment a Modal client needs to reach the server.
 func (s *Server) Env() map[string]string {
-	return map[string]string{"MODAL_SERVER_URL": s.URL(), "MODAL_TOKEN_ID": TestTokenID, "MODAL_TOKEN_SECRET": TestTokenSecret,
+	return map[string]string{"MODAL_SERVER_URL": s.URL(), "MODAL_TOKEN_ID": s.opts.TokenID, "MODAL_TOKEN_SECRET": s.opts.TokenSecret,
 		"MODAL_CONFIG_PATH": os.DevNull}
 }
 
