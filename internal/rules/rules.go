@@ -73,6 +73,7 @@ const (
 	NetOpenUnsupported = "SBX-NET-010" // open egress on a backend that cannot give it
 
 	ResCap         = "SBX-RES-001" // a cap unset, zero, negative or out of range
+	ResTemplateCap = "SBX-RES-002" // a cap set per sandbox on a backend whose template fixes it
 	ResNotSettable = "SBX-RES-004" // a non-default cap the backend cannot set
 	ResPidsCeiling = "SBX-RES-005" // pids above the backend's ceiling
 
