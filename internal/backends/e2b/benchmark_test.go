@@ -111,7 +111,7 @@ func rawOpenRunClose(ctx context.Context, base string) error {
 	err = json.NewDecoder(resp.Body).Decode(&created)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusCreated {
-		return fmt.Errorf("create: %d %v", resp.StatusCode, err)
+		return fmt.Errorf("create: %d %w", resp.StatusCode, err)
 	}
 	proc := processconnect.NewProcessClient(http.DefaultClient, base, connect.WithProtoJSON())
 	start := connect.NewRequest(&process.StartRequest{Process: &process.ProcessConfig{Cmd: "true"}})
@@ -130,7 +130,7 @@ func rawOpenRunClose(ctx context.Context, base string) error {
 	}
 	_ = stream.Close()
 	if end == nil || end.GetExitCode() != 0 {
-		return fmt.Errorf("run: end %v, %v", end, stream.Err())
+		return fmt.Errorf("run: end %v, %w", end, stream.Err())
 	}
 	del, _ := http.NewRequestWithContext(ctx, http.MethodDelete, base+"/sandboxes/"+created.SandboxID, nil)
 	del.Header.Set("X-API-Key", canaryKey)

@@ -2,6 +2,7 @@ package modal_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -69,10 +70,10 @@ func median(d []time.Duration) time.Duration {
 }
 
 type rawClient struct {
-	cp, router pb.ModalClientClient
-	tcr        pb.TaskCommandRouterClient
-	ctx        context.Context
-	appID      string
+	cp    pb.ModalClientClient
+	tcr   pb.TaskCommandRouterClient
+	ctx   context.Context
+	appID string
 }
 
 func newRaw(b *testing.B, s *modalserver.Server) *rawClient {
@@ -141,7 +142,7 @@ func (r *rawClient) openRunClose(b *testing.B, i int) {
 	var out []byte
 	for {
 		m, err := st.Recv()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

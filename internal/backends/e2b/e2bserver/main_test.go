@@ -17,7 +17,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func needDocker(t testing.TB)                      { NeedDocker(t) }
 func startServer(t testing.TB, key string) *Server { return NewTestServer(t, key) }
 
 // refereeDir is where the referee's package.json and node_modules are.
