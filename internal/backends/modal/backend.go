@@ -42,6 +42,7 @@ type backend struct {
 	mu     sync.Mutex
 	client *modalsdk.Client
 	appRef *modalsdk.App
+	made   string // the fingerprint of the client's credentials and endpoint
 }
 
 // config is the credential and endpoint; String never shows the secret.
@@ -54,21 +55,35 @@ func (c config) String() string {
 // GoString keeps %#v from printing the secret too.
 func (c config) GoString() string { return c.String() }
 
+// open makes no call. Without an app (a sweep of every backend by
+// `sandboxio reap`) the backend lists and reaps across the environment's
+// apps and creates nothing. With no token in the environment at all it
+// says so (backends.ErrNoCredentials), and a sweep passes over it.
 func open(dsn backends.DSN) (backends.Backend, error) {
-	if dsn.App == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend", Message: "the Modal DSN names no app", Fix: "write modal://APP"}
+	if os.Getenv(envTokenID) == "" && os.Getenv(envTokenSecret) == "" {
+		_, err := credentials()
+		return nil, err
 	}
 	return &backend{app: dsn.App, environment: dsn.Options["environment"]}, nil
 }
 
+var errNoApp = &model.Error{Class: model.ConfigurationError, Attribute: "backend", Message: "the Modal DSN names no app", Fix: "write modal://APP"}
+
 func credentials() (config, error) {
 	c := config{tokenID: os.Getenv(envTokenID), tokenSecret: os.Getenv(envTokenSecret)}
 	if c.tokenID == "" || c.tokenSecret == "" {
-		return c, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		return c, &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: backends.ErrNoCredentials,
 			Message: "no Modal credentials: " + envTokenID + " and " + envTokenSecret + " must both be set",
 			Fix:     "export " + envTokenID + " and " + envTokenSecret + " (a least-privilege, short-lived token of the workspace); MODAL_SERVER_URL selects another endpoint"}
 	}
 	return c, nil
+}
+
+// fingerprint identifies the credentials and endpoint a client was made
+// with, without holding the secret.
+func (c config) fingerprint() string {
+	sum := sha256.Sum256([]byte(c.tokenID + "\x00" + c.tokenSecret + "\x00" + os.Getenv("MODAL_SERVER_URL")))
+	return hex.EncodeToString(sum[:])
 }
 
 func (b *backend) Name() string { return Name }
@@ -78,24 +93,30 @@ func (b *backend) Capabilities(runtime string) (backends.Capabilities, bool) {
 }
 
 // connect returns the SDK client, made on first use: making it fetches an
-// auth token, a network call that Open must not make.
+// auth token, a network call that Open must not make. A client is made
+// again when the credentials or the endpoint in the environment changed. The
+// app is nil on a backend opened without one (a sweep).
 func (b *backend) connect(ctx context.Context) (*modalsdk.Client, *modalsdk.App, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	cfg, err := credentials()
+	if err != nil {
+		return nil, nil, err
+	}
+	if b.client != nil && b.made != cfg.fingerprint() {
+		b.client.Close()
+		b.client, b.appRef = nil, nil
+	}
 	if b.client == nil {
-		cfg, err := credentials()
-		if err != nil {
-			return nil, nil, err
-		}
 		c, err := modalsdk.NewClientWithOptions(&modalsdk.ClientParams{TokenID: cfg.tokenID, TokenSecret: cfg.tokenSecret,
 			Environment: b.environment, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 			GRPCUnaryInterceptors: []grpc.UnaryClientInterceptor{createInterceptor, rateLimitInterceptor}})
 		if err != nil {
 			return nil, nil, classify("connect", err)
 		}
-		b.client = c
+		b.client, b.made = c, cfg.fingerprint()
 	}
-	if b.appRef == nil {
+	if b.appRef == nil && b.app != "" {
 		app, err := b.client.Apps.FromName(ctx, b.app, nil)
 		if err != nil {
 			return nil, nil, classify("app "+b.app, err)
@@ -275,12 +296,15 @@ func (b *backend) Create(ctx context.Context, req backends.CreateRequest) (backe
 }
 
 func (b *backend) create(ctx context.Context, p plan) (*sandbox, error) {
+	if b.app == "" {
+		return nil, errNoApp
+	}
 	c, app, err := b.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if p.spec.TenantID != "" {
-		held, err := b.list(ctx, map[string]string{model.LabelTenantID: p.spec.TenantID, model.LabelSessionID: p.spec.SessionID})
+		held, err := b.list(ctx, c, app, map[string]string{model.LabelTenantID: p.spec.TenantID, model.LabelSessionID: p.spec.SessionID})
 		if err != nil {
 			return nil, err
 		}
@@ -367,15 +391,20 @@ func oneSandbox(p plan, id string) error {
 
 // List finds the app's running sandboxes carrying every label.
 func (b *backend) List(ctx context.Context, labels map[string]string) ([]backends.Info, error) {
-	if _, _, err := b.connect(ctx); err != nil {
+	c, app, err := b.connect(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return b.list(ctx, labels)
+	return b.list(ctx, c, app, labels)
 }
 
-func (b *backend) list(ctx context.Context, labels map[string]string) ([]backends.Info, error) {
-	c, app := b.client, b.appRef
-	it, err := c.Sandboxes.List(ctx, &modalsdk.SandboxListParams{AppID: app.AppID, Tags: labels})
+// list lists the app's sandboxes, or the environment's without an app.
+func (b *backend) list(ctx context.Context, c *modalsdk.Client, app *modalsdk.App, labels map[string]string) ([]backends.Info, error) {
+	appID := ""
+	if app != nil {
+		appID = app.AppID
+	}
+	it, err := c.Sandboxes.List(ctx, &modalsdk.SandboxListParams{AppID: appID, Tags: labels, Environment: b.environment})
 	if err != nil {
 		return nil, classify("sandbox list", err)
 	}
@@ -408,7 +437,11 @@ func (b *backend) Reap(ctx context.Context, opts backends.ReapOptions) ([]backen
 	for k, v := range opts.Labels {
 		labels[k] = v
 	}
-	infos, err := b.List(ctx, labels)
+	c, app, err := b.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := b.list(ctx, c, app, labels)
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +455,7 @@ func (b *backend) Reap(ctx context.Context, opts backends.ReapOptions) ([]backen
 			continue
 		}
 		if !opts.DryRun {
-			sb, err := b.client.Sandboxes.FromID(ctx, info.ID)
+			sb, err := c.Sandboxes.FromID(ctx, info.ID)
 			if err == nil {
 				_, err = sb.Terminate(ctx, nil)
 			}
@@ -440,6 +473,9 @@ func liveCheck(ctx context.Context, spec model.Spec) (backends.Preflight, error)
 	dsn, err := backends.ParseDSN(spec.Backend)
 	if err != nil {
 		return backends.Preflight{}, err
+	}
+	if dsn.App == "" {
+		return backends.Preflight{}, errNoApp
 	}
 	be, err := open(dsn)
 	if err != nil {

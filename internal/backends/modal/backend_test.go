@@ -174,6 +174,13 @@ func TestAdapterTimeoutsAndLifetime(t *testing.T) {
 	}
 	time.Sleep(time.Second) // Modal's kill is at the whole second after
 	res, err = sb.Run(ctx, []string{"ps"}, backends.RunOptions{})
+	if errors.Is(err, model.SandboxGone) {
+		// The server's Docker sandbox could not stop the command's
+		// processes one by one (a loaded host) and was killed whole: the
+		// Modal sandbox ended with it, which also ends the command.
+		t.Logf("the sandbox ended with the timed-out command: %v", err)
+		return
+	}
 	if err != nil || strings.Contains(string(res.Stdout), "sleep 30") {
 		t.Fatalf("the timed-out command still runs: %v\n%s", err, res.Stdout)
 	}
@@ -293,6 +300,9 @@ func TestTenantVolumeName(t *testing.T) {
 // A spec with a volume opened for no tenant is refused before any call:
 // the volume could not be scoped.
 func TestAdapterVolumeNeedsTenant(t *testing.T) {
+	t.Setenv("MODAL_TOKEN_ID", modalserver.TestTokenID)
+	t.Setenv("MODAL_TOKEN_SECRET", modalserver.TestTokenSecret)
+	t.Setenv("MODAL_SERVER_URL", "http://127.0.0.1:1") // never called
 	b := openBackend(t, "modal://"+modalserver.TestApp)
 	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec(func(s *model.Spec) {
 		s.TenantID, s.SessionID, s.Labels = "", "", nil

@@ -45,6 +45,35 @@ type sandbox struct {
 
 	mu     sync.Mutex
 	closed bool
+	// settled is when the last timed-out command has had time to be killed
+	// on Modal's side (see settle).
+	settled time.Time
+}
+
+// killSettle is how long after a command's Modal-side timeout the next
+// command on the sandbox waits, so that Modal's kill of the timed-out one
+// has happened before it runs. The SDK cannot confirm the kill: its wait
+// and output streams end at the same deadline, and the command router has
+// no call that reports or kills a command after it.
+const killSettle = 3 * time.Second
+
+// settle waits until a timed-out command has had time to be killed, or ctx
+// ends.
+func (s *sandbox) settle(ctx context.Context) error {
+	s.mu.Lock()
+	wait := time.Until(s.settled)
+	s.mu.Unlock()
+	if wait <= 0 {
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // String and GoString keep the secret values it holds out of any
@@ -87,7 +116,11 @@ func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOption
 		}
 		cmd = append([]string{"sh", "-c", `f=$0; "$@" <"$f"; rc=$?; rm -f "$f"; exit $rc`, file}, cmd...)
 	}
+	if err := s.settle(dctx); err != nil {
+		return backends.Result{}, s.runErr(ctx, dctx, timeout, err)
+	}
 	params := &modalsdk.SandboxExecParams{Timeout: time.Duration(math.Ceil(timeout.Seconds())) * time.Second, Env: opts.Env, Workdir: opts.Workdir}
+	execStart := time.Now()
 	proc, err := s.sb.Exec(dctx, cmd, params)
 	if err != nil {
 		return backends.Result{}, s.runErr(ctx, dctx, timeout, err)
@@ -118,7 +151,13 @@ func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOption
 	}
 	out.stop()
 	if w.err != nil {
-		return backends.Result{}, s.runErr(ctx, dctx, timeout, w.err)
+		err := s.runErr(ctx, dctx, timeout, w.err)
+		if errors.Is(err, model.ExecutionTimeout) {
+			s.mu.Lock()
+			s.settled = execStart.Add(params.Timeout + killSettle)
+			s.mu.Unlock()
+		}
+		return backends.Result{}, err
 	}
 	if out.over {
 		return backends.Result{}, &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitOutput,
