@@ -132,6 +132,43 @@ func TestSpecCanonicalRoundTrip(t *testing.T) {
 	}
 }
 
+// A volume is part of the canonical form and the digest; a spec without
+// one renders as before (no "volume" key), so existing digests hold.
+func TestSpecVolumeCanonical(t *testing.T) {
+	s := testSpec()
+	plain, sum, err := s.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(plain), "volume") {
+		t.Fatalf("a spec without a volume renders one: %s", plain)
+	}
+	s.Volume = &Volume{Name: "datasets", MountPath: "/data"}
+	b, vsum, err := s.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vsum == sum || !strings.Contains(string(b), `"labels":{"team":"agents"},"volume":{"name":"datasets","mount_path":"/data"}`) {
+		t.Fatalf("volume not in the canonical form or digest: %s", b)
+	}
+	back, err := ParseSpec(b)
+	if err != nil || back.Volume == nil || *back.Volume != *s.Volume {
+		t.Fatalf("round trip lost the volume: %+v %v", back.Volume, err)
+	}
+	if _, sum2, _ := back.Canonical(); sum2 != vsum {
+		t.Fatal("round trip changed the digest")
+	}
+	s.Volume.MountPath = "/other"
+	if _, sum3, _ := s.Canonical(); sum3 == vsum {
+		t.Fatal("a changed mount path kept the digest")
+	}
+	tenant := s.ForTenant("acme", "s1", nil)
+	tenant.Volume.Name = "changed"
+	if s.Volume.Name != "datasets" {
+		t.Fatal("ForTenant shares the volume with the template spec")
+	}
+}
+
 func TestParseSpecRefusals(t *testing.T) {
 	good, _, _ := testSpec().Canonical()
 	for name, in := range map[string]string{

@@ -33,8 +33,20 @@ type Spec struct {
 	Env              map[string]string `json:"env"`
 	SecretNames      []string          `json:"secret_names"`
 	Labels           map[string]string `json:"labels"`
-	TenantID         string            `json:"tenant_id,omitempty"`
-	SessionID        string            `json:"session_id,omitempty"`
+	// Volume is the template's persistent storage, nil when it has none
+	// (and then absent from the JSON, so specs without one keep their
+	// digests). Each tenant gets its own volume of that name.
+	Volume    *Volume `json:"volume,omitempty"`
+	TenantID  string  `json:"tenant_id,omitempty"`
+	SessionID string  `json:"session_id,omitempty"`
+}
+
+// Volume is a named persistent volume mounted into every sandbox of a
+// template. The backend scopes it per tenant: a tenant's sandboxes mount
+// that tenant's own volume, never another's.
+type Volume struct {
+	Name      string `json:"name"`
+	MountPath string `json:"mount_path"`
 }
 
 // Canonical returns the canonical JSON encoding of the spec and its sha256

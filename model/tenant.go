@@ -23,6 +23,10 @@ func (s Spec) ForTenant(tenantID, sessionID string, extra map[string]string) Spe
 	out.Env = copyMap(s.Env)
 	out.SecretNames = append([]string(nil), s.SecretNames...)
 	out.Network.Allow = append([]string(nil), s.Network.Allow...)
+	if s.Volume != nil {
+		v := *s.Volume
+		out.Volume = &v
+	}
 	return out
 }
 

@@ -7,6 +7,7 @@ import data.sandboxio.isolation
 import data.sandboxio.labels
 import data.sandboxio.network
 import data.sandboxio.resources
+import data.sandboxio.storage
 import data.sandboxio.tenancy
 import data.sandboxio.timeouts
 
@@ -115,7 +116,7 @@ with_caps(inp, caps) := object.union(object.remove(inp, ["capabilities"]), {"cap
 without(inp, field) := object.remove(inp, [field])
 
 # Every refusal and every warning of the bundle, for the current input.
-all_deny := ((((network.deny | resources.deny) | timeouts.deny) | isolation.deny) | labels.deny) | tenancy.deny
+all_deny := (((((network.deny | resources.deny) | timeouts.deny) | isolation.deny) | labels.deny) | tenancy.deny) | storage.deny
 
 all_warn := (network.warn | isolation.warn) | labels.warn
 

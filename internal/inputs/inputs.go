@@ -95,6 +95,8 @@ type Template struct {
 	TimeoutSeconds, LifetimeSeconds *int64
 	Env, Labels                     map[string]string
 	SecretNames                     []string
+	// Volume is the template's volume; nil when it names none.
+	Volume *model.Volume
 }
 
 // Build normalizes the template into its input document and its spec
@@ -145,7 +147,7 @@ func (c Template) Build(defaultBackend string) (model.Spec, policy.Input, error)
 		Template: &policy.TemplateInput{
 			Name: c.Name, Image: c.Image, Runtime: c.Runtime, RequireIsolation: c.RequireIsolation,
 			TimeoutSeconds: timeout, LifetimeSeconds: lifetime,
-			Env: env, SecretNames: secrets, Labels: labels,
+			Env: env, SecretNames: secrets, Labels: labels, Volume: c.Volume,
 		},
 		Network:   &network,
 		Resources: &caps,
@@ -154,7 +156,7 @@ func (c Template) Build(defaultBackend string) (model.Spec, policy.Input, error)
 		SpecVersion: model.SpecVersion, Name: c.Name, Backend: dsn, Image: c.Image,
 		Runtime: runtime, RequireIsolation: model.Tier(c.RequireIsolation), IsolationTier: tier,
 		Network: network, Resources: caps, TimeoutSeconds: timeout, LifetimeSeconds: lifetime,
-		Env: env, SecretNames: secrets, Labels: labels,
+		Env: env, SecretNames: secrets, Labels: labels, Volume: c.Volume,
 	}
 	return spec, in, nil
 }

@@ -23,6 +23,9 @@ var (
 	networkType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
 		"egress": tftypes.String, "allow": tftypes.List{ElementType: tftypes.String},
 	}}
+	volumeType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
+		"name": tftypes.String, "mount_path": tftypes.String,
+	}}
 	capsType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
 		"cpu": tftypes.Number, "memory_mb": tftypes.Number, "disk_mb": tftypes.Number, "pids": tftypes.Number,
 	}}
@@ -35,7 +38,7 @@ var (
 		"env": tftypes.Map{ElementType: tftypes.String}, "secret_names": tftypes.List{ElementType: tftypes.String},
 		"labels": tftypes.Map{ElementType: tftypes.String}, "isolation_tier": tftypes.String, "spec": tftypes.String,
 		"spec_sha256": tftypes.String, "image_id": tftypes.String, "disk_cap_strategy": tftypes.String,
-		"pids_cap_strategy": tftypes.String,
+		"pids_cap_strategy": tftypes.String, "volume": volumeType,
 	}}
 	// NetworkPolicyType is sandboxio_network_policy's value type.
 	NetworkPolicyType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
@@ -53,7 +56,7 @@ var (
 // (spec, id, ...) are not read.
 var (
 	templateAttributes = []string{"name", "backend", "image", "runtime", "require_isolation", "network", "resources",
-		"timeout_seconds", "lifetime_seconds", "env", "secret_names", "labels"}
+		"timeout_seconds", "lifetime_seconds", "env", "secret_names", "labels", "volume"}
 	networkPolicyAttributes = []string{"egress", "allow", "backend"}
 	resourceCapsAttributes  = []string{"cpu", "memory_mb", "disk_mb", "pids", "backend"}
 )
@@ -225,7 +228,25 @@ func readTemplateAttrs(attrs map[string]tftypes.Value) (c Template, err error) {
 	if c.SecretNames == nil {
 		c.SecretNames = []string{}
 	}
-	return c, nil
+	c.Volume, err = readVolume(attrs["volume"])
+	return c, err
+}
+
+// readVolume reads the volume block; nil when it is not set. A missing name
+// or mount path reads as "", which the policy refuses.
+func readVolume(v tftypes.Value) (*model.Volume, error) {
+	attrs, err := object(v)
+	if err != nil || attrs == nil {
+		return nil, err
+	}
+	var vol model.Volume
+	if err := stringTo(attrs["name"], &vol.Name); err != nil {
+		return nil, err
+	}
+	if err := stringTo(attrs["mount_path"], &vol.MountPath); err != nil {
+		return nil, err
+	}
+	return &vol, nil
 }
 
 // ReadNetworkPolicy reads a sandboxio_network_policy. Any unknown value

@@ -60,6 +60,9 @@ type TemplateInput struct {
 	Env              map[string]string
 	SecretNames      []string
 	Labels           map[string]string
+	// Volume is the template's volume; nil (absent from the document)
+	// when it names none.
+	Volume *model.Volume
 }
 
 // TenantInput identifies the tenant and session of a per-tenant sandbox.
@@ -87,6 +90,7 @@ func FromSpec(s model.Spec, backend *BackendRef) Input {
 			Env:              s.Env,
 			SecretNames:      s.SecretNames,
 			Labels:           UserLabels(s),
+			Volume:           s.Volume,
 		},
 		Network:   &net,
 		Resources: &caps,
@@ -232,6 +236,28 @@ func resourcesTerm(c model.Caps) *ast.Term {
 	)
 }
 
+func templateTerm(t *TemplateInput) *ast.Term {
+	fields := [10][2]*ast.Term{
+		ast.Item(kName, ast.StringTerm(t.Name)),
+		ast.Item(kImage, ast.StringTerm(t.Image)),
+		ast.Item(kRuntime, ast.InternedTerm(t.Runtime)),
+		ast.Item(kRequireIsolation, ast.InternedTerm(t.RequireIsolation)),
+		ast.Item(kTimeoutSeconds, intTerm(t.TimeoutSeconds)),
+		ast.Item(kLifetimeSeconds, intTerm(t.LifetimeSeconds)),
+		ast.Item(kEnv, stringMap(t.Env)),
+		ast.Item(kSecretNames, stringList(t.SecretNames)),
+		ast.Item(kLabels, stringMap(t.Labels)),
+	}
+	items := fields[:9]
+	if v := t.Volume; v != nil {
+		items = append(items, ast.Item(kVolume, ast.ObjectTerm(
+			ast.Item(kName, ast.StringTerm(v.Name)),
+			ast.Item(kMountPath, ast.StringTerm(v.MountPath)),
+		)))
+	}
+	return ast.ObjectTerm(items...)
+}
+
 // Validate refuses a document that cannot be represented as JSON: a CPU cap
 // that is infinite or not a number. OPA has no such numbers (comparing one
 // panics inside the evaluator), and no rule could decide on it, so it is a
@@ -264,17 +290,7 @@ func (in Input) Value() ast.Value {
 		}
 	}
 	if t := in.Template; t != nil {
-		items = append(items, ast.Item(kTemplate, ast.ObjectTerm(
-			ast.Item(kName, ast.StringTerm(t.Name)),
-			ast.Item(kImage, ast.StringTerm(t.Image)),
-			ast.Item(kRuntime, ast.InternedTerm(t.Runtime)),
-			ast.Item(kRequireIsolation, ast.InternedTerm(t.RequireIsolation)),
-			ast.Item(kTimeoutSeconds, intTerm(t.TimeoutSeconds)),
-			ast.Item(kLifetimeSeconds, intTerm(t.LifetimeSeconds)),
-			ast.Item(kEnv, stringMap(t.Env)),
-			ast.Item(kSecretNames, stringList(t.SecretNames)),
-			ast.Item(kLabels, stringMap(t.Labels)),
-		)))
+		items = append(items, ast.Item(kTemplate, templateTerm(t)))
 	}
 	if n := in.Network; n != nil {
 		t, ok := networkValues[n.Egress]
@@ -347,6 +363,8 @@ var (
 	kTenant           = ast.StringTerm("tenant")
 	kTenantID         = ast.StringTerm("tenant_id")
 	kSessionID        = ast.StringTerm("session_id")
+	kVolume           = ast.StringTerm("volume")
+	kMountPath        = ast.StringTerm("mount_path")
 )
 
 func init() {

@@ -108,6 +108,7 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				MarkdownDescription: "Labels set on every sandbox, propagated to the backend's native labels. Keys under the " +
 					"reserved `sandboxio.` prefix are refused.",
 			},
+			"volume": templateVolumeAttribute(),
 			"isolation_tier": schema.StringAttribute{
 				Computed:            true,
 				MarkdownDescription: "The tier the backend (and runtime) gives: UNKNOWN, CONTAINER, GVISOR or MICROVM.",
@@ -124,7 +125,7 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				Computed: true,
 				MarkdownDescription: "Docker: the content-addressed ID of the image on the daemon, checked at apply (the image " +
 					"must already be there: prepare it on the host; that pull is not governed by the sandbox's egress policy). " +
-					"Null on backends without live checks in this build.",
+					"Null on backends without live checks in this build, or whose live check reports no image ID (Modal).",
 			},
 			"disk_cap_strategy": schema.StringAttribute{
 				Computed:            true,
@@ -147,6 +148,23 @@ func templateNetworkAttribute() schema.SingleNestedAttribute {
 			"egress": schema.StringAttribute{Optional: true, Computed: true, MarkdownDescription: "`deny` (default) or `allow`."},
 			"allow": schema.ListAttribute{ElementType: types.StringType, Optional: true, Computed: true,
 				MarkdownDescription: "Allowed destinations under deny, where the backend supports allow lists (E2B, Modal, Vercel)."},
+		},
+	}
+}
+
+// templateVolumeAttribute is the template's persistent storage.
+func templateVolumeAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional: true,
+		MarkdownDescription: "A named persistent volume mounted into every sandbox of the template, scoped per tenant: each " +
+			"tenant's sandboxes mount that tenant's own volume (on Modal, a Volume named from `name` and a digest of the tenant " +
+			"id, created when missing), so one tenant never sees another's files. Only backends that can scope storage per " +
+			"tenant accept it (Modal); any other refuses it at plan (SBX-VOL-001).",
+		Attributes: map[string]schema.Attribute{
+			"name": schema.StringAttribute{Required: true, MarkdownDescription: "Volume name: 1 to 38 letters, digits, `.`, " +
+				"`_` or `-`, starting with a letter or digit (the backend appends the tenant's digest)."},
+			"mount_path": schema.StringAttribute{Required: true, MarkdownDescription: "Where it is mounted: a clean absolute " +
+				"path other than `/`, not under `/proc`, `/sys` or `/dev`."},
 		},
 	}
 }
@@ -325,6 +343,11 @@ func (r *templateResource) apply(ctx context.Context, config, plan tftypes.Value
 	}
 	if facts != nil {
 		attrs["image_id"] = stringValue(facts.ImageID)
+		if facts.ImageID == "" {
+			// The backend reports no image ID (Modal): null, not "", which
+			// Read sets for an image it found missing.
+			attrs["image_id"] = tftypes.NewValue(tftypes.String, nil)
+		}
 		attrs["disk_cap_strategy"] = stringValue(facts.DiskCapStrategy)
 		attrs["pids_cap_strategy"] = stringValue(facts.PidsCapStrategy)
 	}
@@ -346,7 +369,11 @@ func setLiveFacts(attrs map[string]tftypes.Value, spec model.Spec, sum string, p
 	if old, err := inputs.Object(prior); err == nil && old != nil {
 		oldSum, _ := inputs.String(old["spec_sha256"])
 		oldImage, _ := inputs.String(old["image_id"])
-		if oldSum == sum && oldImage != "" {
+		// A null image_id after a check that ran (its strategies are
+		// known) is a backend that reports no image ID (Modal); "" is an
+		// image Read found missing, checked again.
+		noImageID := old["image_id"].IsNull() && !old["pids_cap_strategy"].IsNull() && old["pids_cap_strategy"].IsKnown()
+		if oldSum == sum && (oldImage != "" || noImageID) {
 			for _, a := range liveAttrs {
 				attrs[a] = old[a]
 			}

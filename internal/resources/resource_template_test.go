@@ -2,6 +2,7 @@ package resources_test
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"testing"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/modal/modalserver"
 )
 
 // templateConfig renders one template with the given extra attributes.
@@ -141,6 +144,43 @@ func TestAccTemplate_DockerPlanNeedsNoDaemon(t *testing.T) {
 	})
 }
 
+const volumeBlock = `  volume = { name = "datasets", mount_path = "/data" }`
+
+// A Modal template names a volume; it is in the spec, and so in every
+// tenant's spec rendered from it (the backend scopes it per tenant).
+// Apply looks the app up on the Modal conformance server (the live check),
+// so this is an acceptance test; the provider runs in this process and
+// reads the server's address and token from its environment.
+func TestAccTemplate_VolumeOnModal(t *testing.T) {
+	if os.Getenv("TF_ACC") == "" {
+		t.Skip("TF_ACC is not set: acceptance tests skipped (make test sets it)")
+	}
+	s := modalserver.StartForTest(t)
+	s.SetEnv(t)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: templateConfig("", `  backend = "modal://`+modalserver.TestApp+`"
+`+volumeBlock) + `
+data "sandboxio_tenant_sandbox" "acme" {
+  template_spec = sandboxio_template.test.spec
+  tenant_id     = "acme"
+  session_id    = "s1"
+}
+`,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue("sandboxio_template.test", tfjsonpath.New("spec"),
+					knownvalue.StringRegexp(regexp.MustCompile(`"volume":\{"name":"datasets","mount_path":"/data"\}`))),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("sandboxio_template.test", tfjsonpath.New("volume").AtMapKey("mount_path"), knownvalue.StringExact("/data")),
+				statecheck.ExpectKnownValue("data.sandboxio_tenant_sandbox.acme", tfjsonpath.New("spec"),
+					knownvalue.StringRegexp(regexp.MustCompile(`"volume":\{"name":"datasets","mount_path":"/data"\},"tenant_id":"acme"`))),
+			},
+		}},
+	})
+}
+
 func TestAccTemplate_MicroVMOnE2B(t *testing.T) {
 	unitTest(t, resource.TestCase{
 		ProtoV6ProviderFactories: protoV6ProviderFactories,
@@ -207,6 +247,12 @@ func TestAccTemplate_Refused(t *testing.T) {
 		{"malformed label", templateConfig("docker://", `  labels = { "bad key!" = "x" }`), "ConfigurationError", "SBX-LBL-002"},
 		{"secret value in secret_names", templateConfig("docker://", `  secret_names = ["sk-live-1234567890abcdef"]`), "ConfigurationError", "SBX-SEC-001"},
 		{"secret also in env", templateConfig("docker://", "  secret_names = [\"API_TOKEN\"]\n  env = { API_TOKEN = \"x\" }"), "ConfigurationError", "SBX-SEC-003"},
+		{"volume on docker", templateConfig("docker://", volumeBlock), "CapabilityNotSupported", "SBX-VOL-001"},
+		{"volume on e2b", templateConfig("e2b://", volumeBlock), "CapabilityNotSupported", "SBX-VOL-001"},
+		{"volume on vercel", templateConfig("vercel://acme/agents", volumeBlock), "CapabilityNotSupported", "SBX-VOL-001"},
+		{"volume on daytona", templateConfig("daytona://", volumeBlock), "CapabilityNotSupported", "SBX-VOL-001"},
+		{"malformed volume name", templateConfig("modal://agents", `  volume = { name = "a/b", mount_path = "/data" }`), "ConfigurationError", "SBX-VOL-002"},
+		{"volume over /proc", templateConfig("modal://agents", `  volume = { name = "d", mount_path = "/proc/x" }`), "ConfigurationError", "SBX-VOL-003"},
 		{"empty name", providerBlock("docker://") + `resource "sandboxio_template" "test" {
   name  = ""
   image = "python:3.12-slim"

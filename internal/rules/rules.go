@@ -2,7 +2,7 @@
 // stable: never reuse one.
 //
 // Two kinds live here. The Rego rules (SBX-NET, SBX-RES, SBX-TMO, SBX-ISO,
-// SBX-LBL, SBX-SEC) are defined, with their text, by the METADATA of the
+// SBX-LBL, SBX-SEC, SBX-VOL) are defined, with their text, by the METADATA of the
 // policy bundle; Go names a few of them where it backs a refusal up (the
 // Docker backend's pre-flight, the model's own range checks). The Go-side
 // rules (SBX-DSN, SBX-SPC, SBX-RUN, SBX-POL, SBX-CHK) are refusals made
@@ -67,6 +67,8 @@ const (
 	NetLearn           = "SBX-NET-001" // egress learning mode
 	NetEgressMode      = "SBX-NET-002" // unknown egress mode
 	NetAllowList       = "SBX-NET-003" // an allow list the backend cannot enforce
+	NetAllowWithOpen   = "SBX-NET-004" // an allow list with open egress
+	NetAllowKind       = "SBX-NET-005" // an allow-list entry of a kind the backend does not take
 	NetOpenEgress      = "SBX-NET-007" // open egress (warning)
 	NetOpenUnsupported = "SBX-NET-010" // open egress on a backend that cannot give it
 
@@ -91,4 +93,6 @@ const (
 
 	SecName         = "SBX-SEC-001" // a secret name that is not a variable name
 	SecEnvAndSecret = "SBX-SEC-003" // a variable both in env and in secret_names
+
+	VolUnscoped = "SBX-VOL-001" // a volume on a backend that cannot scope it per tenant
 )

@@ -361,6 +361,8 @@ func networkDeny(t *testing.T, e *env) {
 // anything is created.
 func networkAllow(t *testing.T, e *env) {
 	if len(e.h.AllowList) == 0 {
+		// An allow list restricts egress deny (with egress "allow" any list
+		// is refused as contradictory, whatever the backend).
 		spec, labels := e.spec(t, func(s *model.Spec) {
 			s.Network = model.NetworkPolicy{Egress: model.EgressDeny, Allow: []string{"192.0.2.1/32"}}
 		})

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,6 +18,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 
@@ -421,17 +425,67 @@ func containerConfig(p createPlan, strategy, network string, labels map[string]s
 			hc.Tmpfs[path] = fmt.Sprintf("rw,nosuid,nodev,size=%dk,mode=%s", size, mode)
 		}
 	}
+	for _, b := range p.binds {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: b.Target,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+	}
 	return cfg, hc
+}
+
+// Bind is a host directory bound read-write into one sandbox at Target. It
+// is no user-facing feature: the local conformance servers of the cloud
+// backends use it to back a vendor's volume (one tenant's directory of it)
+// with a directory on the host. Nothing in a spec can ask for it.
+type Bind struct {
+	Source string // absolute host path, an existing directory
+	Target string // absolute path inside the sandbox
+}
+
+// CreateWithBinds is Create with host directories bound in. The binds are
+// checked (absolute, existing directories, no target twice, none on a
+// path sandboxio mounts itself) before anything is created.
+func CreateWithBinds(ctx context.Context, b backends.Backend, req backends.CreateRequest, binds []Bind) (backends.Sandbox, error) {
+	db, ok := b.(*dockerBackend)
+	if !ok {
+		return nil, fmt.Errorf("docker: CreateWithBinds needs a backend from docker.New")
+	}
+	if err := checkBinds(binds); err != nil {
+		return nil, err
+	}
+	return db.createWith(ctx, req, binds)
+}
+
+func checkBinds(binds []Bind) error {
+	seen := map[string]bool{}
+	for _, b := range binds {
+		if !filepath.IsAbs(b.Source) || !path.IsAbs(b.Target) || path.Clean(b.Target) == "/" {
+			return fmt.Errorf("docker: bind %q -> %q: both paths must be absolute, and the target not /", b.Source, b.Target)
+		}
+		if fi, err := os.Stat(b.Source); err != nil || !fi.IsDir() {
+			return fmt.Errorf("docker: bind source %q is not a directory", b.Source)
+		}
+		t := path.Clean(b.Target)
+		if _, mounted := tmpfsSizes(model.MinDiskMB)[t]; mounted || seen[t] {
+			return fmt.Errorf("docker: bind target %q is already mounted", b.Target)
+		}
+		seen[t] = true
+	}
+	return nil
 }
 
 // Create provisions one sandbox. Everything that can be refused is refused
 // before the first API call or, for what needs the daemon (the runtime), before
 // the container is created. The whole create is bounded by the create timeout.
 func (b *dockerBackend) Create(ctx context.Context, req backends.CreateRequest) (backends.Sandbox, error) {
+	return b.createWith(ctx, req, nil)
+}
+
+func (b *dockerBackend) createWith(ctx context.Context, req backends.CreateRequest, binds []Bind) (backends.Sandbox, error) {
 	p, err := validate(req, true)
 	if err != nil {
 		return nil, err
 	}
+	p.binds = binds
 	cctx, cancel := context.WithTimeout(ctx, p.createTimeout)
 	defer cancel()
 	sb, err := b.create(cctx, p)

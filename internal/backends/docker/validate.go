@@ -31,6 +31,7 @@ type createPlan struct {
 	env           []string
 	secrets       []string // NAME=value for every declared secret; exec-only
 	onWarning     func(model.Warning)
+	binds         []Bind // host directories bound in (CreateWithBinds only)
 }
 
 // runtimeTiers maps the runtimes sandboxio knows to their isolation tier.
@@ -98,6 +99,9 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 	if strings.TrimSpace(s.Image) == "" {
 		return p, &model.Error{Class: model.ConfigurationError, Attribute: "image",
 			Message: "no image", Fix: "set image to an image present on the Docker daemon"}
+	}
+	if s.Volume != nil {
+		return p, gap(rules.VolUnscoped, "volume", "a volume, which every tenant's sandboxes would share")
 	}
 	for _, step := range []func() error{
 		p.planNetwork,

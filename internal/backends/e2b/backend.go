@@ -117,6 +117,10 @@ func validate(req backends.CreateRequest) (plan, error) {
 		return p, &model.Error{Class: model.ConfigurationError, Attribute: "image",
 			Message: "no E2B template: image is empty", Fix: "set image to the E2B template ID or alias"}
 	}
+	if s.Volume != nil {
+		// E2B mounts a volume by name with no per-tenant scope.
+		return p, backends.Backstop(Name, rules.VolUnscoped, "volume", "a volume, which every tenant's sandboxes would share")
+	}
 	if s.Resources != model.DefaultCaps() {
 		return p, backends.Backstop(Name, rules.ResTemplateCap, "resources",
 			fmt.Sprintf("caps %+v; template %q fixes cpu, memory and disk", s.Resources, s.Image))

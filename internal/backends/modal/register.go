@@ -1,7 +1,14 @@
-// Package modal declares the Modal backend: its DSN (modal://APP) and,
-// through the policy bundle's capability data, what it can enforce. This
-// build cannot provision on it yet; specs for it are checked by the policy
-// all the same.
+// Package modal is the Modal backend (modal://APP): sandboxes in a Modal
+// app, through Modal's official Go SDK. The DSN's app and environment
+// select where; the credentials come from MODAL_TOKEN_ID and
+// MODAL_TOKEN_SECRET, the endpoint from MODAL_SERVER_URL (else Modal's).
+//
+// Deny egress is an allow list with no entries (not the legacy
+// block-network flag); an allow list is CIDR blocks; caps are CPU and
+// memory, each a request with an equal hard limit; the lifetime is the
+// sandbox's timeout, enforced by Modal; labels are tags. Commands run
+// through Modal's command router; secrets are Modal Secrets. Its local
+// conformance server is internal/backends/modal/modalserver.
 package modal
 
 import "github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
@@ -21,5 +28,9 @@ func init() {
 			},
 		},
 		EndpointOptions: []string{"environment"},
+		Open:            open,
+		LiveCheck:       liveCheck,
+		Unreachable:     "set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (and MODAL_SERVER_URL for another endpoint) before apply; plan needs no Modal access, apply does",
+		Lists:           true,
 	})
 }
