@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
@@ -50,6 +51,9 @@ func (c *Client) Reap(ctx context.Context, opts ReapOptions) ([]Reaped, error) {
 	var first error
 	for _, target := range targets {
 		got, err := c.reapBackend(ctx, target, opts)
+		if opts.Backend == "" && errors.Is(err, backends.ErrNoCredentials) {
+			continue // a cloud backend this machine has no credentials for
+		}
 		out = append(out, got...)
 		if err != nil && first == nil {
 			first = err

@@ -4,6 +4,7 @@ package backends
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -77,6 +78,12 @@ type Sandbox interface {
 	// *OrphanedError carrying the same warning. Idempotent.
 	Close(ctx context.Context) error
 }
+
+// ErrNoCredentials is wrapped by the error of a backend's Open when the
+// environment holds none of its credentials: a sweep of every backend
+// (`sandboxio reap` without --backend) passes over such a backend, since
+// this machine cannot have sandboxes there.
+var ErrNoCredentials = errors.New("no credentials in the environment")
 
 // OrphanedError is returned by Sandbox.Close when the sandbox could not be
 // confirmed killed (no process of it running) within the teardown grace. The warning names the sandbox and

@@ -316,7 +316,7 @@ func (sb *sbx) checkIdle(now time.Time) {
 		del = sb.autoDel == 0
 	}
 	sb.mu.Unlock()
-	if stop {
+	if stop && !del {
 		sb.srv.updateRecord(sb.id, func(r *Record) { r.Ended = "auto-stop" })
 		_ = sb.stopLocal()
 	}

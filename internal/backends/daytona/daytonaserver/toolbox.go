@@ -48,9 +48,10 @@ func (s *Server) toolbox(h toolboxHandler) http.HandlerFunc {
 
 // session is a toolbox process session: deleting it kills what runs in it.
 type session struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-	n      int
+	ctx     context.Context
+	cancel  context.CancelFunc
+	n       int
+	running sync.WaitGroup // the commands executing in it
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request, sb *sbx) {
@@ -82,6 +83,12 @@ func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request, sb *sbx) 
 		return
 	}
 	ss.cancel() // kills what runs in it
+	done := make(chan struct{})
+	go func() { ss.running.Wait(); close(done) }()
+	select { // answered once its commands are dead, as the daemon kills them before answering
+	case <-done:
+	case <-time.After(30 * time.Second):
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -115,12 +122,14 @@ func (s *Server) execSession(w http.ResponseWriter, r *http.Request, sb *sbx) {
 	ss, ok := sb.sessions[r.PathValue("sid")]
 	if ok {
 		ss.n++
+		ss.running.Add(1)
 	}
 	sb.mu.Unlock()
 	if !ok {
 		apiError(w, http.StatusNotFound, "session not found")
 		return
 	}
+	defer ss.running.Done()
 	s.updateRecord(sb.id, func(rec *Record) { rec.Commands = append(rec.Commands, *req.Command) })
 	cmdID := newID()
 	var stdout bytes.Buffer

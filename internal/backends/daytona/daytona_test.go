@@ -1,0 +1,103 @@
+package daytona_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/daytona"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/daytona/daytonaserver"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(docker.ScopeEnv) == "" {
+		_ = os.Setenv(docker.ScopeEnv, fmt.Sprintf("daytona-test-%d", os.Getpid()))
+	}
+	os.Exit(m.Run())
+}
+
+const canaryKey = "dtn_canary_4f1d2c3b5a6978e0_never_printed"
+
+// open starts a server and opens the adapter on it as a user would: the
+// key from DAYTONA_API_KEY, the URL from DAYTONA_API_URL.
+func open(t *testing.T, minute time.Duration) (*daytonaserver.Server, backends.Backend) {
+	t.Helper()
+	srv := daytonaserver.NewTestServer(t, canaryKey, minute)
+	t.Setenv(daytona.EnvAPIKey, canaryKey)
+	t.Setenv(daytona.EnvAPIURL, srv.APIURL())
+	b, err := daytona.New(backends.DSN{Scheme: daytona.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, b
+}
+
+func spec() model.Spec {
+	return model.Spec{SpecVersion: model.SpecVersion, Name: "conformance", Backend: "daytona://", Image: daytonaserver.TestSnapshot,
+		Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps(), TimeoutSeconds: 60, LifetimeSeconds: 180}
+}
+
+// The backend conformance suite against the local Daytona server.
+func TestConformance(t *testing.T) {
+	srv, b := open(t, 0)
+	backendtest.Run(t, backendtest.Harness{
+		Name: "daytona-server", Backend: b, Spec: spec, Faults: srv, Credential: canaryKey,
+		Caps:              model.Caps{CPU: 1, MemoryMB: 1024, DiskMB: 1024, Pids: model.DefaultCaps().Pids},
+		SecretsInPlainEnv: true,
+		Skip: map[backendtest.Behaviour]string{
+			backendtest.RunStreams: "Daytona's toolbox returns a command's output as JSON strings: bytes that are not UTF-8 arrive as U+FFFD (the suite sends \\xff through cat)",
+			backendtest.UploadB:    "the read-back goes through the same JSON output, so a binary file cannot be compared byte for byte",
+		},
+		Observe: func(_ context.Context, id string) (backendtest.Observed, error) {
+			rec, ok := srv.Observe(id)
+			if !ok {
+				return backendtest.Observed{}, fmt.Errorf("no record of %s", id)
+			}
+			return backendtest.Observed{Labels: rec.Labels, PlainEnv: rec.Env,
+				Network: &backendtest.ObservedNetwork{Denied: rec.NetworkBlockAll},
+				Caps:    &model.Caps{CPU: float64(rec.CPU), MemoryMB: rec.MemoryGB * 1024, DiskMB: rec.DiskGB * 1024}}, nil
+		},
+	})
+}
+
+// Vendor-side lifetime: the lifetime is sent as autoStopInterval (whole
+// minutes) with autoDeleteInterval 0, so a sandbox left idle is deleted by
+// Daytona even though this process's own deadline is far off. A minute is
+// one second on this server.
+func TestLifetimeIsVendorIdleLimit(t *testing.T) {
+	srv, b := open(t, time.Second)
+	s := spec()
+	s.LifetimeSeconds = 90 // 2 minutes of idle on the server; 90 s here
+	sb, err := b.Create(context.Background(), backends.CreateRequest{Spec: s.ForTenant("acme", "s-1", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sb.Close(context.Background()) }()
+	rec, _ := srv.Observe(sb.ID())
+	if rec.AutoStopInterval != 2 || rec.AutoDeleteInterval != 0 {
+		t.Fatalf("autoStopInterval %d, autoDeleteInterval %d; want 2 and 0", rec.AutoStopInterval, rec.AutoDeleteInterval)
+	}
+	// Activity keeps it: a run every half minute.
+	for range 5 {
+		if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); err != nil {
+			t.Fatalf("run while active: %v", err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second) // idle past 2 minutes
+	_, err = sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
+	var me *model.Error
+	if !errors.As(err, &me) || me.Class != model.SandboxGone {
+		t.Fatalf("run after the idle limit: %v, want SandboxGone", err)
+	}
+	if rec, _ := srv.Observe(sb.ID()); rec.Ended != "auto-stop, auto-delete" {
+		t.Fatalf("the server ended it as %q", rec.Ended)
+	}
+}
