@@ -252,7 +252,7 @@ backends_bounding_swap := [lib.describe_backend(key) |
 #   refused. Only the default memory cap, left as it is, is sent as the
 #   backend's smallest unit (1 GiB on Daytona), as the backend's page says.
 # custom:
-#   id: SBX-RES-007
+#   id: SBX-RES-008
 #   class: CapabilityNotSupported
 #   attribute: resources
 #   fix: Set the cap to a whole number of the backend's unit.

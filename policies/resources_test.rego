@@ -235,30 +235,30 @@ test_memory_swap_left_to_res_003_when_no_caps if {
 	fx.ids(fs) == {"SBX-RES-003"}
 }
 
-# --- SBX-RES-007: cap finer than the backend's unit ------------------------
+# --- SBX-RES-008: cap finer than the backend's unit ------------------------
 
 test_memory_between_gib_refused_on_daytona if {
 	fs := resources.deny with input as fx.template_with("daytona", {"resources": {"memory_mb": 1536}})
-	fx.ids(fs) == {"SBX-RES-007"}
-	fx.has(fs, "SBX-RES-007", "CapabilityNotSupported", "resources.memory_mb")
-	fx.mentions(fs, "SBX-RES-007", "1024 MB")
-	fx.fix_mentions(fs, "SBX-RES-007", "1024 or 2048")
+	fx.ids(fs) == {"SBX-RES-008"}
+	fx.has(fs, "SBX-RES-008", "CapabilityNotSupported", "resources.memory_mb")
+	fx.mentions(fs, "SBX-RES-008", "1024 MB")
+	fx.fix_mentions(fs, "SBX-RES-008", "1024 or 2048")
 }
 
 test_disk_below_one_gib_refused_on_daytona if {
 	fs := resources.deny with input as fx.template_with("daytona", {"resources": {"disk_mb": 700.5}})
-	fx.has(fs, "SBX-RES-007", "CapabilityNotSupported", "resources.disk_mb")
-	fx.fix_mentions(fs, "SBX-RES-007", "to a whole number of 1024 MB units: 1024")
-	not fx.fix_mentions(fs, "SBX-RES-007", " or ")
+	fx.has(fs, "SBX-RES-008", "CapabilityNotSupported", "resources.disk_mb")
+	fx.fix_mentions(fs, "SBX-RES-008", "to a whole number of 1024 MB units: 1024")
+	not fx.fix_mentions(fs, "SBX-RES-008", " or ")
 }
 
 # The default memory (512) is sent as Daytona's smallest size; any other
 # value must be whole GiB. Backends without a unit take any value.
 test_default_memory_and_unitless_backends_accepted if {
 	fs := resources.deny with input as fx.template_input("daytona")
-	fx.lacks(fs, "SBX-RES-007")
+	fx.lacks(fs, "SBX-RES-008")
 	every key in fx.backend_keys - {"daytona"} {
 		fs2 := resources.deny with input as fx.template_with(key, {"resources": {"memory_mb": 1536}})
-		fx.lacks(fs2, "SBX-RES-007")
+		fx.lacks(fs2, "SBX-RES-008")
 	}
 }

@@ -21,7 +21,7 @@ func TestE2E_DaytonaPlanMatchesPolicy(t *testing.T) {
 			"sandboxio_template.d SBX-ISO-004 warn, sandboxio_template.d SBX-TMO-005 warn"},
 		{"allow list refused", `  network = { allow = ["10.0.0.0/8"] }`, false, "sandboxio_template.d SBX-NET-003 fail"},
 		{"require_isolation not satisfied", `  require_isolation = "CONTAINER"`, false, "sandboxio_template.d SBX-ISO-003 fail"},
-		{"memory in whole GiB only", `  resources = { memory_mb = 1536 }`, false, "sandboxio_template.d SBX-RES-007 fail"},
+		{"memory in whole GiB only", `  resources = { memory_mb = 1536 }`, false, "sandboxio_template.d SBX-RES-008 fail"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -101,7 +101,7 @@ type createBody struct {
 }
 
 // gib is a cap in MB as Daytona's whole GB (GiB), rounded up: the policy
-// (SBX-RES-007) lets only whole GiB and the default memory through.
+// (SBX-RES-008) lets only whole GiB and the default memory through.
 func gib(mb int64) int64 { return max((mb+1023)/1024, 1) }
 
 // body maps a spec to a create: labels as labels, deny as networkBlockAll,
