@@ -18,7 +18,21 @@ package sandboxio.lib
 # example when an engine compiles the bundle without annotation processing).
 # ---------------------------------------------------------------------------
 
-finding(meta, msg) := {
+# Each constructor reads the annotation's fields directly when all are
+# there (every built-in rule: TestEveryDenyAndWarnRuleCarriesFindingFields),
+# which saves four function calls (about 20 allocations) per finding, and
+# through custom() otherwise, so that a team rule with an incomplete
+# annotation still refuses.
+finding(meta, msg) := f if {
+	c := meta.custom
+	f := {
+		"id": c.id,
+		"class": c.class,
+		"attribute": c.attribute,
+		"msg": msg,
+		"fix": c.fix,
+	}
+} else := {
 	"id": custom(meta, "id"),
 	"class": custom(meta, "class"),
 	"attribute": custom(meta, "attribute"),
@@ -28,7 +42,16 @@ finding(meta, msg) := {
 
 # finding_fix replaces the annotation's fix, for a fix that must name
 # something only known at evaluation time (a tier, a list of backends).
-finding_fix(meta, msg, fix) := {
+finding_fix(meta, msg, fix) := f if {
+	c := meta.custom
+	f := {
+		"id": c.id,
+		"class": c.class,
+		"attribute": c.attribute,
+		"msg": msg,
+		"fix": fix,
+	}
+} else := {
 	"id": custom(meta, "id"),
 	"class": custom(meta, "class"),
 	"attribute": custom(meta, "attribute"),
@@ -39,7 +62,16 @@ finding_fix(meta, msg, fix) := {
 # finding_at gives the finding a more precise attribute than the annotation:
 # one finding per cap (resources -> resources.memory_mb), or the attribute
 # that actually needs changing.
-finding_at(meta, attribute, msg) := {
+finding_at(meta, attribute, msg) := f if {
+	c := meta.custom
+	f := {
+		"id": c.id,
+		"class": c.class,
+		"attribute": attribute,
+		"msg": msg,
+		"fix": c.fix,
+	}
+} else := {
 	"id": custom(meta, "id"),
 	"class": custom(meta, "class"),
 	"attribute": attribute,
@@ -47,7 +79,16 @@ finding_at(meta, attribute, msg) := {
 	"fix": custom(meta, "fix"),
 }
 
-finding_at_fix(meta, attribute, msg, fix) := {
+finding_at_fix(meta, attribute, msg, fix) := f if {
+	c := meta.custom
+	f := {
+		"id": c.id,
+		"class": c.class,
+		"attribute": attribute,
+		"msg": msg,
+		"fix": fix,
+	}
+} else := {
 	"id": custom(meta, "id"),
 	"class": custom(meta, "class"),
 	"attribute": attribute,

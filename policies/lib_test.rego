@@ -25,6 +25,17 @@ test_finding_without_annotation_still_defined if {
 	lib.finding({}, "wrong") == {"id": "", "class": "", "attribute": "", "msg": "wrong", "fix": ""}
 }
 
+# Nor when the annotation lacks a field (a team rule's): the direct reads
+# are undefined and the fallback fills in "".
+test_finding_with_partial_annotation_still_defined if {
+	partial := {"custom": {"id": "TEAM-X-001", "class": "ConfigurationError"}}
+	lib.finding(partial, "m") == {"id": "TEAM-X-001", "class": "ConfigurationError", "attribute": "", "msg": "m", "fix": ""}
+	lib.finding_fix(partial, "m", "f").fix == "f"
+	lib.finding_at(partial, "a", "m").attribute == "a"
+	lib.finding_at_fix(partial, "a", "m", "f").id == "TEAM-X-001"
+	lib.finding_at_fix({}, "a", "m", "f") == {"id": "", "class": "", "attribute": "a", "msg": "m", "fix": "f"}
+}
+
 test_address_kinds if {
 	lib.address_kind("10.0.0.0/8") == "cidr"
 	lib.address_kind("2001:db8::/32") == "cidr"

@@ -469,3 +469,41 @@ func BenchmarkAcceptedTemplate(b *testing.B) {
 		})
 	}
 }
+
+// The finding constructors of lib.rego read meta.custom.id, .class,
+// .attribute and .fix directly: a deny or warn rule whose annotation lacked
+// one would build no finding and so never fire. Every such rule of the
+// bundle must carry all four, as non-empty strings.
+func TestEveryDenyAndWarnRuleCarriesFindingFields(t *testing.T) {
+	res := loadBundle(t)
+	checked := 0
+	for name, m := range res.Modules {
+		if strings.HasSuffix(name, "_test.rego") {
+			continue
+		}
+		for _, r := range m.Parsed.Rules {
+			head := r.Head.Name.String()
+			if len(r.Head.Reference) > 0 {
+				head = r.Head.Reference[0].String()
+			}
+			if head != "deny" && head != "warn" {
+				continue
+			}
+			checked++
+			var custom map[string]any
+			for _, a := range r.Annotations {
+				if a.Scope == "rule" {
+					custom = a.Custom
+				}
+			}
+			for _, field := range []string{"id", "class", "attribute", "fix"} {
+				if s, ok := custom[field].(string); !ok || strings.TrimSpace(s) == "" {
+					t.Errorf("%s:%d: %s rule has no custom.%s in its METADATA, so it would never fire", name, r.Location.Row, head, field)
+				}
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d deny/warn rules found", checked)
+	}
+}

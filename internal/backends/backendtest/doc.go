@@ -64,7 +64,35 @@
 //     test output). Only: run just these behaviours (a second runtime that
 //     repeats the isolation-relevant subset, say).
 //   - Serial: run the behaviours one at a time (a live service's
-//     concurrency quota).
+//     concurrency quota). GoneWithin: how long a killed or expired sandbox
+//     may still be listed (default 15 s).
+//
+// # A harness
+//
+// A cloud backend's test, against its conformance server (srv), looks like:
+//
+//	func TestConformance(t *testing.T) {
+//		srv := startServer(t) // runs commands in Docker sandboxes
+//		b, err := e2b.New(e2b.Config{APIURL: srv.URL, APIKey: canaryKey})
+//		if err != nil {
+//			t.Fatal(err)
+//		}
+//		backendtest.Run(t, backendtest.Harness{
+//			Name:       "e2b-server",
+//			Backend:    b,
+//			Spec:       func() model.Spec { return spec("e2b://", "base") },
+//			Observe:    srv.Observe,   // labels, envVars, network fields, caps
+//			Faults:     srv,           // Inject, Requests, Clear
+//			Credential: canaryKey,
+//			AllowList:  []string{"10.1.2.0/24"},
+//			SecretsInPlainEnv: true,   // E2B has envVars, no secret store
+//		})
+//	}
+//
+// selftest_test.go in this package is a complete worked example of the
+// fault side: a control plane with Inject/Requests/Clear, and an adapter
+// whose create looks by label before any retry. Docker's is
+// internal/backends/docker/conformance_test.go.
 //
 // # Behaviours
 //

@@ -56,7 +56,7 @@ func faultAuth(t *testing.T, e *env) {
 	for _, status := range []int{401, 403} {
 		e.inject(t, Fault{Op: OpCreate, Status: status, Times: 100})
 		_, labels, err := e.tryCreate(t, 0)
-		me := e.wantClass(t, err, model.ConfigurationError, "a create answered "+itoa(status))
+		me := e.classError(t, err, model.ConfigurationError, "a create answered "+itoa(status))
 		text := strings.ToLower(me.Message + " " + me.Fix + " " + me.Attribute)
 		if !strings.Contains(text, "credential") && !strings.Contains(text, "key") && !strings.Contains(text, "token") {
 			t.Errorf("%d: the error does not point at the credentials: %v", status, err)

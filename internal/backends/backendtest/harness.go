@@ -41,6 +41,9 @@ type Harness struct {
 	ExecTimeout, Lifetime time.Duration
 	// SecretsInPlainEnv says the vendor stores secret values as plain env.
 	SecretsInPlainEnv bool
+	// GoneWithin is how long a killed, closed or expired sandbox may still
+	// be listed; zero means 15 s.
+	GoneWithin time.Duration
 
 	// Skip maps a behaviour to the reason this harness cannot show it.
 	Skip map[Behaviour]string

@@ -251,7 +251,11 @@ func running(infos []backends.Info) []backends.Info {
 // waitNone polls until List finds no sandbox with the labels.
 func (e *env) waitNone(t *testing.T, labels map[string]string, what string) {
 	t.Helper()
-	deadline := time.Now().Add(goneWithin)
+	within := goneWithin
+	if e.h.GoneWithin > 0 {
+		within = e.h.GoneWithin
+	}
+	deadline := time.Now().Add(within)
 	for {
 		infos := e.list(t, labels)
 		if len(infos) == 0 {
@@ -262,7 +266,7 @@ func (e *env) waitNone(t *testing.T, labels map[string]string, what string) {
 			for i, in := range infos {
 				ids[i] = fmt.Sprintf("%s(running=%v)", in.ID, in.Running)
 			}
-			t.Fatalf("%s: still listed %s later: %v", what, goneWithin, ids)
+			t.Fatalf("%s: still listed %s later: %v", what, within, ids)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -292,8 +296,14 @@ func (e *env) noLeak(t *testing.T, where, text string) {
 }
 
 // wantClass fails unless err is a *model.Error of class c (errors.Is) and
-// holds no credential; it returns the first *model.Error of that class.
-func (e *env) wantClass(t *testing.T, err error, c model.ErrorClass, what string) *model.Error {
+// holds no credential.
+func (e *env) wantClass(t *testing.T, err error, c model.ErrorClass, what string) {
+	t.Helper()
+	_ = e.classError(t, err, c, what)
+}
+
+// classError is wantClass returning the first *model.Error of class c.
+func (e *env) classError(t *testing.T, err error, c model.ErrorClass, what string) *model.Error {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("%s: want %s, got no error", what, c)

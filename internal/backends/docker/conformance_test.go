@@ -32,7 +32,7 @@ func TestConformance(t *testing.T) {
 				},
 			}
 			if rt == "runsc" {
-				h.Only = []backendtest.Behaviour{backendtest.NetworkDeny, backendtest.CapsB, backendtest.Secrets, backendtest.LifetimeB}
+				h.Only = []backendtest.Behaviour{backendtest.ExecTimeoutB, backendtest.NetworkDeny, backendtest.CapsB, backendtest.Secrets, backendtest.LifetimeB}
 				// gVisor's execs are slow to start on a loaded host; one
 				// sandbox at a time keeps the timing behaviours honest.
 				h.Serial = true

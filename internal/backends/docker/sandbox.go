@@ -20,12 +20,16 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// Budgets of the clean-up after a timeout. Together they stay well inside the
-// one second within which a timeout must be reported.
+// Budgets of the clean-up after a timeout. cleanupBudget bounds all of it, so
+// that a timeout is reported within one second of it: the look at the process
+// ceiling gets what the killer left of it (each step's own budget alone adds
+// up to 1.8 s, which a loaded host running gVisor reached).
 const (
 	killBudget      = 500 * time.Millisecond // the in-sandbox killer
 	ceilingBudget   = time.Second            // asking whether the sandbox is at its process ceiling
-	hardKillBudget  = 300 * time.Millisecond // killing the whole container instead
+	hardKillBudget  = 300 * time.Millisecond // waiting for the kill of the whole container
+	cleanupBudget   = 900 * time.Millisecond // all of the above, after a timeout
+	hardKillLimit   = 10 * time.Second       // the kill itself, which goes on after the wait
 	inspectBudget   = 2 * time.Second        // looking closer at a command that failed
 	oomEventLatency = 300 * time.Millisecond // how long an OOM event may trail the exit
 )
@@ -282,7 +286,7 @@ func (s *sandbox) pidsError(msg string, cause error) error {
 // which. No output is returned.
 func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.Duration, started time.Time) error {
 	tracef("interrupted after %s: %v (pid %d)", time.Since(started), res.stopped, res.pid)
-	st := s.stopSession(ctx, res.pid, killBudget)
+	st := s.stopSession(ctx, res.pid, killBudget, cleanupBudget)
 	tracef("session stopped after %s: %+v", time.Since(started), st)
 
 	var cause error
@@ -331,10 +335,13 @@ type stopped struct {
 // stopSession kills the processes of a command's session from inside the
 // sandbox. When that cannot be done (no shell, session unknown, no room to
 // start the killer, or processes that will not die), it kills the whole
-// sandbox rather than leave them running. It is bounded by budget plus
-// ceilingBudget and hardKillBudget, and survives the caller's cancellation.
-func (s *sandbox) stopSession(ctx context.Context, pid int, budget time.Duration) stopped {
+// sandbox rather than leave them running. The killer is bounded by budget;
+// the whole, the look at the ceiling and the wait for the kill of the
+// sandbox included, by total; it survives the caller's cancellation.
+func (s *sandbox) stopSession(ctx context.Context, pid int, budget, total time.Duration) stopped {
 	var st stopped
+	// The look at the ceiling must leave the hard kill its share of total.
+	lookEnd := time.Now().Add(total - hardKillBudget)
 	// Under gVisor, when no killer can be started (the session is unknown),
 	// the runtime's process list is asked at once rather than after the
 	// killer failed, which would leave it too little time on a busy host.
@@ -344,7 +351,7 @@ func (s *sandbox) stopSession(ctx context.Context, pid int, budget time.Duration
 	var guestFull <-chan bool
 	if s.tier == model.TierGVisor && pid <= 0 {
 		ch := make(chan bool, 1)
-		gctx, gcancel := context.WithTimeout(context.WithoutCancel(ctx), budget+ceilingBudget)
+		gctx, gcancel := context.WithDeadline(context.WithoutCancel(ctx), earliest(time.Now().Add(budget+ceilingBudget), lookEnd))
 		go func() { defer gcancel(); ch <- s.full(gctx) }()
 		guestFull = ch
 	}
@@ -364,18 +371,42 @@ func (s *sandbox) stopSession(ctx context.Context, pid int, budget time.Duration
 	}
 	st.full = isExhausted(st.err)
 	if !st.full && guestFull != nil {
-		st.full = <-guestFull // bounded by budget+ceilingBudget
-	} else if !st.full {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ceilingBudget)
+		st.full = <-guestFull // bounded by lookEnd
+	} else if !st.full && time.Until(lookEnd) > 0 {
+		cctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), earliest(time.Now().Add(ceilingBudget), lookEnd))
 		st.full = s.full(cctx)
 		cancel()
 	}
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardKillBudget)
-	_ = s.b.cli.ContainerKill(hctx, s.id, "KILL")
-	cancel()
+	s.hardKill(ctx)
 	s.markGone(s.goneError("it was killed because a command's processes could not be stopped one by one"))
 	st.hard = true
 	return st
+}
+
+// hardKill kills the whole container, waiting at most hardKillBudget: a
+// kill the daemon is slow to confirm goes on in the background, up to
+// hardKillLimit, rather than be abandoned.
+func (s *sandbox) hardKill(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), hardKillLimit)
+		defer cancel()
+		// Its error is not traced: this may outlive the call.
+		_ = s.b.cli.ContainerKill(kctx, s.id, "KILL")
+	}()
+	select {
+	case <-done:
+	case <-time.After(hardKillBudget):
+		tracef("hard kill of %s not confirmed within %s; it goes on", short(s.id), hardKillBudget)
+	}
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // pidsHit reports whether the probe shows the process ceiling reached since
@@ -452,7 +483,7 @@ func (s *sandbox) completed(ctx context.Context, res execResult, started time.Ti
 		if sessionLeft == 0 {
 			return
 		}
-		if st := s.stopSession(ctx, res.pid, inspectBudget); st.gone {
+		if st := s.stopSession(ctx, res.pid, inspectBudget, inspectBudget+ceilingBudget+hardKillBudget); st.gone {
 			s.markGone(s.goneError("it ended during the command"))
 			s.b.events.forget(s.id)
 		}

@@ -87,6 +87,11 @@ func TestCredentialNeverPrinted(t *testing.T) {
 		Name string
 	}
 	cfg := config{Key: c, Name: "x"}
+	// fmt cannot call the methods of a value in an unexported field.
+	hidden := struct {
+		key  Credential
+		keys []Credential
+	}{c, []Credential{c}}
 	j, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +102,7 @@ func TestCredentialNeverPrinted(t *testing.T) {
 		fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s %q %x %X %d", c, c, c, c, c, c, c, c),
 		fmt.Sprintf("%v %+v %#v", cfg, cfg, &cfg), string(j), logs.String(), c.String(), c.GoString(),
 	} {
+		noCanary(t, "formatted credential", s+fmt.Sprintf("%v %+v %#v", hidden, hidden, hidden))
 		noCanary(t, "formatted credential", s)
 		if !strings.Contains(s, Redacted) {
 			t.Fatalf("formatted credential %q does not say %s", s, Redacted)

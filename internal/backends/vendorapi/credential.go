@@ -35,17 +35,25 @@ import (
 const Redacted = "[REDACTED]"
 
 // Credential is an API key or access token. Its value leaves only through
-// Reveal; formatting, JSON, text and slog all give [REDACTED].
-type Credential struct{ v string }
+// Reveal; formatting, JSON, text and slog all give [REDACTED]. The value is
+// held behind a pointer: fmt cannot call the methods of a value in an
+// unexported field of a struct it prints, and shows a pointer there as an
+// address, never what it points to.
+type Credential struct{ p *string }
 
 // NewCredential wraps a key (read from the environment by the caller).
-func NewCredential(v string) Credential { return Credential{v: v} }
+func NewCredential(v string) Credential { return Credential{p: &v} }
 
 // Reveal returns the value, for a request header or an SDK's option only.
-func (c Credential) Reveal() string { return c.v }
+func (c Credential) Reveal() string {
+	if c.p == nil {
+		return ""
+	}
+	return *c.p
+}
 
 // Empty reports whether no value is set.
-func (c Credential) Empty() bool { return c.v == "" }
+func (c Credential) Empty() bool { return c.Reveal() == "" }
 
 func (c Credential) String() string   { return Redacted }
 func (c Credential) GoString() string { return Redacted }
