@@ -36,7 +36,9 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(dockertest.CheckLeaks(m.Run()))
+	code := m.Run()
+	closeDaytona()
+	os.Exit(dockertest.CheckLeaks(code))
 }
 
 // needDocker skips the test (or fails it under SANDBOXIO_REQUIRE_DOCKER=1)

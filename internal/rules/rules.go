@@ -72,6 +72,7 @@ const (
 
 	ResCap         = "SBX-RES-001" // a cap unset, zero, negative or out of range
 	ResPidsCeiling = "SBX-RES-005" // pids above the backend's ceiling
+	ResUnit        = "SBX-RES-008" // a cap finer than the unit the backend takes
 
 	TmoCall     = "SBX-TMO-001" // a call timeout unset, zero, negative or above the ceiling
 	TmoLifetime = "SBX-TMO-002" // a lifetime unset, zero, negative or above the ceiling

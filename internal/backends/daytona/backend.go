@@ -108,15 +108,17 @@ func gib(mb int64) int64 { return max((mb+1023)/1024, 1) }
 // the lifetime as the idle auto-stop (whole minutes, rounded up) with
 // deletion on stop.
 func (b *backend) body(s model.Spec, secrets map[string]string, nonce string) (createBody, error) {
-	if s.Network.Egress != model.EgressDeny || len(s.Network.Allow) > 0 {
-		return createBody{}, &model.Error{Class: model.CapabilityNotSupported, Attribute: "network",
-			Message: "Daytona sandboxes are opened with all egress blocked; open egress and allow lists are refused by the policy",
-			Fix:     "set network egress to deny with no allow list, or use E2B or Modal for an allow list"}
+	// Defence in depth: the policy refuses these (the allow list, open
+	// egress, caps finer than a core or a GiB); finding one here is a gap.
+	switch {
+	case len(s.Network.Allow) > 0:
+		return createBody{}, backends.Backstop(Name, rules.NetAllowList, "network.allow", fmt.Sprintf("%d allow-list entries", len(s.Network.Allow)))
+	case s.Network.Egress != model.EgressDeny:
+		return createBody{}, backends.Backstop(Name, rules.NetOpenUnsupported, "network.egress", "egress "+string(s.Network.Egress))
 	}
 	if c := s.Resources; c.CPU != float64(int64(c.CPU)) || (c.MemoryMB%1024 != 0 && c.MemoryMB != model.DefaultCaps().MemoryMB) || c.DiskMB%1024 != 0 {
-		return createBody{}, &model.Error{Class: model.CapabilityNotSupported, Attribute: "resources",
-			Message: fmt.Sprintf("Daytona takes whole CPUs and whole GiB of memory and disk, not %+v", c),
-			Fix:     "set cpu to a whole number and memory_mb and disk_mb to multiples of 1024"}
+		return createBody{}, backends.Backstop(Name, rules.ResUnit, "resources",
+			fmt.Sprintf("cpu %g, memory_mb %d, disk_mb %d", c.CPU, c.MemoryMB, c.DiskMB))
 	}
 	labels := maps.Clone(s.Labels)
 	if labels == nil {
