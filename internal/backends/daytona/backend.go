@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -86,9 +87,12 @@ type sandboxDTO struct {
 	ErrorReason     string            `json:"errorReason"`
 }
 
-// createBody is the CreateSandbox request the adapter sends.
+// createBody is the CreateSandbox request the adapter sends. The image
+// goes as a declarative build (buildInfo "FROM <image>", as the SDK sends
+// create({image})): Daytona refuses cpu, memory and disk with a snapshot,
+// whose sandboxes it sizes itself (v0.190.0 sandbox.controller.ts).
 type createBody struct {
-	Snapshot           string            `json:"snapshot,omitempty"`
+	BuildInfo          buildInfo         `json:"buildInfo"`
 	Env                map[string]string `json:"env"`
 	Labels             map[string]string `json:"labels"`
 	NetworkBlockAll    bool              `json:"networkBlockAll"`
@@ -99,6 +103,14 @@ type createBody struct {
 	AutoStopInterval   int64             `json:"autoStopInterval"`
 	AutoDeleteInterval int64             `json:"autoDeleteInterval"`
 }
+
+type buildInfo struct {
+	DockerfileContent string `json:"dockerfileContent"`
+}
+
+// imageRef is what the adapter puts after FROM: an image reference in one
+// token, so no image can add a line to the Dockerfile Daytona builds.
+var imageRef = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$`)
 
 // gib is a cap in MB as Daytona's whole GB (GiB), rounded up: the policy
 // (SBX-RES-008) lets only whole GiB and the default memory through.
@@ -120,6 +132,11 @@ func (b *backend) body(s model.Spec, secrets map[string]string, nonce string) (c
 		return createBody{}, backends.Backstop(Name, rules.ResUnit, "resources",
 			fmt.Sprintf("cpu %g, memory_mb %d, disk_mb %d", c.CPU, c.MemoryMB, c.DiskMB))
 	}
+	if !imageRef.MatchString(s.Image) {
+		return createBody{}, &model.Error{Class: model.ConfigurationError, Attribute: "image",
+			Message: fmt.Sprintf("%q is not an image reference Daytona can build from", s.Image),
+			Fix:     "set image to an OCI image reference such as python:3.12-slim or registry.example.com/team/app@sha256:..."}
+	}
 	labels := maps.Clone(s.Labels)
 	if labels == nil {
 		labels = map[string]string{}
@@ -130,7 +147,7 @@ func (b *backend) body(s model.Spec, secrets map[string]string, nonce string) (c
 		env = map[string]string{}
 	}
 	maps.Copy(env, secrets) // Daytona has no secret store
-	return createBody{Snapshot: s.Image, Env: env, Labels: labels, NetworkBlockAll: true, Target: b.target,
+	return createBody{BuildInfo: buildInfo{DockerfileContent: "FROM " + s.Image + "\n"}, Env: env, Labels: labels, NetworkBlockAll: true, Target: b.target,
 		CPU: max(int64(s.Resources.CPU), 1), Memory: gib(s.Resources.MemoryMB), Disk: gib(s.Resources.DiskMB),
 		AutoStopInterval: max((s.LifetimeSeconds+59)/60, 1), AutoDeleteInterval: 0}, nil
 }

@@ -2,7 +2,9 @@
 // Daytona's REST API (the v0.190.0 OpenAPI spec) and its toolbox API
 // (sessions and files, through the toolbox proxy).
 //
-// What each policy field maps to: labels are Daytona labels (plus a create
+// What each policy field maps to: the image is a declarative build
+// (buildInfo "FROM <image>"), since Daytona takes cpu, memory and disk
+// only with a build, never with a snapshot; labels are Daytona labels (plus a create
 // nonce, so a create is never repeated blindly); deny egress is
 // networkBlockAll (allow lists are refused by the policy); cpu, memory and
 // disk are sent in whole cores and GiB; lifetime_seconds becomes

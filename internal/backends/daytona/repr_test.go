@@ -45,17 +45,18 @@ func TestReprsHoldNoKey(t *testing.T) {
 // adapter refuses again, as a policy gap naming the rule, before any call.
 func TestBackstops(t *testing.T) {
 	b := &backend{}
-	base := model.Spec{Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps()}
+	base := model.Spec{Image: "python:3.12-slim", Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps()}
 	for name, tc := range map[string]struct {
 		edit func(*model.Spec)
 		rule string
 	}{
-		"allow list":     {func(s *model.Spec) { s.Network.Allow = []string{"pypi.org"} }, "SBX-NET-003"},
-		"open egress":    {func(s *model.Spec) { s.Network.Egress = "allow" }, "SBX-NET-010"},
-		"1536 MB":        {func(s *model.Spec) { s.Resources.MemoryMB = 1536 }, "SBX-RES-008"},
-		"half a core":    {func(s *model.Spec) { s.Resources.CPU = 1.5 }, "SBX-RES-008"},
-		"disk 1000 MB":   {func(s *model.Spec) { s.Resources.DiskMB = 1000 }, "SBX-RES-008"},
-		"default memory": {func(s *model.Spec) {}, ""},
+		"allow list":                          {func(s *model.Spec) { s.Network.Allow = []string{"pypi.org"} }, "SBX-NET-003"},
+		"open egress":                         {func(s *model.Spec) { s.Network.Egress = "allow" }, "SBX-NET-010"},
+		"1536 MB":                             {func(s *model.Spec) { s.Resources.MemoryMB = 1536 }, "SBX-RES-008"},
+		"half a core":                         {func(s *model.Spec) { s.Resources.CPU = 1.5 }, "SBX-RES-008"},
+		"disk 1000 MB":                        {func(s *model.Spec) { s.Resources.DiskMB = 1000 }, "SBX-RES-008"},
+		"default memory":                      {func(s *model.Spec) {}, ""},
+		"image with a second Dockerfile line": {func(s *model.Spec) { s.Image = "alpine\nRUN wget evil" }, "image"},
 	} {
 		s := base
 		s.Network.Allow = nil
@@ -63,9 +64,11 @@ func TestBackstops(t *testing.T) {
 		body, err := b.body(s, nil, "n")
 		var me *model.Error
 		switch {
-		case tc.rule == "" && (err != nil || body.Memory != 1 || !body.NetworkBlockAll):
-			t.Errorf("%s: %v, memory %d GiB, networkBlockAll %v; want sent as 1 GiB, blocked", name, err, body.Memory, body.NetworkBlockAll)
-		case tc.rule != "" && (!backends.IsPolicyGap(err) || !asModel(err, &me) || me.Rule != tc.rule):
+		case tc.rule == "" && (err != nil || body.Memory != 1 || !body.NetworkBlockAll || body.BuildInfo.DockerfileContent != "FROM python:3.12-slim\n"):
+			t.Errorf("%s: %v, %+v; want the image as a build, sent as 1 GiB, blocked", name, err, body)
+		case tc.rule == "image" && (!asModel(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "image"):
+			t.Errorf("%s: %v, want a ConfigurationError of the image", name, err)
+		case tc.rule != "" && tc.rule != "image" && (!backends.IsPolicyGap(err) || !asModel(err, &me) || me.Rule != tc.rule):
 			t.Errorf("%s: %v, want the backstop of %s", name, err, tc.rule)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,8 +40,26 @@ type createSandbox struct {
 	AutoArchiveInterval *int64            `json:"autoArchiveInterval"`
 	AutoDeleteInterval  *int64            `json:"autoDeleteInterval"`
 	Volumes             []json.RawMessage `json:"volumes"`
-	BuildInfo           json.RawMessage   `json:"buildInfo"`
+	BuildInfo           *buildInfo        `json:"buildInfo"`
 	LinkedSandbox       *string           `json:"linkedSandbox"`
+}
+
+// buildInfo is the CreateBuildInfo schema: a declarative image, which
+// Daytona builds into a snapshot (the SDK's create({image}) sends
+// "FROM <image>\n").
+type buildInfo struct {
+	DockerfileContent string   `json:"dockerfileContent"`
+	ContextHashes     []string `json:"contextHashes"`
+}
+
+// baseImage is the image a build starts from, when its Dockerfile is a bare
+// "FROM <image>" (all this server builds).
+func (b *buildInfo) baseImage() (string, bool) {
+	ref, ok := strings.CutPrefix(strings.TrimSuffix(b.DockerfileContent, "\n"), "FROM ")
+	if !ok || ref == "" || strings.ContainsAny(ref, " \t\r\n") || len(b.ContextHashes) > 0 {
+		return "", false
+	}
+	return ref, true
 }
 
 const maxBody = 1 << 20
@@ -64,9 +83,10 @@ func decodeStrict(r *http.Request, v any) error {
 // validate checks a create as Daytona does; it returns the status and
 // message of a refusal, or 0.
 func (s *Server) validate(req *createSandbox) (int, string) {
+	if st, msg := s.validateSource(req); st != 0 {
+		return st, msg
+	}
 	switch {
-	case req.BuildInfo != nil && string(req.BuildInfo) != "null":
-		return http.StatusBadRequest, "buildInfo (declarative images) is not supported by this conformance server"
 	case len(req.Volumes) > 0 || req.LinkedSandbox != nil:
 		return http.StatusBadRequest, "volumes and linked sandboxes are not supported by this conformance server"
 	case req.GPU != nil && *req.GPU != 0:
@@ -89,6 +109,35 @@ func (s *Server) validate(req *createSandbox) (int, string) {
 	}
 	if req.AutoStopInterval != nil && *req.AutoStopInterval < 0 {
 		return http.StatusBadRequest, "autoStopInterval must not be negative"
+	}
+	return 0, ""
+}
+
+// validateSource checks where the sandbox comes from, as the v0.190.0
+// controller does: a declarative build takes resources and no snapshot; a
+// snapshot (named or the default) takes its resources from the snapshot,
+// and a create that sets any is refused.
+func (s *Server) validateSource(req *createSandbox) (int, string) {
+	if req.BuildInfo != nil {
+		if req.Snapshot != nil && *req.Snapshot != "" {
+			return http.StatusBadRequest, "Cannot specify a snapshot when using a build info entry"
+		}
+		ref, ok := req.BuildInfo.baseImage()
+		if !ok {
+			return http.StatusBadRequest, "this conformance server builds only a bare FROM <image> without context"
+		}
+		if _, ok := s.cfg.Snapshots[ref]; !ok {
+			return http.StatusBadRequest, fmt.Sprintf("image %s cannot be pulled by this conformance server", ref)
+		}
+		return 0, ""
+	}
+	for _, p := range []*int64{req.CPU, req.GPU, req.Memory, req.Disk} {
+		if p != nil && *p != 0 {
+			return http.StatusBadRequest, "Cannot specify Sandbox resources when using a snapshot"
+		}
+	}
+	if len(req.GPUType) > 0 {
+		return http.StatusBadRequest, "Cannot specify GPU type when creating sandbox from snapshot. GPU type is inherited from snapshot."
 	}
 	if req.Snapshot != nil {
 		if _, ok := s.cfg.Snapshots[*req.Snapshot]; !ok {
@@ -151,8 +200,11 @@ func (s *Server) startSandbox(ctx context.Context, req *createSandbox) (*sbx, er
 	if req.Snapshot != nil {
 		snap = *req.Snapshot
 	}
+	if req.BuildInfo != nil {
+		snap, _ = req.BuildInfo.baseImage() // validated
+	}
 	sb := &sbx{srv: s, id: newID(), snapshot: snap, labels: maps.Clone(req.Labels), env: maps.Clone(req.Env),
-		cpu: orInt(req.CPU, 1), mem: orInt(req.Memory, 1), disk: orInt(req.Disk, 3),
+		cpu: orInt(req.CPU, 1), mem: orInt(req.Memory, 1), disk: orInt(req.Disk, 3), // a snapshot's own: 1 CPU, 1 GB, 3 GB
 		blockAll: req.NetworkBlockAll != nil && *req.NetworkBlockAll,
 		autoStop: orInt(req.AutoStopInterval, 15), autoDel: orInt(req.AutoDeleteInterval, -1),
 		created: time.Now(), state: "started", lastActivity: time.Now(), sessions: map[string]*session{}}

@@ -46,19 +46,20 @@ func TestRefereeOfficialSDK(t *testing.T) {
 	}
 	id, _ := steps["create"]["sandboxId"].(string)
 	want := map[string]map[string]any{
-		"create":           {"state": "started", "toolbox": srv.URL + "/toolbox"},
-		"run-exit":         {"exitCode": 3.0, "stdout": "out-from-session\n", "stderr": "err\n"},
-		"run-env":          {"exitCode": 0.0, "stdout": "from-create"},
-		"upload":           {"stdout": "hello from the referee\n750\n"},
-		"network-deny":     {"interfaces": []any{"lo"}},
-		"run-timeout":      {"error": "DaytonaTimeoutError", "sleepers": "0"},
-		"list":             {"listed": []any{id}, "others": 0.0},
-		"get":              {"state": "started", "networkBlockAll": true, "memory": 1.0},
-		"delete":           {"afterDelete": "DaytonaNotFoundError", "secondDelete": "DaytonaNotFoundError"},
-		"auto-stop":        {"get": "DaytonaNotFoundError", "run": "DaytonaNotFoundError"},
-		"bad-key":          {"error": "DaytonaAuthenticationError"},
-		"unknown-snapshot": {"error": "DaytonaNotFoundError"},
-		"done":             {},
+		"create":                  {"state": "started", "toolbox": srv.URL + "/toolbox"},
+		"run-exit":                {"exitCode": 3.0, "stdout": "out-from-session\n", "stderr": "err\n"},
+		"run-env":                 {"exitCode": 0.0, "stdout": "from-create"},
+		"upload":                  {"stdout": "hello from the referee\n750\n"},
+		"network-deny":            {"interfaces": []any{"lo"}},
+		"run-timeout":             {"error": "DaytonaTimeoutError", "sleepers": "0"},
+		"list":                    {"listed": []any{id}, "others": 0.0},
+		"get":                     {"state": "started", "networkBlockAll": true, "memory": 1.0},
+		"delete":                  {"afterDelete": "DaytonaNotFoundError", "secondDelete": "DaytonaNotFoundError"},
+		"auto-stop":               {"get": "DaytonaNotFoundError", "run": "DaytonaNotFoundError"},
+		"bad-key":                 {"error": "DaytonaAuthenticationError"},
+		"unknown-snapshot":        {"error": "DaytonaNotFoundError"},
+		"snapshot-with-resources": {"error": "DaytonaValidationError"},
+		"done":                    {},
 	}
 	for step, fields := range want {
 		got, ok := steps[step]

@@ -42,7 +42,9 @@ import (
 // Config configures a Server.
 type Config struct {
 	APIKey    string            // the one key accepted as Bearer; required
-	Snapshots map[string]string // snapshot name -> local Docker image; required
+	// Snapshots maps a snapshot name, or the image a declarative build
+	// starts FROM, to the local Docker image it stands for; required.
+	Snapshots map[string]string
 	// DefaultSnapshot is used when a create names none; "" means the first
 	// in sorted order.
 	DefaultSnapshot string

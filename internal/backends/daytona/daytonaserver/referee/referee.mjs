@@ -12,10 +12,11 @@ const errName = async (p) => { try { await p; return 'none' } catch (e) { return
 
 const daytona = new Daytona() // DAYTONA_API_KEY, DAYTONA_API_URL, DAYTONA_TARGET from the environment
 
-// create, as the adapter creates: snapshot, labels, env, caps in whole GB,
-// every egress blocked, the lifetime as the idle limit, deleted on stop.
+// create, as the adapter creates: the image as a declarative build (the
+// SDK sends buildInfo "FROM <image>"), labels, env, caps in whole GB, every
+// egress blocked, the lifetime as the idle limit, deleted on stop.
 const sb = await daytona.create({
-  snapshot,
+  image: snapshot,
   labels: { 'sandboxio.tenant_id': 'acme', 'needs encoding': 'a&b=c %' },
   envVars: { REFEREE_VAR: 'from-create' },
   resources: { cpu: 1, memory: 1, disk: 1 },
@@ -74,5 +75,8 @@ report('auto-stop', { get: await errName(daytona.get(idle.id)), run: await errNa
 const bad = new Daytona({ apiKey: 'not-the-key', apiUrl: process.env.DAYTONA_API_URL, target: 'us' })
 report('bad-key', { error: await errName(bad.get('whatever')) })
 
+// Resources with a snapshot are refused (Daytona sizes a snapshot's
+// sandboxes itself): why the adapter sends the image as a build.
+report('snapshot-with-resources', { error: await errName(daytona.create({ snapshot, resources: { cpu: 1, memory: 1 } }, { timeout: 30 })) })
 report('unknown-snapshot', { error: await errName(daytona.create({ snapshot: 'no-such-snapshot' }, { timeout: 30 })) })
 report('done', {})
