@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,5 +100,24 @@ func TestLifetimeIsVendorIdleLimit(t *testing.T) {
 	}
 	if rec, _ := srv.Observe(sb.ID()); rec.Ended != "auto-stop, auto-delete" {
 		t.Fatalf("the server ended it as %q", rec.Ended)
+	}
+}
+
+// Caps above the organization's per-sandbox maximum (Daytona's default: 4
+// cores, 8 GB, 10 GB) are refused by Daytona with a 400 naming the limit:
+// a ConfigurationError carrying Daytona's message, not a credentials error,
+// and nothing is created.
+func TestOrgLimitIsConfigurationError(t *testing.T) {
+	srv, b := open(t, 0)
+	s := spec()
+	s.Resources.MemoryMB = 16 * 1024
+	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: s.ForTenant("acme", "s-1", nil)})
+	var me *model.Error
+	if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute == "credentials" ||
+		!strings.Contains(err.Error(), "exceeds maximum allowed per sandbox") {
+		t.Fatalf("memory over the organization's limit: %v", err)
+	}
+	if n := len(srv.Running()); n != 0 {
+		t.Fatalf("%d sandboxes created", n)
 	}
 }

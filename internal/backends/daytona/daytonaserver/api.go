@@ -103,8 +103,8 @@ func (s *Server) validate(req *createSandbox) (int, string) {
 		if *v.p < 1 {
 			return http.StatusBadRequest, v.name + " must not be less than 1"
 		}
-		if *v.p > v.max {
-			return http.StatusForbidden, fmt.Sprintf("%s request %d exceeds maximum allowed per sandbox (%d)", v.name, *v.p, v.max)
+		if *v.p > v.max { // a 400, as sandbox.service.ts (v0.190.0) answers it
+			return http.StatusBadRequest, fmt.Sprintf("%s request %d exceeds maximum allowed per sandbox (%d)", v.name, *v.p, v.max)
 		}
 	}
 	if req.AutoStopInterval != nil && *req.AutoStopInterval < 0 {

@@ -41,7 +41,7 @@ import (
 
 // Config configures a Server.
 type Config struct {
-	APIKey    string            // the one key accepted as Bearer; required
+	APIKey string // the one key accepted as Bearer; required
 	// Snapshots maps a snapshot name, or the image a declarative build
 	// starts FROM, to the local Docker image it stands for; required.
 	Snapshots map[string]string

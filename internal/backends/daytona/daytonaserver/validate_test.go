@@ -23,7 +23,7 @@ func TestCreateValidation(t *testing.T) {
 		{"mistyped memory", "Bearer " + key, `{"memory":"1"}`, 400, "memory"},
 		{"fractional memory", "Bearer " + key, `{"memory":0.5}`, 400, "memory"},
 		{"zero cpu", "Bearer " + key, `{"cpu":0}`, 400, "cpu must not be less than 1"},
-		{"memory over the limit", "Bearer " + key, `{"buildInfo":{"dockerfileContent":"FROM ` + TestSnapshot + `\n"},"memory":64}`, 403, "exceeds maximum"},
+		{"memory over the limit", "Bearer " + key, `{"buildInfo":{"dockerfileContent":"FROM ` + TestSnapshot + `\n"},"memory":64}`, 400, "exceeds maximum"},
 		// v0.190.0's controller: resources only with a declarative build.
 		{"resources with a snapshot", "Bearer " + key, `{"snapshot":"` + TestSnapshot + `","memory":1}`, 400, "Cannot specify Sandbox resources when using a snapshot"},
 		{"resources with the default snapshot", "Bearer " + key, `{"cpu":1}`, 400, "Cannot specify Sandbox resources when using a snapshot"},
