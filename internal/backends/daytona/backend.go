@@ -116,17 +116,19 @@ var imageRef = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$`)
 // (SBX-RES-008) lets only whole GiB and the default memory through.
 func gib(mb int64) int64 { return max((mb+1023)/1024, 1) }
 
-// body maps a spec to a create: labels as labels, deny as networkBlockAll,
+// body maps a spec to a create: labels as labels, deny as networkBlockAll
+// (open egress, warned at plan, as networkBlockAll false),
 // the lifetime as the idle auto-stop (whole minutes, rounded up) with
 // deletion on stop.
 func (b *backend) body(s model.Spec, secrets map[string]string, nonce string) (createBody, error) {
-	// Defence in depth: the policy refuses these (the allow list, open
-	// egress, caps finer than a core or a GiB); finding one here is a gap.
+	// Defence in depth: the policy refuses these (an allow list, an egress
+	// mode other than deny or open, caps finer than a core or a GiB);
+	// finding one here is a gap.
 	switch {
 	case len(s.Network.Allow) > 0:
 		return createBody{}, backends.Backstop(Name, rules.NetAllowList, "network.allow", fmt.Sprintf("%d allow-list entries", len(s.Network.Allow)))
-	case s.Network.Egress != model.EgressDeny:
-		return createBody{}, backends.Backstop(Name, rules.NetOpenUnsupported, "network.egress", "egress "+string(s.Network.Egress))
+	case s.Network.Egress != model.EgressDeny && s.Network.Egress != model.EgressAllow:
+		return createBody{}, backends.Backstop(Name, rules.NetEgressMode, "network.egress", "egress "+string(s.Network.Egress))
 	}
 	if c := s.Resources; c.CPU != float64(int64(c.CPU)) || (c.MemoryMB%1024 != 0 && c.MemoryMB != model.DefaultCaps().MemoryMB) || c.DiskMB%1024 != 0 {
 		return createBody{}, backends.Backstop(Name, rules.ResUnit, "resources",
@@ -147,7 +149,7 @@ func (b *backend) body(s model.Spec, secrets map[string]string, nonce string) (c
 		env = map[string]string{}
 	}
 	maps.Copy(env, secrets) // Daytona has no secret store
-	return createBody{BuildInfo: buildInfo{DockerfileContent: "FROM " + s.Image + "\n"}, Env: env, Labels: labels, NetworkBlockAll: true, Target: b.target,
+	return createBody{BuildInfo: buildInfo{DockerfileContent: "FROM " + s.Image + "\n"}, Env: env, Labels: labels, NetworkBlockAll: s.Network.Egress == model.EgressDeny, Target: b.target,
 		CPU: max(int64(s.Resources.CPU), 1), Memory: gib(s.Resources.MemoryMB), Disk: gib(s.Resources.DiskMB),
 		AutoStopInterval: max((s.LifetimeSeconds+59)/60, 1), AutoDeleteInterval: 0}, nil
 }

@@ -41,7 +41,7 @@ func TestReprsHoldNoKey(t *testing.T) {
 	}
 }
 
-// What the policy refuses (SBX-NET-003, SBX-NET-010, SBX-RES-008) the
+// What the policy refuses (SBX-NET-003, SBX-NET-002, SBX-RES-008) the
 // adapter refuses again, as a policy gap naming the rule, before any call.
 func TestBackstops(t *testing.T) {
 	b := &backend{}
@@ -51,7 +51,8 @@ func TestBackstops(t *testing.T) {
 		rule string
 	}{
 		"allow list":                          {func(s *model.Spec) { s.Network.Allow = []string{"pypi.org"} }, "SBX-NET-003"},
-		"open egress":                         {func(s *model.Spec) { s.Network.Egress = "allow" }, "SBX-NET-010"},
+		"learn mode":                          {func(s *model.Spec) { s.Network.Egress = "learn" }, "SBX-NET-002"},
+		"open egress":                         {func(s *model.Spec) { s.Network.Egress = "allow" }, "open"},
 		"1536 MB":                             {func(s *model.Spec) { s.Resources.MemoryMB = 1536 }, "SBX-RES-008"},
 		"half a core":                         {func(s *model.Spec) { s.Resources.CPU = 1.5 }, "SBX-RES-008"},
 		"disk 1000 MB":                        {func(s *model.Spec) { s.Resources.DiskMB = 1000 }, "SBX-RES-008"},
@@ -66,9 +67,11 @@ func TestBackstops(t *testing.T) {
 		switch {
 		case tc.rule == "" && (err != nil || body.Memory != 1 || !body.NetworkBlockAll || body.BuildInfo.DockerfileContent != "FROM python:3.12-slim\n"):
 			t.Errorf("%s: %v, %+v; want the image as a build, sent as 1 GiB, blocked", name, err, body)
+		case tc.rule == "open" && (err != nil || body.NetworkBlockAll):
+			t.Errorf("%s: %v, networkBlockAll %v; want open egress sent as networkBlockAll false", name, err, body.NetworkBlockAll)
 		case tc.rule == "image" && (!asModel(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "image"):
 			t.Errorf("%s: %v, want a ConfigurationError of the image", name, err)
-		case tc.rule != "" && tc.rule != "image" && (!backends.IsPolicyGap(err) || !asModel(err, &me) || me.Rule != tc.rule):
+		case tc.rule != "" && tc.rule != "image" && tc.rule != "open" && (!backends.IsPolicyGap(err) || !asModel(err, &me) || me.Rule != tc.rule):
 			t.Errorf("%s: %v, want the backstop of %s", name, err, tc.rule)
 		}
 	}
