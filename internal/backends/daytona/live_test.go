@@ -19,8 +19,7 @@ const (
 	liveImageEnv  = "SANDBOXIO_LIVE_DAYTONA_IMAGE"  // default liveImage
 	liveTargetEnv = "SANDBOXIO_LIVE_DAYTONA_TARGET" // a region; default the organization's
 	liveEgressEnv = "SANDBOXIO_LIVE_DAYTONA_EGRESS_TARGET"
-	// liveImage has sh, ls, stat, nc and /proc, and a pinned tag (Daytona
-	// refuses latest).
+	// liveImage has sh, ls, stat, nc and /proc, and a pinned tag.
 	liveImage = "alpine:3.21"
 )
 
