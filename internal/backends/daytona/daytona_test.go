@@ -28,7 +28,7 @@ const canaryKey = "dtn_canary_4f1d2c3b5a6978e0_never_printed"
 
 // open starts a server and opens the adapter on it as a user would: the
 // key from DAYTONA_API_KEY, the URL from DAYTONA_API_URL.
-func open(t *testing.T, minute time.Duration) (*daytonaserver.Server, backends.Backend) {
+func open(t testing.TB, minute time.Duration) (*daytonaserver.Server, backends.Backend) {
 	t.Helper()
 	srv := daytonaserver.NewTestServer(t, canaryKey, minute)
 	t.Setenv(daytona.EnvAPIKey, canaryKey)

@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -29,9 +30,13 @@ type sandbox struct {
 	call      time.Duration
 	onWarning func(model.Warning)
 
-	// pending are the session deletions (kills) of timed-out commands: the
-	// timed-out call returns at once, the next call waits for them.
-	pending sync.WaitGroup
+	// pending are the session deletions of finished and timed-out
+	// commands (a deletion kills what the command left running): the call
+	// returns at once, the next call waits for them, and Kill cancels them
+	// (deleting the sandbox kills everything).
+	pending  pendingSet
+	bg       context.Context
+	cancelBg context.CancelFunc
 
 	mu     sync.Mutex
 	gone   error
@@ -50,6 +55,7 @@ func newSandbox(b *backend, d sandboxDTO, s model.Spec, life time.Duration, onWa
 	call, _, _ := model.Durations(s.TimeoutSeconds, s.LifetimeSeconds)
 	sb := &sandbox{b: b, id: d.ID, toolbox: &tc, labels: maps.Clone(d.Labels), created: time.Now(),
 		expires: time.Now().Add(life), call: call, onWarning: onWarning}
+	sb.bg, sb.cancelBg = context.WithCancel(context.Background())
 	// Daytona's own bound is an idle one (autoStopInterval); while this
 	// process runs, the lifetime is also a deadline.
 	sb.timer = time.AfterFunc(life, func() {
@@ -141,7 +147,7 @@ func command(argv []string, opts backends.RunOptions, stdinPath string) string {
 // Run runs argv in a session of its own: a timeout deletes the session,
 // which kills the command and what it started.
 func (s *sandbox) Run(ctx context.Context, argv []string, opts backends.RunOptions) (backends.Result, error) {
-	s.pending.Wait()
+	s.pending.wait()
 	if err := s.goneErr(); err != nil {
 		return backends.Result{}, err
 	}
@@ -165,11 +171,9 @@ func (s *sandbox) Run(ctx context.Context, argv []string, opts backends.RunOptio
 		JSON: map[string]string{"sessionId": sid}, Sandbox: true}, nil); err != nil {
 		return backends.Result{}, s.runErr(err)
 	}
-	killed := false
 	defer func() {
-		if !killed {
-			s.deleteSession(ctx, sid)
-		}
+		done := s.pending.add()
+		go func() { defer done(); s.deleteSession(s.bg, sid) }()
 	}()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -185,11 +189,8 @@ func (s *sandbox) Run(ctx context.Context, argv []string, opts backends.RunOptio
 	}
 	switch {
 	case err != nil && ctx.Err() == nil && rctx.Err() != nil:
-		// Deleting the session kills the command; the next call on this
-		// sandbox waits for it, this one returns now.
-		killed = true
-		s.pending.Add(1)
-		go func() { defer s.pending.Done(); s.deleteSession(ctx, sid) }()
+		// Deleting the session (deferred) kills the command; the next call
+		// on this sandbox waits for it, this one returns now.
 		return backends.Result{}, &model.Error{Class: model.ExecutionTimeout, Attribute: "timeout_seconds",
 			Message: fmt.Sprintf("the command ran longer than %s and was killed", timeout), Fix: "raise the call timeout (up to timeout_seconds), or make the command faster"}
 	case err != nil:
@@ -209,9 +210,46 @@ func (s *sandbox) Run(ctx context.Context, argv []string, opts backends.RunOptio
 	return res, nil
 }
 
-// deleteSession kills what runs in the session; bounded, whatever ctx is.
+// pendingSet is a set of background calls that later calls wait for; unlike
+// a WaitGroup, adding while another goroutine waits is allowed.
+type pendingSet struct {
+	mu    sync.Mutex
+	calls []chan struct{}
+}
+
+// add registers a call; the returned func marks it done.
+func (p *pendingSet) add() func() {
+	c := make(chan struct{})
+	p.mu.Lock()
+	p.calls = append(p.calls, c)
+	p.mu.Unlock()
+	return func() { close(c) }
+}
+
+// wait waits for the calls registered so far, and forgets the finished.
+func (p *pendingSet) wait() {
+	p.mu.Lock()
+	calls := slices.Clone(p.calls)
+	p.mu.Unlock()
+	for _, c := range calls {
+		<-c
+	}
+	p.mu.Lock()
+	p.calls = slices.DeleteFunc(p.calls, func(c chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	})
+	p.mu.Unlock()
+}
+
+// deleteSession kills what runs in the session; bounded, and cancelled
+// only by Kill.
 func (s *sandbox) deleteSession(ctx context.Context, sid string) {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, _ = s.toolbox.Do(dctx, vendorapi.Request{Op: "delete session", Method: http.MethodDelete, Path: "/process/session/" + sid, Sandbox: true}, nil)
 }
@@ -274,6 +312,7 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 // Kill deletes the sandbox; one already gone is success.
 func (s *sandbox) Kill(ctx context.Context) error {
 	s.markGone("it was killed")
+	s.cancelBg()
 	s.mu.Lock()
 	if s.timer != nil {
 		s.timer.Stop()
