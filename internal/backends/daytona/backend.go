@@ -128,7 +128,7 @@ func (b *backend) body(s model.Spec, secrets map[string]string, nonce string) (c
 	case len(s.Network.Allow) > 0:
 		return createBody{}, backends.Backstop(Name, rules.NetAllowList, "network.allow", fmt.Sprintf("%d allow-list entries", len(s.Network.Allow)))
 	case s.Network.Egress != model.EgressDeny && s.Network.Egress != model.EgressAllow:
-		return createBody{}, backends.Backstop(Name, rules.NetEgressMode, "network.egress", "egress "+string(s.Network.Egress))
+		return createBody{}, backends.Backstop(Name, rules.NetEgressMode, "network.egress", "egress "+s.Network.Egress)
 	}
 	if c := s.Resources; c.CPU != float64(int64(c.CPU)) || (c.MemoryMB%1024 != 0 && c.MemoryMB != model.DefaultCaps().MemoryMB) || c.DiskMB%1024 != 0 {
 		return createBody{}, backends.Backstop(Name, rules.ResUnit, "resources",

@@ -2,6 +2,7 @@ package daytona
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -77,8 +78,4 @@ func TestBackstops(t *testing.T) {
 	}
 }
 
-func asModel(err error, me **model.Error) bool {
-	e, ok := err.(*model.Error)
-	*me = e
-	return ok
-}
+func asModel(err error, me **model.Error) bool { return errors.As(err, me) }

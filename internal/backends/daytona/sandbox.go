@@ -72,7 +72,7 @@ func (s *sandbox) waitStarted(ctx context.Context, d sandboxDTO) error {
 	for wait := 100 * time.Millisecond; d.State != "started"; wait = min(wait*2, time.Second) {
 		switch d.State {
 		case "error", "build_failed", "destroyed", "destroying":
-			return fmt.Errorf("Daytona sandbox %s is %s: %s", s.id, d.State, d.ErrorReason)
+			return fmt.Errorf("the Daytona sandbox %s is %s: %s", s.id, d.State, d.ErrorReason)
 		}
 		select {
 		case <-ctx.Done():
@@ -320,7 +320,7 @@ func (s *sandbox) Kill(ctx context.Context) error {
 	s.mu.Unlock()
 	_, err := s.b.api.Do(ctx, vendorapi.Request{Op: "delete sandbox", Method: http.MethodDelete, Path: "/sandbox/" + url.PathEscape(s.id), Sandbox: true}, nil)
 	var me *model.Error
-	if err != nil && !(errors.As(err, &me) && me.Class == model.SandboxGone) {
+	if err != nil && (!errors.As(err, &me) || me.Class != model.SandboxGone) {
 		return fmt.Errorf("sandbox kill: %w", err)
 	}
 	return nil
