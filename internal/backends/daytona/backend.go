@@ -1,6 +1,7 @@
 package daytona
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -34,6 +35,10 @@ const DefaultAPIURL = "https://app.daytona.io/api"
 // (a 5xx, a dropped connection) the sandbox is looked up by it, so a retry
 // never makes two.
 const labelCreate = model.ReservedLabelPrefix + "create_id"
+
+// labelExpires is when the sandbox's lifetime ends (RFC 3339): Daytona's own
+// limit is an idle one, so `sandboxio reap` deletes a sandbox past it.
+const labelExpires = model.ReservedLabelPrefix + "expires"
 
 type backend struct {
 	api    *vendorapi.Client
@@ -187,6 +192,8 @@ func (b *backend) Create(ctx context.Context, req backends.CreateRequest) (backe
 	if err != nil {
 		return nil, err
 	}
+	body.Labels[model.LabelManaged] = "true" // what reap sweeps
+	body.Labels[labelExpires] = time.Now().Add(life).UTC().Format(time.RFC3339)
 	cctx, cancel := context.WithTimeout(ctx, model.EffectiveTimeout(req.Timeout, call))
 	defer cancel()
 	var dto sandboxDTO
@@ -260,8 +267,50 @@ func (b *backend) List(ctx context.Context, labels map[string]string) ([]backend
 	}
 	infos := make([]backends.Info, 0, len(found))
 	for _, d := range found {
-		infos = append(infos, backends.Info{ID: d.ID, Backend: Name, Tier: model.TierUnknown, Labels: d.Labels,
-			Created: d.CreatedAt, Running: d.State == "started" || d.State == "starting" || d.State == "creating"})
+		infos = append(infos, infoOf(d))
 	}
 	return infos, nil
+}
+
+func infoOf(d sandboxDTO) backends.Info {
+	exp, _ := time.Parse(time.RFC3339, d.Labels[labelExpires])
+	return backends.Info{ID: d.ID, Backend: Name, Tier: model.TierUnknown, Labels: d.Labels, Created: d.CreatedAt, Expires: exp,
+		Running: d.State == "started" || d.State == "starting" || d.State == "creating" || d.State == "pending_build"}
+}
+
+// Reap deletes sandboxio's Daytona sandboxes whose lifetime (the expires
+// label) has passed: the ones Daytona's idle limit kept because they were
+// busy, and whose caller is gone.
+func (b *backend) Reap(ctx context.Context, opts backends.ReapOptions) ([]backends.Reaped, error) {
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	labels := maps.Clone(opts.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[model.LabelManaged] = "true"
+	found, err := b.list(ctx, labels)
+	if err != nil {
+		return nil, err
+	}
+	var out []backends.Reaped
+	var first error
+	for _, d := range found {
+		info := infoOf(d)
+		if info.Expires.IsZero() || !now.After(info.Expires) {
+			continue
+		}
+		if !opts.DryRun {
+			_, err := b.api.Do(ctx, vendorapi.Request{Op: "delete sandbox", Method: http.MethodDelete, Path: "/sandbox/" + url.PathEscape(d.ID), Sandbox: true}, nil)
+			var me *model.Error
+			if err != nil && (!errors.As(err, &me) || me.Class != model.SandboxGone) {
+				first = cmp.Or(first, fmt.Errorf("sandbox reap: %w", err))
+				continue
+			}
+		}
+		out = append(out, backends.Reaped{Info: info, Reason: "expired"})
+	}
+	return out, first
 }

@@ -121,3 +121,41 @@ func TestOrgLimitIsConfigurationError(t *testing.T) {
 		t.Fatalf("%d sandboxes created", n)
 	}
 }
+
+// sandboxio reap deletes the Daytona sandboxes past their lifetime (the
+// expires label), which Daytona's idle limit keeps while they are busy,
+// and leaves the others; a dry run deletes nothing.
+func TestReapExpired(t *testing.T) {
+	srv, b := open(t, 0)
+	ctx := context.Background()
+	var ids []string
+	for i, life := range []int64{60, 3600} {
+		s := spec()
+		s.LifetimeSeconds = life
+		sb, err := b.Create(ctx, backends.CreateRequest{Spec: s.ForTenant("acme", fmt.Sprintf("reap-%d", i), nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = sb.Close(ctx) }()
+		ids = append(ids, sb.ID())
+	}
+	r, ok := b.(backends.Reaper)
+	if !ok {
+		t.Fatal("the Daytona backend does not implement Reaper, yet registers Lists")
+	}
+	later := time.Now().Add(10 * time.Minute)
+	dry, err := r.Reap(ctx, backends.ReapOptions{DryRun: true, Now: later})
+	if err != nil || len(dry) != 1 || dry[0].Info.ID != ids[0] || dry[0].Reason != "expired" || len(srv.Running()) != 2 {
+		t.Fatalf("dry run: %+v, %v; running %v", dry, err, srv.Running())
+	}
+	got, err := r.Reap(ctx, backends.ReapOptions{Now: later})
+	if err != nil || len(got) != 1 || got[0].Info.ID != ids[0] {
+		t.Fatalf("reap: %+v, %v", got, err)
+	}
+	if rec, _ := srv.Observe(ids[0]); rec.Ended != "deleted" {
+		t.Fatalf("the expired sandbox: %q", rec.Ended)
+	}
+	if rec, _ := srv.Observe(ids[1]); rec.Ended != "" || rec.Labels["sandboxio.managed"] != "true" {
+		t.Fatalf("the live sandbox: %+v", rec)
+	}
+}
