@@ -135,6 +135,40 @@ name_problem(name) := sprintf("%s contains characters other than letters, digits
 }
 
 # METADATA
+# title: more labels than the backend keeps
+# description: >-
+#   Labels are stored as the backend's native labels, and some backends
+#   keep only a few per sandbox (Vercel: 5 tags). sandboxio sets three
+#   itself (tenant, session, template), so a template and its tenant
+#   sandbox may add only what is left; one more label could not be stored,
+#   and the sandbox could not be traced or listed by it.
+# custom:
+#   id: SBX-LBL-004
+#   class: CapabilityNotSupported
+#   attribute: labels
+#   fix: >-
+#     Keep the template's and the tenant sandbox's labels together within
+#     the backend's count minus the three sandboxio sets.
+deny contains f if {
+	# 0 or absent (no limit) on most backends ends the rule at once
+	most := input.capabilities.max_labels
+	most > 0
+	own := object.union(object.get(input, ["template", "labels"], {}), object.get(input, ["tenant", "labels"], {}))
+	count(own) + 3 > most
+	f := lib.finding_fix(rego.metadata.rule(), msg_too_many_labels(count(own), most), fix_too_many_labels(most))
+}
+
+msg_too_many_labels(n, most) := sprintf(
+	"backend %s keeps at most %d labels per sandbox and sandboxio sets 3 (tenant, session, template), so %d labels of your own do not fit",
+	[lib.backend_key, most, n],
+)
+
+fix_too_many_labels(most) := sprintf(
+	"keep at most %d labels of your own, template and tenant sandbox together, or move the rest into env",
+	[most - 3],
+)
+
+# METADATA
 # title: secret name that is not an environment-variable name
 # description: >-
 #   secret_names lists the names of environment variables whose values are

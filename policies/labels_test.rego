@@ -230,3 +230,23 @@ test_disjoint_env_and_secrets_accepted if {
 	fs := labels.deny with input as fx.template_with("modal", {"template": {"env": {"LANG": "C"}, "secret_names": ["OPENAI_API_KEY"]}})
 	count(fs) == 0
 }
+
+# --- SBX-LBL-004: more labels than the backend keeps (Vercel: 5 tags) ------
+
+test_labels_within_vercel_tags_accepted if {
+	fs := labels.deny with input as fx.tenant_input("vercel", {"labels": {"team": "a"}}) with input.template.labels as {"app": "x"}
+	fx.lacks(fs, "SBX-LBL-004")
+}
+
+test_labels_beyond_vercel_tags_refused if {
+	fs := labels.deny with input as fx.template_with("vercel", {"template": {"labels": {"a": "1", "b": "2", "c": "3"}}})
+	fx.has(fs, "SBX-LBL-004", "CapabilityNotSupported", "labels")
+	fx.fix_mentions(fs, "SBX-LBL-004", "at most 2 labels of your own")
+	fs2 := labels.deny with input as fx.tenant_input("vercel", {"labels": {"team": "a", "run": "b"}}) with input.template.labels as {"app": "x"}
+	fx.has(fs2, "SBX-LBL-004", "CapabilityNotSupported", "labels")
+}
+
+test_label_count_unlimited_elsewhere if {
+	fs := labels.deny with input as fx.template_with("docker/runc", {"template": {"labels": {"a": "1", "b": "2", "c": "3", "d": "4"}}})
+	fx.lacks(fs, "SBX-LBL-004")
+}

@@ -327,6 +327,9 @@ func acceptedTemplate(t testing.TB, key string) map[string]any {
 	if slices.Contains(desc["caps"].(map[string]any)["settable"].([]any), any("memory_mb")) {
 		resources["memory_mb"] = 1024
 	}
+	if per, ok := desc["caps"].(map[string]any)["vcpu_memory_mb"].(float64); ok {
+		resources["memory_mb"] = per // one vCPU with its memory (Vercel)
+	}
 	return map[string]any{
 		"input_version": 1,
 		"kind":          "template",

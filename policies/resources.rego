@@ -244,6 +244,72 @@ backends_bounding_swap := [lib.describe_backend(key) |
 ]
 
 # METADATA
+# title: caps the backend takes only as whole vCPUs with fixed memory each
+# description: >-
+#   Some backends (Vercel) size a sandbox in whole vCPUs, each with a fixed
+#   amount of memory, and nothing in between. A cpu that is not a whole
+#   number of vCPUs in the backend's range, or a memory_mb other than that
+#   many times the memory per vCPU, would not be the cap the sandbox gets:
+#   the backend would give more, or refuse. It is refused, with the nearest
+#   size the backend takes in the fix.
+# custom:
+#   id: SBX-RES-007
+#   class: CapabilityNotSupported
+#   attribute: resources
+#   fix: >-
+#     Set resources.cpu to a whole number of vCPUs in the backend's range and
+#     resources.memory_mb to that number times the backend's memory per vCPU.
+deny contains f if {
+	per := input.capabilities.caps.vcpu_memory_mb
+	per > 0
+	most := input.capabilities.caps.max_vcpus
+	cpu := object.get(input.resources, "cpu", data.capabilities.default_caps.cpu)
+	mem := object.get(input.resources, "memory_mb", data.capabilities.default_caps.memory_mb)
+	is_number(cpu)
+	is_number(mem)
+	not vcpus_exact(cpu, mem, per, most)
+	f := lib.finding_at_fix(rego.metadata.rule(), vcpu_attribute(cpu, most), msg_vcpus(cpu, mem, per, most), fix_vcpus(cpu, mem, per, most))
+}
+
+vcpus_exact(cpu, mem, per, most) if {
+	whole_vcpus(cpu, most)
+	mem == cpu * per
+}
+
+whole_vcpus(cpu, most) if {
+	cpu == round(cpu)
+	cpu >= 1
+	cpu <= most
+}
+
+vcpu_attribute(cpu, most) := "resources.memory_mb" if whole_vcpus(cpu, most)
+
+else := "resources.cpu"
+
+# clamp_vcpus is n within 1..most.
+clamp_vcpus(n, most) := min([max([n, 1]), most])
+
+msg_vcpus(cpu, mem, per, most) := sprintf(
+	"backend %s gives whole vCPUs from 1 to %v with %v MB of memory each, so resources.cpu = %v with resources.memory_mb = %v is not a size it takes",
+	[lib.backend_key, most, per, cpu, mem],
+)
+
+# The fix names the size nearest the cpu asked for and, when another, the
+# size nearest the memory asked for.
+fix_vcpus(cpu, mem, per, most) := concat("", [
+	sprintf("set resources.cpu = %v and resources.memory_mb = %v", [by_cpu, by_cpu * per]),
+	alt,
+]) if {
+	by_cpu := clamp_vcpus(round(cpu), most)
+	by_mem := clamp_vcpus(ceil(mem / per), most)
+	alt := vcpus_alternative(by_cpu, by_mem, per)
+}
+
+vcpus_alternative(a, b, per) := sprintf(", or resources.cpu = %v and resources.memory_mb = %v", [b, b * per]) if a != b
+
+else := ""
+
+# METADATA
 # title: cap finer than the unit the backend takes
 # description: >-
 #   Some backends take memory and disk only in whole units: Daytona in whole

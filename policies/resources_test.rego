@@ -49,7 +49,8 @@ test_positive_caps_accepted if {
 }
 
 test_default_caps_accepted_where_memory_bounds_swap if {
-	every key in fx.backend_keys - {"daytona"} {
+	# vercel: its vCPU comes with 2048 MB (test_default_memory_on_vercel_refused)
+	every key in fx.backend_keys - {"daytona", "vercel"} {
 		fs := resources.deny with input as fx.template_input(key)
 		count(fs) == 0
 	}
@@ -131,10 +132,50 @@ test_pids_on_modal_refused if {
 	not fx.fix_mentions(fs, "SBX-RES-004", "modal")
 }
 
-test_memory_on_vercel_refused if {
+# --- SBX-RES-007: whole vCPUs with fixed memory each (Vercel) ---------------
+
+test_memory_not_per_vcpu_on_vercel_refused if {
 	fs := resources.deny with input as fx.resources_input("vercel", {"memory_mb": 4096})
-	fx.has(fs, "SBX-RES-004", "CapabilityNotSupported", "resources.memory_mb")
-	fx.mentions(fs, "SBX-RES-004", "memory follows vcpus")
+	fx.has(fs, "SBX-RES-007", "CapabilityNotSupported", "resources.memory_mb")
+	fx.mentions(fs, "SBX-RES-007", "2048 MB of memory each")
+	fx.fix_mentions(fs, "SBX-RES-007", "resources.cpu = 1 and resources.memory_mb = 2048")
+	fx.fix_mentions(fs, "SBX-RES-007", "or resources.cpu = 2 and resources.memory_mb = 4096")
+	fx.lacks(fs, "SBX-RES-004")
+}
+
+test_default_memory_on_vercel_refused if {
+	# 512 MB: Vercel would give the vCPU its 2048 MB, four times the cap.
+	fs := resources.deny with input as fx.template_with("vercel", {})
+	fx.has(fs, "SBX-RES-007", "CapabilityNotSupported", "resources.memory_mb")
+	fx.fix_mentions(fs, "SBX-RES-007", "resources.cpu = 1 and resources.memory_mb = 2048")
+}
+
+test_fractional_and_too_many_vcpus_refused if {
+	fs := resources.deny with input as fx.template_with("vercel", {"resources": {"cpu": 1.5, "memory_mb": 3072}})
+	fx.has(fs, "SBX-RES-007", "CapabilityNotSupported", "resources.cpu")
+	fx.fix_mentions(fs, "SBX-RES-007", "resources.cpu = 2 and resources.memory_mb = 4096")
+	fs2 := resources.deny with input as fx.template_with("vercel", {"resources": {"cpu": 16, "memory_mb": 32768}})
+	fx.has(fs2, "SBX-RES-007", "CapabilityNotSupported", "resources.cpu")
+	fx.fix_mentions(fs2, "SBX-RES-007", "resources.cpu = 8 and resources.memory_mb = 16384")
+}
+
+test_whole_vcpus_with_their_memory_accepted if {
+	every n in [1, 2, 4, 8] {
+		fs := resources.deny with input as fx.template_with("vercel", {"resources": {"cpu": n, "memory_mb": n * 2048}})
+		count(fs) == 0
+	}
+}
+
+test_disk_on_vercel_refused_with_its_note if {
+	fs := resources.deny with input as fx.template_with("vercel", {"resources": {"cpu": 1, "memory_mb": 2048, "disk_mb": 4096}})
+	fx.has(fs, "SBX-RES-004", "CapabilityNotSupported", "resources.disk_mb")
+	fx.mentions(fs, "SBX-RES-004", "2048 MB of memory each")
+	fx.lacks(fs, "SBX-RES-007")
+}
+
+test_vcpu_steps_only_where_the_backend_has_them if {
+	fs := resources.deny with input as fx.template_with("modal", {"resources": {"cpu": 1.5, "memory_mb": 3000}})
+	fx.lacks(fs, "SBX-RES-007")
 }
 
 test_settable_caps_on_daytona_accepted_in_whole_gib if {
@@ -152,7 +193,7 @@ test_disk_on_modal_and_pids_on_daytona_refused if {
 test_settable_caps_accepted if {
 	cases := [
 		["modal", {"cpu": 2, "memory_mb": 2048}],
-		["vercel", {"cpu": 2}],
+		["vercel", {"cpu": 2, "memory_mb": 4096}],
 		["daytona", {"cpu": 4, "memory_mb": 8192, "disk_mb": 10240}],
 		["docker/runc", {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096, "pids": 512}],
 		["docker/runsc", {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096, "pids": 512}],
@@ -261,4 +302,78 @@ test_default_memory_and_unitless_backends_accepted if {
 		fs2 := resources.deny with input as fx.template_with(key, {"resources": {"memory_mb": 1536}})
 		fx.lacks(fs2, "SBX-RES-008")
 	}
+}
+
+# --- SBX-RES-001: cap outside the range a backend can apply ----------------
+
+bounds := data.capabilities.cap_bounds
+
+test_cap_below_minimum_refused if {
+	every cap, value in {"cpu": 1e-10, "memory_mb": 5, "disk_mb": 0.5, "pids": 0.5} {
+		fs := resources.deny with input as fx.resources_only({cap: value})
+		fx.has(fs, "SBX-RES-001", "ConfigurationError", concat(".", ["resources", cap]))
+		fx.count_of(fs, "SBX-RES-001") == 1
+		fx.mentions(fs, "SBX-RES-001", "below the minimum")
+		fx.mentions(fs, "SBX-RES-001", sprintf("%v", [bounds[cap].min]))
+		fx.fix_mentions(fs, "SBX-RES-001", sprintf("between %v and %v", [bounds[cap].min, bounds[cap].max]))
+	}
+}
+
+# 1e-10 vCPU would be NanoCPUs 0 on Docker, which is no CPU limit at all.
+test_tiny_cpu_refused_on_every_backend if {
+	every key in fx.backend_keys {
+		fs := resources.deny with input as fx.template_with(key, {"resources": {"cpu": 1e-10}})
+		fx.has(fs, "SBX-RES-001", "ConfigurationError", "resources.cpu")
+		fx.mentions(fs, "SBX-RES-001", "1e-10")
+	}
+}
+
+test_cap_above_maximum_refused if {
+	# memory_mb 2^44 is 0 bytes once multiplied by 2^20 in an int64
+	every cap, value in {"cpu": 1025, "memory_mb": 17592186044416, "disk_mb": 1073741825, "pids": 4194305} {
+		fs := resources.deny with input as fx.resources_only({cap: value})
+		fx.has(fs, "SBX-RES-001", "ConfigurationError", concat(".", ["resources", cap]))
+		fx.count_of(fs, "SBX-RES-001") == 1
+		fx.mentions(fs, "SBX-RES-001", "above the maximum")
+		fx.mentions(fs, "SBX-RES-001", sprintf("%v", [value]))
+		fx.mentions(fs, "SBX-RES-001", sprintf("%v", [bounds[cap].max]))
+	}
+}
+
+test_one_bounds_finding_per_cap if {
+	fs := resources.deny with input as fx.resources_only({"cpu": 0.001, "memory_mb": 1, "disk_mb": 1099511627776, "pids": 1e12})
+	fx.count_of(fs, "SBX-RES-001") == 4
+	{f.attribute | some f in fs; f.id == "SBX-RES-001"} == {"resources.cpu", "resources.memory_mb", "resources.disk_mb", "resources.pids"}
+}
+
+test_caps_at_bounds_accepted if {
+	every side in ["min", "max"] {
+		caps := {cap: b[side] | some cap, b in bounds}
+		fs := resources.deny with input as fx.resources_only(caps)
+		count(fs) == 0
+	}
+}
+
+test_caps_at_bounds_accepted_on_docker if {
+	# pids stays under Docker's own ceiling (SBX-RES-005)
+	every side in ["min", "max"] {
+		caps := object.union({cap: b[side] | some cap, b in bounds}, {"pids": 256})
+		fs := resources.deny with input as fx.template_with("docker/runc", {"resources": caps})
+		count(fs) == 0
+	}
+}
+
+# Zero, negative and unset caps say so, not "below the minimum".
+test_not_positive_caps_say_positive if {
+	fs := resources.deny with input as fx.resources_only({"cpu": 0, "memory_mb": -1, "disk_mb": null})
+	fx.count_of(fs, "SBX-RES-001") == 3
+	every f in fs {
+		contains(f.msg, "must be a positive number")
+		not contains(f.msg, "minimum")
+	}
+}
+
+test_bounds_checked_for_sandboxes if {
+	inp := object.union(fx.spec_input("docker/runc", {}), {"resources": {"memory_mb": 17592186044416}})
+	fx.has(resources.deny, "SBX-RES-001", "ConfigurationError", "resources.memory_mb") with input as inp
 }

@@ -160,6 +160,13 @@ test_idle_lifetime_warned_on_daytona if {
 	fx.has(timeouts.warn, "SBX-TMO-005", "IdleLifetimeWarning", "lifetime_seconds") with input as fx.spec_input("daytona", {})
 }
 
+# A lifetime unknown until apply still warns, without a number of minutes.
+test_idle_lifetime_warned_when_unknown if {
+	ws := timeouts.warn with input as fx.template_with("daytona", {"template": {"lifetime_seconds": null}})
+	fx.has(ws, "SBX-TMO-005", "IdleLifetimeWarning", "lifetime_seconds")
+	fx.mentions(ws, "SBX-TMO-005", "idle limit of (unknown) minutes")
+}
+
 test_absolute_lifetime_not_warned if {
 	every key in fx.backend_keys - {"daytona"} {
 		ws := timeouts.warn with input as fx.template_input(key)

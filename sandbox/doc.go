@@ -34,7 +34,7 @@
 // matches the spec's isolation_tier (SBX-SPC-005), which the policy step
 // has already compared with the tier the capability data gives the spec's
 // backend, as data.sandboxio_tenant_sandbox does at plan. A backend the policy
-// accepts but this build cannot provision on (e2b, modal, vercel, daytona)
+// accepts but this build cannot provision on (see Backends: vercel, daytona)
 // is refused with CapabilityNotSupported. Run and RunCode refuse, before the
 // call, a RunOptions.Timeout above timeout_seconds and a RunOptions.Env
 // naming a secret.

@@ -42,7 +42,7 @@ func TestOpen_RefusalsProvisionNothing(t *testing.T) {
 	tplWithReserved, _ := canonical(t, edited)
 	gvisor := template(t, func(x *inputs.Template) { x.Runtime = "runsc"; x.RequireIsolation = "GVISOR" })
 	gvisorJSON, _ := tenantSpec(t, gvisor, "acme", "s-1")
-	e2b := template(t, func(x *inputs.Template) { x.Backend = "e2b://" })
+	e2b := template(t, func(x *inputs.Template) { x.Backend = "modal://agents" })
 	e2bJSON, _ := tenantSpec(t, e2b, "acme", "s-1")
 	withSecret := template(t, withSecretNames("OPENAI_API_KEY"))
 	withSecretJSON, _ := tenantSpec(t, withSecret, "acme", "s-1")

@@ -10,9 +10,13 @@
 #    from that spec and its sha256, with a secret from the environment; a
 #    timeout and a cap show their own exit codes; an edited spec is refused.
 # 4. The audit records of all that.
-# 5. terraform plan refusing configurations the backend cannot enforce
+# 5. An E2B template (examples/e2b) opened through the same CLI against the
+#    local E2B conformance server (bin/e2bserver, the subset of E2B's API
+#    the adapter uses, refereed by E2B's official SDK; its commands run in
+#    a hardened local Docker sandbox), then the server stopped by its PID.
+# 6. terraform plan refusing configurations the backend cannot enforce
 #    (a Docker egress allow list among them), each with class, rule and fix.
-# 6. terraform destroy, and a check that no sandbox container is left.
+# 7. terraform destroy, and a check that no sandbox container is left.
 # The provider is the one just built (bin/), installed through a dev
 # override; nothing is downloaded. Needs a Docker daemon (scripts/docker-up.sh).
 set -euo pipefail
@@ -20,14 +24,29 @@ cd "$(dirname "$0")/.."
 root=$PWD
 TERRAFORM=${TERRAFORM:-$(command -v terraform || echo /usr/local/bin/terraform)}
 SANDBOXIO=${SANDBOXIO:-$root/bin/sandboxio}
+E2BSERVER=${E2BSERVER:-$root/bin/e2bserver}
 [ -x "$SANDBOXIO" ] || { echo "demo: $SANDBOXIO not built; run make demo" >&2; exit 1; }
+[ -x "$E2BSERVER" ] || { echo "demo: $E2BSERVER not built; run make demo" >&2; exit 1; }
 started=$SECONDS
 
 work=$(mktemp -d)
-cleanup() {
-	if [ -f "$work/quickstart/terraform.tfstate" ]; then
-		(cd "$work/quickstart" && "$TERRAFORM" destroy -auto-approve -no-color >/dev/null 2>&1) || true
+e2b_pid=
+# stop_e2b stops the local E2B server this script started, by its PID (it
+# kills the sandboxes it holds on SIGTERM), and waits for it.
+stop_e2b() {
+	if [ -n "$e2b_pid" ]; then
+		kill -TERM "$e2b_pid" 2>/dev/null || true
+		wait "$e2b_pid" 2>/dev/null || true
+		e2b_pid=
 	fi
+}
+cleanup() {
+	stop_e2b
+	for d in quickstart e2b; do
+		if [ -f "$work/$d/terraform.tfstate" ]; then
+			(cd "$work/$d" && "$TERRAFORM" destroy -auto-approve -no-color >/dev/null 2>&1) || true
+		fi
+	done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -131,6 +150,54 @@ else
 	cat "$work/audit.jsonl"
 fi
 
+step "an E2B template, opened against the local E2B server"
+# A key made up for the demo: the server accepts only it, and the CLI sends
+# it as E2B's X-API-Key; it must appear in no output or audit record.
+E2B_API_KEY="e2b_demo_$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+export E2B_API_KEY
+say "e2bserver -url-file e2b.url &   (E2B's REST API and envd; commands run in a hardened local Docker sandbox)"
+"$E2BSERVER" -url-file "$work/e2b.url" >"$work/e2bserver.log" 2>&1 &
+e2b_pid=$!
+for _ in $(seq 1 600); do
+	[ -s "$work/e2b.url" ] && break
+	kill -0 "$e2b_pid" 2>/dev/null || { cat "$work/e2bserver.log" >&2; echo "demo: the E2B server exited" >&2; exit 1; }
+	sleep 0.1
+done
+[ -s "$work/e2b.url" ] || { echo "demo: the E2B server did not start within 60s" >&2; exit 1; }
+E2B_API_URL=$(cat "$work/e2b.url")
+E2B_SANDBOX_URL=$E2B_API_URL
+export E2B_API_URL E2B_SANDBOX_URL
+echo "local E2B server at $E2B_API_URL (pid $e2b_pid); E2B_API_URL and E2B_SANDBOX_URL point at it"
+
+cp -r examples/e2b "$work/e2b"
+say "terraform apply examples/e2b   (backend e2b://, template \"base\", egress deny but pypi.org)"
+(cd "$work/e2b" && tf apply -auto-approve)
+e2b_sha=$(cd "$work/e2b" && "$TERRAFORM" output -raw tenant_spec_sha256 2>/dev/null)
+(cd "$work/e2b" && "$TERRAFORM" output -raw tenant_spec 2>/dev/null) >"$work/e2b-spec.json"
+[ -n "$e2b_sha" ] && [ -s "$work/e2b-spec.json" ] || { echo "demo: no E2B tenant spec output" >&2; exit 1; }
+say "sandboxio run --spec e2b-spec.json --spec-sha256 $e2b_sha --tenant acme --session s-e2b --audit e2b-audit.jsonl -- sh -c '...'"
+# shellcheck disable=SC2016 # expanded inside the sandbox
+expect 0 "$SANDBOXIO" run --spec "$work/e2b-spec.json" --spec-sha256 "$e2b_sha" --tenant acme --session s-e2b \
+	--audit "$work/e2b-audit.jsonl" --timeout 30s -- sh -c '
+echo "hello from an E2B sandbox (host $(hostname)) as $(id -un), LANG=$LANG"
+echo "network interfaces: $(ls /sys/class/net | tr "\n" " ")(the local server runs an allow list as no network at all)"'
+say "the audit records name E2B's sandbox ID; blocked_egress stays null (E2B does not report it)"
+if grep -qF "$E2B_API_KEY" "$work/e2b-audit.jsonl"; then
+	echo "demo: the E2B API key is in the audit log" >&2
+	exit 1
+fi
+if command -v jq >/dev/null 2>&1; then
+	jq -c '{event, backend, sandbox_id, tier, network: .network, blocked_egress, exit_code}
+		| with_entries(select(.key == "blocked_egress" or (.value != null and .value != "")))' "$work/e2b-audit.jsonl"
+else
+	cat "$work/e2b-audit.jsonl"
+fi
+(cd "$work/e2b" && tf destroy -auto-approve >/dev/null)
+rm -f "$work/e2b/terraform.tfstate"
+say "kill -TERM $e2b_pid   (the server kills any sandbox it still holds)"
+stop_e2b
+unset E2B_API_KEY E2B_API_URL E2B_SANDBOX_URL
+
 refused=0
 for dir in examples/refused/*/; do
 	name=$(basename "$dir")
@@ -159,4 +226,4 @@ if [ -n "$left" ]; then
 fi
 echo "no sandboxio container of the demo is left"
 
-step "done in $((SECONDS - started))s: quickstart applied and destroyed, sandboxes opened for tenant acme and removed, $refused configurations refused at plan"
+step "done in $((SECONDS - started))s: quickstart applied and destroyed, sandboxes opened for tenant acme (Docker and the local E2B server) and removed, $refused configurations refused at plan"

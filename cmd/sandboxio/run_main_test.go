@@ -37,6 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	code := m.Run()
+	closeE2B()
 	closeDaytona()
 	os.Exit(dockertest.CheckLeaks(code))
 }

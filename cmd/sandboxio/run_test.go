@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
 func TestRunCLI_UsageErrors(t *testing.T) {
@@ -48,7 +49,7 @@ func TestRunCLI_RefusalsExitWithTheirClass(t *testing.T) {
 	}
 	edited := writeFile(t, t.TempDir(), "edited.json", strings.Replace(string(data), `"memory_mb":512`, `"memory_mb":9999`, 1))
 	allow := writeFile(t, t.TempDir(), "allow.json", strings.Replace(string(data), `"allow":[]`, `"allow":["10.0.0.0/8"]`, 1))
-	e2b, _ := specFile(t, "acme", "s-1", func(x *inputs.Template) { x.Backend = "e2b://"; x.Caps.DiskMB = nil })
+	notBuilt, _ := specFile(t, "acme", "s-1", func(x *inputs.Template) { x.Backend = "modal://agents"; x.Caps = model.CapsRequest{} })
 	secret, _ := specFile(t, "acme", "s-1", func(x *inputs.Template) { x.SecretNames = []string{"SANDBOXIO_TEST_NEVER_SET"} })
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	for _, tc := range []struct {
@@ -62,7 +63,7 @@ func TestRunCLI_RefusalsExitWithTheirClass(t *testing.T) {
 			"sandboxio run: ConfigurationError: the spec was rendered for tenant \"acme\""},
 		{[]string{"run", "--spec", allow, "--tenant", "acme", "--session", "s-1", "--audit", audit, "--", "true"}, exitCapability,
 			"sandboxio run: CapabilityNotSupported: "},
-		{[]string{"run", "--spec", e2b, "--tenant", "acme", "--session", "s-1", "--audit", audit, "--", "true"}, exitCapability,
+		{[]string{"run", "--spec", notBuilt, "--tenant", "acme", "--session", "s-1", "--audit", audit, "--", "true"}, exitCapability,
 			"not available in this build"},
 		{[]string{"run-code", "--spec", secret, "--tenant", "acme", "--session", "s-1", "--lang", "sh", "--audit", audit, "-"}, exitConfiguration,
 			`secret "SANDBOXIO_TEST_NEVER_SET", named in the spec's secret_names, is not set in the environment [SBX-RUN-001, attribute secret_names]`},

@@ -75,7 +75,8 @@ func TestAccResourceCaps_Refused(t *testing.T) {
 		{"disk above the maximum", resourceCapsConfig("docker://", `  disk_mb = 1073741825`), "ConfigurationError", "SBX-RES-001"},
 		{"caps on e2b template", resourceCapsConfig("e2b://", `  memory_mb = 4096`), "ConfigurationError", "SBX-RES-002"},
 		{"pids on modal", resourceCapsConfig("modal://agents", `  pids = 64`), "CapabilityNotSupported", "SBX-RES-004"},
-		{"memory on vercel", resourceCapsConfig("vercel://acme/agents", `  memory_mb = 4096`), "CapabilityNotSupported", "SBX-RES-004"},
+		{"memory not 2048 MB per vCPU on vercel", resourceCapsConfig("vercel://acme/agents", `  memory_mb = 4096`), "CapabilityNotSupported", "SBX-RES-007"},
+		{"disk on vercel", resourceCapsConfig("vercel://acme/agents", "  memory_mb = 2048\n  disk_mb = 4096"), "CapabilityNotSupported", "SBX-RES-004"},
 		{"pids above docker ceiling", resourceCapsConfig("docker://", `  pids = 1000000`), "CapabilityNotSupported", "SBX-RES-005"},
 	})
 }

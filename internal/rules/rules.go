@@ -71,11 +71,15 @@ const (
 	NetOpenUnsupported = "SBX-NET-010" // open egress on a backend that cannot give it
 
 	ResCap         = "SBX-RES-001" // a cap unset, zero, negative or out of range
+	ResTemplateCap = "SBX-RES-002" // a cap set per sandbox on a backend whose template fixes it
+	ResNotSettable = "SBX-RES-004" // a cap the backend cannot set per sandbox
 	ResPidsCeiling = "SBX-RES-005" // pids above the backend's ceiling
+	ResVCPUSteps   = "SBX-RES-007" // caps a backend takes only as whole vCPUs with fixed memory each
 	ResUnit        = "SBX-RES-008" // a cap finer than the unit the backend takes
 
 	TmoCall     = "SBX-TMO-001" // a call timeout unset, zero, negative or above the ceiling
 	TmoLifetime = "SBX-TMO-002" // a lifetime unset, zero, negative or above the ceiling
+	TmoAboveMax = "SBX-TMO-003" // a lifetime above the backend's maximum
 
 	IsoUnknown    = "SBX-ISO-001" // UNKNOWN required
 	IsoNotATier   = "SBX-ISO-002" // require_isolation is not a tier
@@ -84,6 +88,7 @@ const (
 
 	LblReserved  = "SBX-LBL-001" // a label under the reserved prefix
 	LblMalformed = "SBX-LBL-002" // a malformed label key
+	LblTooMany   = "SBX-LBL-004" // more labels than the backend keeps
 
 	SecName         = "SBX-SEC-001" // a secret name that is not a variable name
 	SecEnvAndSecret = "SBX-SEC-003" // a variable both in env and in secret_names

@@ -61,7 +61,8 @@
 //     When false and Observe reports PlainEnv, a secret value found there
 //     fails secrets.
 //   - Skip: behaviour name → why this harness cannot show it (shown in the
-//     test output). Only: run just these behaviours (a second runtime that
+//     test output). The key BinaryOutput says command output is text only:
+//     binary input and files are then checked by digest. Only: run just these behaviours (a second runtime that
 //     repeats the isolation-relevant subset, say).
 //   - Serial: run the behaviours one at a time (a live service's
 //     concurrency quota). GoneWithin: how long a killed or expired sandbox

@@ -125,6 +125,13 @@ type Faults interface {
 	Clear()
 }
 
+// BinaryOutput, as a key of Harness.Skip, says the backend's command output
+// is text only (Vercel's command stream carries it as JSON strings, so
+// bytes that are not UTF-8 arrive as U+FFFD): run-streams and upload then
+// check binary input and files by their MD5 digest instead of reading
+// them back.
+const BinaryOutput Behaviour = "binary-output"
+
 // Behaviour names one behaviour of the suite (its subtest name).
 type Behaviour string
 

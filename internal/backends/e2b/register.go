@@ -1,6 +1,3 @@
-// Package e2b declares the E2B backend: its DSN (e2b://) and, through the
-// policy bundle's capability data, what it can enforce. This build cannot
-// provision on it yet; specs for it are checked by the policy all the same.
 package e2b
 
 import "github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
@@ -13,7 +10,7 @@ func init() {
 		Scheme: Name, Order: 20,
 		DSN: backends.DSNSyntax{
 			Form: "e2b://", Target: backends.TargetNone,
-			Env: []string{"E2B_API_KEY"}, EnvHelp: "E2B_API_KEY",
+			Env: []string{EnvAPIKey}, EnvHelp: EnvAPIKey,
 			NoHost: "a self-hosted E2B domain goes in the domain option: e2b://?domain=HOST",
 			Options: map[string]backends.DSNOption{
 				"domain":          backends.DNSName("a DNS name such as e2b.app"),
@@ -21,5 +18,11 @@ func init() {
 			},
 		},
 		EndpointOptions: []string{"domain", "request_timeout"},
+		Open:            New,
+		// The template is checked when a sandbox is opened: E2B answers a
+		// create for an unknown template with 404, a ConfigurationError
+		// naming it.
+		Unreachable: "set " + EnvAPIKey + " (and E2B_API_URL or E2B_DOMAIN for a self-hosted E2B) before apply",
+		Lists:       true,
 	})
 }

@@ -139,6 +139,11 @@ func (c *Client) Do(ctx context.Context, r Request, out any) (*Response, error) 
 	return nil, last
 }
 
+// Transient reports whether err is a 429/5xx answer or a request that got
+// no answer: what a retry may cure. An adapter that may not retry a call
+// blindly (a create) uses it to decide when to look before it retries.
+func Transient(err error) bool { return retryable(err) }
+
 // retryable: a 429/5xx answer or a transport failure, not the caller's
 // cancellation.
 func retryable(err error) bool {

@@ -1,7 +1,3 @@
-// Package vercel declares the Vercel Sandbox backend: its DSN
-// (vercel://TEAM/PROJECT) and, through the policy bundle's capability data,
-// what it can enforce. This build cannot provision on it yet; specs for it
-// are checked by the policy all the same.
 package vercel
 
 import "github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
@@ -18,10 +14,15 @@ func init() {
 			// VERCEL_TOKEN the access-token fallback; the team and project,
 			// which the SDK would read from VERCEL_TEAM_ID and
 			// VERCEL_PROJECT_ID, are in the DSN.
-			Env: []string{"VERCEL_OIDC_TOKEN", "VERCEL_TOKEN"}, EnvHelp: "VERCEL_OIDC_TOKEN (or VERCEL_TOKEN)",
+			Env: []string{EnvOIDCToken, EnvToken}, EnvHelp: EnvOIDCToken + " (or " + EnvToken + ")",
 			Options: map[string]backends.DSNOption{
 				"region": backends.Pattern(`^[a-z]{3}[0-9]$`, "a Vercel region id such as iad1"),
 			},
 		},
+		Open: New,
+		// The runtime is checked when a sandbox is opened: Vercel answers a
+		// create for an unknown runtime with 400, a ConfigurationError.
+		Unreachable: "set " + EnvOIDCToken + " (or " + EnvToken + ") before apply",
+		Lists:       true,
 	})
 }
