@@ -103,6 +103,9 @@ const (
 	OrphanedSandboxWarning     WarningClass = "OrphanedSandboxWarning"
 	OpenEgressWarning          WarningClass = "OpenEgressWarning"
 	SecretInEnvWarning         WarningClass = "SecretInEnvWarning"
+	// IdleLifetimeWarning: the backend ends a sandbox only after it has
+	// been idle for its lifetime (Daytona), not at an absolute deadline.
+	IdleLifetimeWarning WarningClass = "IdleLifetimeWarning"
 )
 
 // Warning is a finding that does not stop the operation.

@@ -4,10 +4,9 @@ package sandboxio.bundle_test
 
 import data.sandboxio.fixtures as fx
 
-# The base template is accepted wherever its default caps are real caps; a
-# backend whose memory cap leaves swap free (Daytona) refuses it for that
-# reason alone.
-test_base_template_accepted_on_every_backend_that_enforces_it if {
+# The base template is accepted on every backend, Daytona included since its
+# memory cap is known to bound swap (SBX-RES-006 no longer refuses it).
+test_base_template_accepted_on_every_backend if {
 	every key in fx.backend_keys {
 		# Vercel sizes sandboxes in vCPUs of 2048 MB: the default 512 MB is
 		# not a size it takes (SBX-RES-007).
@@ -22,12 +21,16 @@ test_base_template_accepted_on_every_backend_that_enforces_it if {
 	}
 }
 
-test_base_template_warns_only_on_unverified_tier if {
+# Warnings: an unverified tier (Daytona), and a lifetime the backend enforces
+# only as an idle limit (Daytona).
+test_base_template_warns_only_on_unverified_tier_and_idle_lifetime if {
 	every key in fx.backend_keys {
 		ws := fx.all_warn with input as fx.template_input(key)
-		expected := {id | data.capabilities.backends[key].tier == "UNKNOWN"; id := "SBX-ISO-004"}
+		d := data.capabilities.backends[key]
+		expected := {id | d.tier == "UNKNOWN"; id := "SBX-ISO-004"} | {id | d.lifetime_enforcement == "idle"; id := "SBX-TMO-005"}
 		fx.ids(ws) == expected
 	}
+	fx.ids(fx.all_warn) == {"SBX-ISO-004", "SBX-TMO-005"} with input as fx.template_input("daytona")
 }
 
 test_network_policy_and_caps_alone_accepted if {

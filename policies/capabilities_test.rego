@@ -69,6 +69,8 @@ test_descriptors_complete if {
 		is_boolean(d.tenant_storage)
 		is_number(d.max_lifetime_seconds)
 		d.max_lifetime_seconds >= 0
+		d.lifetime_enforcement in {"absolute", "idle"}
+		object.get(d.caps, "unit_mb", 0) >= 0
 	}
 }
 

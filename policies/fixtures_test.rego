@@ -118,7 +118,7 @@ without(inp, field) := object.remove(inp, [field])
 # Every refusal and every warning of the bundle, for the current input.
 all_deny := (((((network.deny | resources.deny) | timeouts.deny) | isolation.deny) | labels.deny) | tenancy.deny) | storage.deny
 
-all_warn := (network.warn | isolation.warn) | labels.warn
+all_warn := ((network.warn | isolation.warn) | labels.warn) | timeouts.warn
 
 ids(findings) := {f.id | some f in findings}
 

@@ -212,15 +212,17 @@ fix_pids_above_ceiling := sprintf("lower resources.pids to %v or less", [input.c
 #   A memory cap that leaves swap free only moves the pressure to the host's
 #   swap: the sandbox keeps allocating and the cap is advisory. Every
 #   sandbox gets a memory cap (the default when none is set), so a backend
-#   whose memory cap is not known to bound swap as well (Daytona does not
-#   document it) cannot give one, and nothing is created on it.
+#   whose memory cap is not known to bound swap as well cannot give one, and
+#   nothing is created on it. Which backends bound swap is
+#   memory_bounds_swap in capabilities/data.json, with its source in the
+#   backend's notes (Daytona's from its runner's source).
 # custom:
 #   id: SBX-RES-006
 #   class: CapabilityNotSupported
 #   attribute: resources.memory_mb
 #   fix: >-
 #     Use a backend whose memory cap bounds memory and swap together: Docker
-#     (memory-swap set to the same value), E2B, Modal or Vercel.
+#     (memory-swap set to the same value), Daytona, E2B, Modal or Vercel.
 deny contains f if {
 	input.capabilities.caps.memory_bounds_swap == false
 	input.capabilities.caps.mode != "none" # SBX-RES-003 already refuses it
@@ -306,3 +308,44 @@ fix_vcpus(cpu, mem, per, most) := concat("", [
 vcpus_alternative(a, b, per) := sprintf(", or resources.cpu = %v and resources.memory_mb = %v", [b, b * per]) if a != b
 
 else := ""
+
+# METADATA
+# title: cap finer than the unit the backend takes
+# description: >-
+#   Some backends take memory and disk only in whole units: Daytona in whole
+#   GiB. A cap between two units cannot be applied as asked: rounded down it
+#   starves the sandbox, rounded up it is looser than declared, so it is
+#   refused. Only the default memory cap, left as it is, is sent as the
+#   backend's smallest unit (1 GiB on Daytona), as the backend's page says.
+# custom:
+#   id: SBX-RES-008
+#   class: CapabilityNotSupported
+#   attribute: resources
+#   fix: Set the cap to a whole number of the backend's unit.
+deny contains f if {
+	unit := input.capabilities.caps.unit_mb
+	unit > 0
+	some cap in ["memory_mb", "disk_mb"]
+	value := input.resources[cap]
+	value != data.capabilities.default_caps[cap]
+	is_number(value)
+
+	# floor, not %: OPA's % is undefined on a fraction, which would let it pass
+	floor(value / unit) * unit != value
+	f := lib.finding_at_fix(rego.metadata.rule(), attribute(cap), msg_unit(cap, value, unit), fix_unit(cap, value, unit))
+}
+
+msg_unit(cap, value, unit) := sprintf(
+	"backend %s takes resources.%s only in whole units of %v MB (%s), so %v cannot be applied as declared",
+	[lib.backend_key, cap, unit, input.capabilities.caps.note, value],
+)
+
+fix_unit(cap, value, unit) := sprintf(
+	"set resources.%s to a whole number of %v MB units: %s",
+	[cap, unit, concat(" or ", [sprintf("%v", [n]) | some n in units_near(value, unit)])],
+)
+
+units_near(value, unit) := [n |
+	some n in [floor(value / unit) * unit, ceil(value / unit) * unit]
+	n > 0
+]

@@ -178,9 +178,9 @@ test_vcpu_steps_only_where_the_backend_has_them if {
 	fx.lacks(fs, "SBX-RES-007")
 }
 
-test_settable_caps_on_daytona_refused_only_for_swap if {
+test_settable_caps_on_daytona_accepted_in_whole_gib if {
 	fs := resources.deny with input as fx.template_with("daytona", {"resources": {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096}})
-	fx.ids(fs) == {"SBX-RES-006"}
+	count(fs) == 0
 }
 
 test_disk_on_modal_and_pids_on_daytona_refused if {
@@ -194,6 +194,7 @@ test_settable_caps_accepted if {
 	cases := [
 		["modal", {"cpu": 2, "memory_mb": 2048}],
 		["vercel", {"cpu": 2, "memory_mb": 4096}],
+		["daytona", {"cpu": 4, "memory_mb": 8192, "disk_mb": 10240}],
 		["docker/runc", {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096, "pids": 512}],
 		["docker/runsc", {"cpu": 2, "memory_mb": 2048, "disk_mb": 4096, "pids": 512}],
 	]
@@ -225,23 +226,39 @@ test_pids_ceiling_only_where_enforced if {
 
 # --- SBX-RES-006: memory cap that does not bound swap ----------------------
 
+# No backend in the data leaves swap free today (Daytona's runner sets
+# memory-swap to the memory cap, see its notes), so the refused cases use a
+# descriptor that says it does.
+no_swap_bound := object.union(data.capabilities.backends.daytona, {"caps": {"memory_bounds_swap": false}})
+
 test_memory_cap_without_swap_bound_refused if {
-	fs := resources.deny with input as fx.template_input("daytona")
+	fs := resources.deny with input as fx.with_caps(fx.template_input("daytona"), no_swap_bound)
 	fx.has(fs, "SBX-RES-006", "CapabilityNotSupported", "resources.memory_mb")
 	fx.mentions(fs, "SBX-RES-006", "daytona")
 	fx.mentions(fs, "SBX-RES-006", "memory_mb = 512")
 	fx.fix_mentions(fs, "SBX-RES-006", "docker with runtime runc")
-	not fx.fix_mentions(fs, "SBX-RES-006", "daytona")
+	fx.fix_mentions(fs, "SBX-RES-006", "daytona")
 }
 
 test_memory_cap_without_swap_bound_refused_for_sandboxes if {
-	fx.has(resources.deny, "SBX-RES-006", "CapabilityNotSupported", "resources.memory_mb") with input as fx.tenant_input("daytona", {})
-	fx.has(resources.deny, "SBX-RES-006", "CapabilityNotSupported", "resources.memory_mb") with input as fx.spec_input("daytona", {})
+	fx.has(resources.deny, "SBX-RES-006", "CapabilityNotSupported", "resources.memory_mb") with input as fx.with_caps(fx.tenant_input("daytona", {}), no_swap_bound)
+	fx.has(resources.deny, "SBX-RES-006", "CapabilityNotSupported", "resources.memory_mb") with input as fx.with_caps(fx.spec_input("daytona", {}), no_swap_bound)
+}
+
+# Daytona passes since its descriptor records the runner's memory-swap
+# setting (memory_bounds_swap true, with the source in its notes).
+test_daytona_memory_cap_bounds_swap if {
+	data.capabilities.backends.daytona.caps.memory_bounds_swap == true
+	some note in data.capabilities.backends.daytona.notes
+	contains(note, "apps/runner/pkg/docker/container_configs.go")
+	contains(note, "v0.190.0")
+	fs := resources.deny with input as fx.template_input("daytona")
+	count(fs) == 0
 }
 
 test_memory_cap_bounding_swap_accepted if {
 	bounding := {key | some key, d in data.capabilities.backends; d.caps.memory_bounds_swap == true}
-	count(bounding) == 6
+	count(bounding) == 7
 	every key in bounding {
 		fs := resources.deny with input as fx.template_input(key)
 		fx.lacks(fs, "SBX-RES-006")
@@ -249,14 +266,42 @@ test_memory_cap_bounding_swap_accepted if {
 }
 
 test_memory_swap_judged_only_for_sandboxes if {
-	fs := resources.deny with input as fx.resources_input("daytona", {"memory_mb": 1024})
+	fs := resources.deny with input as fx.with_caps(fx.resources_input("daytona", {"memory_mb": 1024}), no_swap_bound)
 	fx.lacks(fs, "SBX-RES-006")
 }
 
 test_memory_swap_left_to_res_003_when_no_caps if {
-	caps := object.union(data.capabilities.backends.daytona, {"caps": {"mode": "none", "settable": []}})
+	caps := object.union(no_swap_bound, {"caps": {"mode": "none", "settable": []}})
 	fs := resources.deny with input as fx.with_caps(fx.template_input("daytona"), caps)
 	fx.ids(fs) == {"SBX-RES-003"}
+}
+
+# --- SBX-RES-008: cap finer than the backend's unit ------------------------
+
+test_memory_between_gib_refused_on_daytona if {
+	fs := resources.deny with input as fx.template_with("daytona", {"resources": {"memory_mb": 1536}})
+	fx.ids(fs) == {"SBX-RES-008"}
+	fx.has(fs, "SBX-RES-008", "CapabilityNotSupported", "resources.memory_mb")
+	fx.mentions(fs, "SBX-RES-008", "1024 MB")
+	fx.fix_mentions(fs, "SBX-RES-008", "1024 or 2048")
+}
+
+test_disk_below_one_gib_refused_on_daytona if {
+	fs := resources.deny with input as fx.template_with("daytona", {"resources": {"disk_mb": 700.5}})
+	fx.has(fs, "SBX-RES-008", "CapabilityNotSupported", "resources.disk_mb")
+	fx.fix_mentions(fs, "SBX-RES-008", "to a whole number of 1024 MB units: 1024")
+	not fx.fix_mentions(fs, "SBX-RES-008", " or ")
+}
+
+# The default memory (512) is sent as Daytona's smallest size; any other
+# value must be whole GiB. Backends without a unit take any value.
+test_default_memory_and_unitless_backends_accepted if {
+	fs := resources.deny with input as fx.template_input("daytona")
+	fx.lacks(fs, "SBX-RES-008")
+	every key in fx.backend_keys - {"daytona"} {
+		fs2 := resources.deny with input as fx.template_with(key, {"resources": {"memory_mb": 1536}})
+		fx.lacks(fs2, "SBX-RES-008")
+	}
 }
 
 # --- SBX-RES-001: cap outside the range a backend can apply ----------------

@@ -155,3 +155,36 @@ msg_timeout_above_lifetime := sprintf(
 	"timeout_seconds = %v is longer than lifetime_seconds = %v: the sandbox would end before a call could reach its timeout",
 	[input.template.timeout_seconds, input.template.lifetime_seconds],
 )
+
+# METADATA
+# title: lifetime the backend enforces only as an idle timeout
+# description: >-
+#   Daytona has no absolute sandbox lifetime: it stops a sandbox after a
+#   number of minutes without activity and then deletes it. sandboxio sends
+#   lifetime_seconds (rounded up to whole minutes) as that idle limit and
+#   deletes the sandbox itself when the lifetime ends, but only while the
+#   process that opened it is alive. A sandbox kept busy, or one whose
+#   caller died while it was busy, can outlive its lifetime, so the plan
+#   says so.
+# custom:
+#   id: SBX-TMO-005
+#   class: IdleLifetimeWarning
+#   attribute: lifetime_seconds
+#   fix: >-
+#     Use a backend with an absolute lifetime (Docker, E2B, Modal or Vercel)
+#     where a sandbox must end by a deadline, and run `sandboxio reap` on a
+#     schedule.
+warn contains f if {
+	input.capabilities.lifetime_enforcement == "idle"
+	input.template
+	f := lib.finding(rego.metadata.rule(), msg_idle_lifetime)
+}
+
+msg_idle_lifetime := sprintf(
+	"backend %s has no absolute sandbox lifetime: lifetime_seconds = %v becomes an idle limit of %v minutes on the backend, and is a deadline only while the caller that opened the sandbox runs",
+	[lib.backend_key, lib.describe(input.template.lifetime_seconds), idle_minutes],
+)
+
+idle_minutes := ceil(input.template.lifetime_seconds / 60) if is_number(input.template.lifetime_seconds)
+
+default idle_minutes := "(unknown)"

@@ -148,3 +148,29 @@ test_timeout_and_lifetime_above_ceiling_both_refused if {
 	fs := timeouts.deny with input as fx.spec_input("docker/runc", {}) with input.template as object.union(fx.base_template("docker/runc"), {"timeout_seconds": 10000000000, "lifetime_seconds": 10000000000})
 	fx.ids(fs) == {"SBX-TMO-001", "SBX-TMO-002"}
 }
+
+# --- SBX-TMO-005: lifetime enforced only as an idle limit -------------------
+
+test_idle_lifetime_warned_on_daytona if {
+	ws := timeouts.warn with input as fx.template_with("daytona", {"template": {"lifetime_seconds": 90}})
+	fx.has(ws, "SBX-TMO-005", "IdleLifetimeWarning", "lifetime_seconds")
+	fx.mentions(ws, "SBX-TMO-005", "daytona")
+	fx.mentions(ws, "SBX-TMO-005", "idle limit of 2 minutes")
+	fx.has(timeouts.warn, "SBX-TMO-005", "IdleLifetimeWarning", "lifetime_seconds") with input as fx.tenant_input("daytona", {})
+	fx.has(timeouts.warn, "SBX-TMO-005", "IdleLifetimeWarning", "lifetime_seconds") with input as fx.spec_input("daytona", {})
+}
+
+# A lifetime unknown until apply still warns, without a number of minutes.
+test_idle_lifetime_warned_when_unknown if {
+	ws := timeouts.warn with input as fx.template_with("daytona", {"template": {"lifetime_seconds": null}})
+	fx.has(ws, "SBX-TMO-005", "IdleLifetimeWarning", "lifetime_seconds")
+	fx.mentions(ws, "SBX-TMO-005", "idle limit of (unknown) minutes")
+}
+
+test_absolute_lifetime_not_warned if {
+	every key in fx.backend_keys - {"daytona"} {
+		ws := timeouts.warn with input as fx.template_input(key)
+		fx.lacks(ws, "SBX-TMO-005")
+	}
+	count(timeouts.warn) == 0 with input as fx.resources_input("daytona", {})
+}

@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	closeE2B()
+	closeDaytona()
 	os.Exit(dockertest.CheckLeaks(code))
 }
 

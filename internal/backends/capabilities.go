@@ -33,12 +33,20 @@ type Capabilities struct {
 		PidsCeiling      bool     `json:"pids_ceiling"`
 		MaxPids          int64    `json:"max_pids"`
 		Note             string   `json:"note,omitempty"`
+		// UnitMB: memory and disk are taken in whole units of this many
+		// MB (Daytona: GiB); 0 means any value.
+		UnitMB int64 `json:"unit_mb,omitempty"`
 	} `json:"caps"`
-	NativeLabels           bool     `json:"native_labels"`
-	TenantStorage          bool     `json:"tenant_storage"`
-	BlockedEgressReporting bool     `json:"blocked_egress_reporting"`
-	MaxLifetimeSeconds     int64    `json:"max_lifetime_seconds"`
-	LiveChecks             []string `json:"live_checks"`
+	NativeLabels           bool  `json:"native_labels"`
+	TenantStorage          bool  `json:"tenant_storage"`
+	BlockedEgressReporting bool  `json:"blocked_egress_reporting"`
+	MaxLifetimeSeconds     int64 `json:"max_lifetime_seconds"`
+	// LifetimeEnforcement is "absolute" (the backend ends the sandbox at
+	// its lifetime) or "idle" (only after that long without activity).
+	LifetimeEnforcement string   `json:"lifetime_enforcement"`
+	LiveChecks          []string `json:"live_checks"`
+	// Notes give the sources of the descriptor's claims.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Caps modes.

@@ -239,7 +239,7 @@ func TestAccTemplate_Refused(t *testing.T) {
 		{"require bogus tier", templateConfig("docker://", `  require_isolation = "VM"`), "ConfigurationError", "SBX-ISO-002"},
 		{"runc below GVISOR", templateConfig("docker://", `  require_isolation = "GVISOR"`), "ConfigurationError", "SBX-ISO-003"},
 		{"runsc below MICROVM", templateConfig("docker://", "  runtime = \"runsc\"\n  require_isolation = \"MICROVM\""), "ConfigurationError", "SBX-ISO-003"},
-		{"memory cap that leaves swap free", templateConfig("daytona://", ""), "CapabilityNotSupported", "SBX-RES-006"},
+		{"memory between whole GiB on daytona", templateConfig("daytona://", `  resources = { memory_mb = 1536 }`), "CapabilityNotSupported", "SBX-RES-008"},
 		{"unknown tier satisfies nothing", templateConfig("daytona://", `  require_isolation = "CONTAINER"`), "ConfigurationError", "SBX-ISO-003"},
 		{"unknown docker runtime", templateConfig("docker://", `  runtime = "youki"`), "ConfigurationError", "SBX-ISO-005"},
 		{"runtime off docker", templateConfig("e2b://", `  runtime = "runsc"`), "ConfigurationError", "SBX-ISO-006"},
