@@ -49,8 +49,13 @@ msg_unscoped := sprintf(
 #     with a letter or digit.
 deny contains f if {
 	v := input.template.volume
-	not regex.match(`^[A-Za-z0-9][A-Za-z0-9._-]{0,37}$`, object.get(v, "name", ""))
+	not valid_name(object.get(v, "name", ""))
 	f := lib.finding(rego.metadata.rule(), "volume.name is missing, longer than 38 characters or holds characters a volume name cannot")
+}
+
+valid_name(n) if {
+	is_string(n)
+	regex.match(`^[A-Za-z0-9][A-Za-z0-9._-]{0,37}$`, n)
 }
 
 # METADATA
