@@ -3,6 +3,7 @@ module github.com/sandboxio/terraform-provider-sandboxio
 go 1.26.8
 
 require (
+	connectrpc.com/connect v1.19.1
 	github.com/containerd/errdefs v1.0.0
 	github.com/docker/docker v28.5.2+incompatible
 	github.com/hashicorp/terraform-plugin-framework v1.19.0
@@ -18,7 +19,6 @@ require (
 )
 
 require (
-	connectrpc.com/connect v1.19.1 // indirect
 	github.com/BurntSushi/toml v1.4.1-0.20240526193622-a339e1f7089c // indirect
 	github.com/Kunde21/markdownfmt/v3 v3.1.0 // indirect
 	github.com/Masterminds/goutils v1.1.1 // indirect
