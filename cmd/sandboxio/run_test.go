@@ -49,7 +49,11 @@ func TestRunCLI_RefusalsExitWithTheirClass(t *testing.T) {
 	}
 	edited := writeFile(t, t.TempDir(), "edited.json", strings.Replace(string(data), `"memory_mb":512`, `"memory_mb":9999`, 1))
 	allow := writeFile(t, t.TempDir(), "allow.json", strings.Replace(string(data), `"allow":[]`, `"allow":["10.0.0.0/8"]`, 1))
-	notBuilt, _ := specFile(t, "acme", "s-1", func(x *inputs.Template) { x.Backend = "modal://agents"; x.Caps = model.CapsRequest{} })
+	// Every registered backend can provision in this build, so the refusal
+	// before any call is a cloud backend's missing credentials.
+	noCreds, _ := specFile(t, "acme", "s-1", func(x *inputs.Template) { x.Backend = "modal://agents"; x.Caps = model.CapsRequest{} })
+	t.Setenv("MODAL_TOKEN_ID", "")
+	t.Setenv("MODAL_TOKEN_SECRET", "")
 	secret, _ := specFile(t, "acme", "s-1", func(x *inputs.Template) { x.SecretNames = []string{"SANDBOXIO_TEST_NEVER_SET"} })
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	for _, tc := range []struct {
@@ -63,8 +67,8 @@ func TestRunCLI_RefusalsExitWithTheirClass(t *testing.T) {
 			"sandboxio run: ConfigurationError: the spec was rendered for tenant \"acme\""},
 		{[]string{"run", "--spec", allow, "--tenant", "acme", "--session", "s-1", "--audit", audit, "--", "true"}, exitCapability,
 			"sandboxio run: CapabilityNotSupported: "},
-		{[]string{"run", "--spec", notBuilt, "--tenant", "acme", "--session", "s-1", "--audit", audit, "--", "true"}, exitCapability,
-			"not available in this build"},
+		{[]string{"run", "--spec", noCreds, "--tenant", "acme", "--session", "s-1", "--audit", audit, "--", "true"}, exitConfiguration,
+			"no Modal credentials: MODAL_TOKEN_ID and MODAL_TOKEN_SECRET must both be set"},
 		{[]string{"run-code", "--spec", secret, "--tenant", "acme", "--session", "s-1", "--lang", "sh", "--audit", audit, "-"}, exitConfiguration,
 			`secret "SANDBOXIO_TEST_NEVER_SET", named in the spec's secret_names, is not set in the environment [SBX-RUN-001, attribute secret_names]`},
 	} {
