@@ -42,8 +42,6 @@ func TestOpen_RefusalsProvisionNothing(t *testing.T) {
 	tplWithReserved, _ := canonical(t, edited)
 	gvisor := template(t, func(x *inputs.Template) { x.Runtime = "runsc"; x.RequireIsolation = "GVISOR" })
 	gvisorJSON, _ := tenantSpec(t, gvisor, "acme", "s-1")
-	e2b := template(t, func(x *inputs.Template) { x.Backend = "modal://agents" })
-	e2bJSON, _ := tenantSpec(t, e2b, "acme", "s-1")
 	withSecret := template(t, withSecretNames("OPENAI_API_KEY"))
 	withSecretJSON, _ := tenantSpec(t, withSecret, "acme", "s-1")
 
@@ -78,7 +76,9 @@ func TestOpen_RefusalsProvisionNothing(t *testing.T) {
 			"", ConfigurationError, "SBX-SPC-004", false},
 		{"template for an empty tenant", Request{Spec: tplJSON, TenantID: "", SessionID: "s-1"}, "", ConfigurationError, "SBX-TEN-001", false},
 		{"template for a malformed session", Request{Spec: tplJSON, TenantID: "acme", SessionID: "s 1;rm"}, "", ConfigurationError, "SBX-TEN-002", false},
-		{"backend not in this build", Request{Spec: e2bJSON, TenantID: "acme", SessionID: "s-1"}, "", CapabilityNotSupported, "", false},
+		// "backend not in this build" is gone: every backend the policy
+		// knows provisions in this build since E2B, Modal, Vercel and
+		// Daytona landed.
 		{"missing secret", Request{Spec: withSecretJSON, TenantID: "acme", SessionID: "s-1"}, "", ConfigurationError, "SBX-RUN-001", false},
 		{"undeclared secret", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1", Secrets: secrets}, "", ConfigurationError, "SBX-RUN-001", false},
 		{"secret value too short", Request{Spec: withSecretJSON, TenantID: "acme", SessionID: "s-1",
