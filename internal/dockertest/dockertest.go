@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
@@ -133,4 +134,32 @@ func leftovers() []string {
 		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
 	}
 	return left
+}
+
+// CheckStopped fails the test for any of the containers that still runs
+// 30 s on: the local sandboxes of a vendor conformance server, once the
+// server has closed.
+func CheckStopped(t testing.TB, ids []string) {
+	t.Helper()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, id := range ids {
+		for {
+			ins, err := cli.ContainerInspect(ctx, id)
+			if cerrdefs.IsNotFound(err) || (err == nil && ins.State != nil && !ins.State.Running) {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Errorf("local sandbox container %s is still there after the server closed", id)
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }

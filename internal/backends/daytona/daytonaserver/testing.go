@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/docker/docker/client"
-
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 )
 
 // Test support for the packages whose tests run against the server.
@@ -72,31 +70,11 @@ func NewTestServer(t testing.TB, key string, minute time.Duration) *Server {
 // sandboxes that still runs.
 func checkGone(t testing.TB, srv *Server) {
 	t.Helper()
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	defer cli.Close()
 	srv.mu.Lock()
 	var ids []string
 	for _, r := range srv.records {
 		ids = append(ids, r.DockerID)
 	}
 	srv.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, id := range ids {
-		for {
-			ins, err := cli.ContainerInspect(ctx, id)
-			if cerrdefs.IsNotFound(err) || (err == nil && ins.State != nil && !ins.State.Running) {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Errorf("local sandbox container %s is still there after the server closed", id)
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	dockertest.CheckStopped(t, ids)
 }
