@@ -38,7 +38,7 @@ const markerPrefix = "\x1esandboxio-pid:"
 // works when the sandbox is at its process ceiling, as long as the exec
 // itself starts. It prints one line:
 //
-//	sandboxio-probe left=N procs=N peak=N pids_max=N oom_kill=N
+//	<RS>sandboxio-probe<RS> left=N procs=N peak=N pids_max=N oom_kill=N
 //
 // left counts live processes of the session (after the kill rounds, with
 // "kill"), procs every live process (after them), peak every live process
@@ -46,43 +46,55 @@ const markerPrefix = "\x1esandboxio-pid:"
 // count (forks refused at pids.max) and oom_kill the memory cgroup's OOM
 // kill count; the last two are empty where the cgroup files are not visible
 // (gVisor).
-const probeScript = `sid=$1; mode=$2
-peak=0
-for d in /proc/[0-9]*; do
-  read -r st 2>/dev/null <"$d/stat" || continue
-  st=${st##*) }
-  set -- $st
-  [ "$1" = Z ] || peak=$((peak+1))
-done
+//
+// A scan of the process table that finds no live process at all has failed,
+// since the probe itself is one: under gVisor a fork bomb can make the
+// listing of /proc come back empty. Such a scan is retried, and a count no
+// scan could establish is -1, never 0, so that "nothing left" is only ever
+// reported from a scan that saw the probe. The third argument is the
+// process table's root, /proc except in this script's own tests.
+const probeScript = `sid=$1; mode=$2; root=${3:-/proc}
+scan() {
+  all=0; sess=0
+  for d in "$root"/[0-9]*; do
+    read -r st 2>/dev/null <"$d/stat" || continue
+    st=${st##*) }
+    set -- $st
+    [ "$1" = Z ] && continue
+    all=$((all+1))
+    if [ -n "$sid" ] && { [ "$3" = "$sid" ] || [ "$4" = "$sid" ]; }; then
+      [ "$mode" = kill ] && kill -9 "${d##*/}" 2>/dev/null
+      sess=$((sess+1))
+    fi
+  done
+}
+count() {
+  tries=0
+  while :; do
+    scan
+    [ $all -gt 0 ] && return
+    tries=$((tries+1))
+    [ $tries -ge 3 ] && { all=-1; sess=-1; return; }
+  done
+}
+kill_=$mode; mode=
+count; peak=$all
+mode=$kill_
 left=0
 if [ -n "$sid" ]; then
   n=0
   while :; do
     [ "$mode" = kill ] && kill -9 -"$sid" 2>/dev/null
-    left=0
-    for d in /proc/[0-9]*; do
-      read -r st 2>/dev/null <"$d/stat" || continue
-      st=${st##*) }
-      set -- $st
-      [ "$1" = Z ] && continue
-      if [ "$3" = "$sid" ] || [ "$4" = "$sid" ]; then
-        [ "$mode" = kill ] && kill -9 "${d#/proc/}" 2>/dev/null
-        left=$((left+1))
-      fi
-    done
-    [ "$mode" = kill ] || break
+    scan
+    if [ $all -eq 0 ]; then left=-1; else left=$sess; fi
+    [ "$mode" = kill ] || { [ $left -ge 0 ] || { count; left=$sess; }; break; }
     [ $left -eq 0 ] && break
     n=$((n+1))
     [ $n -ge 40 ] && break
   done
 fi
-procs=0
-for d in /proc/[0-9]*; do
-  read -r st 2>/dev/null <"$d/stat" || continue
-  st=${st##*) }
-  set -- $st
-  [ "$1" = Z ] || procs=$((procs+1))
-done
+mode=
+count; procs=$all
 pm=
 for f in /sys/fs/cgroup/pids/pids.events /sys/fs/cgroup/pids.events; do
   [ -r "$f" ] || continue
@@ -95,7 +107,13 @@ for f in /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events; 
   while read -r k v; do [ "$k" = oom_kill ] && oom=$v; done <"$f"
   break
 done
-echo "sandboxio-probe left=$left procs=$procs peak=$peak pids_max=$pm oom_kill=$oom"`
+printf '\036sandboxio-probe\036 left=%s procs=%s peak=%s pids_max=%s oom_kill=%s\n' "$left" "$procs" "$peak" "$pm" "$oom"`
+
+// probeMarker starts the probe's report. The script writes its separators
+// as escapes, so the marker appears only in what the script printed, never
+// in a daemon error that quotes the command line (the script included):
+// CI once read such an error as a report of zero processes.
+const probeMarker = "\x1esandboxio-probe\x1e "
 
 // execResult is one exec as it happened.
 type execResult struct {
@@ -570,34 +588,59 @@ func (s *sandbox) probe(ctx context.Context, sid int, kill bool) (probeResult, e
 	if res.stopped != nil {
 		return probeResult{}, fmt.Errorf("probe: %w", res.stopped)
 	}
-	out := string(res.stdout)
-	i := strings.LastIndex(out, "sandboxio-probe ")
-	if i < 0 {
+	pr, ok := parseProbe(res.stdout)
+	if !ok {
 		// The daemon writes an exec it could not start into the stream.
-		return probeResult{}, fmt.Errorf("probe: exit %d: %s", res.exitCode, strings.TrimSpace(out+" "+string(res.stderr)))
-	}
-	pr := probeResult{pidsMax: -1, oomKil: -1}
-	for _, f := range strings.Fields(out[i:]) {
-		k, v, ok := strings.Cut(f, "=")
-		if !ok {
-			continue
+		out := strings.TrimSpace(string(res.stdout) + " " + string(res.stderr))
+		if len(out) > 512 {
+			// The daemon's reason comes last, after the command line.
+			out = out[:128] + " ... " + out[len(out)-384:]
 		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		switch {
-		case err != nil:
-		case k == "left":
-			pr.left = int(n)
-		case k == "procs":
-			pr.procs = int(n)
-		case k == "peak":
-			pr.peak = int(n)
-		case k == "pids_max":
-			pr.pidsMax = n
-		case k == "oom_kill":
-			pr.oomKil = n
-		}
+		return probeResult{}, fmt.Errorf("probe: exit %d: %s", res.exitCode, out)
 	}
 	return pr, nil
+}
+
+// parseProbe reads the probe's report. Every count must be there and be a
+// number: a report it cannot read in full is no report.
+func parseProbe(stdout []byte) (probeResult, bool) {
+	out := string(stdout)
+	i := strings.LastIndex(out, probeMarker)
+	if i < 0 {
+		return probeResult{}, false
+	}
+	line, _, _ := strings.Cut(out[i+len(probeMarker):], "\n")
+	pr := probeResult{pidsMax: -1, oomKil: -1}
+	const need = 1<<0 | 1<<1 | 1<<2 // left, procs, peak
+	seen := 0
+	for _, f := range strings.Fields(line) {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			return probeResult{}, false
+		}
+		if v == "" && (k == "pids_max" || k == "oom_kill") {
+			continue // not visible here
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < -1 {
+			return probeResult{}, false
+		}
+		switch k {
+		case "left":
+			pr.left, seen = int(n), seen|1<<0
+		case "procs":
+			pr.procs, seen = int(n), seen|1<<1
+		case "peak":
+			pr.peak, seen = int(n), seen|1<<2
+		case "pids_max":
+			pr.pidsMax = n
+		case "oom_kill":
+			pr.oomKil = n
+		default:
+			return probeResult{}, false
+		}
+	}
+	return pr, seen == need
 }
 
 // isExhausted recognizes the runtime failing to start a process because the

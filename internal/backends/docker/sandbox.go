@@ -289,7 +289,7 @@ func (s *sandbox) pidsError(msg string, cause error) error {
 func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.Duration, started time.Time) error {
 	tracef("interrupted after %s: %v (pid %d)", time.Since(started), res.stopped, res.pid)
 	st := s.stopSession(ctx, res.pid, killBudget, cleanupBudget)
-	tracef("session stopped after %s: %+v", time.Since(started), st)
+	tracef("session stopped after %s: probe %+v gone=%v full=%v hard=%v; killer: %v", time.Since(started), st.probe, st.gone, st.full, st.hard, st.err)
 
 	var cause error
 	var se sinkError
