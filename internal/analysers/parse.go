@@ -12,8 +12,8 @@ import (
 // the IDs, and a report of thousands says no more than its first ones.
 const maxFindings = 200
 
-// idPart is what a tool's rule ID may hold; anything else in a report is
-// not from the tool as we know it.
+// banditID is a bandit test ID; anything else in a report is not from the
+// tool as we know it.
 var banditID = regexp.MustCompile(`^B[0-9]{3}$`)
 
 // ParseBandit reads bandit's JSON report (-f json). A report listing an
