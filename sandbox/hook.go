@@ -114,8 +114,8 @@ func (s *Sandbox) preExec(ctx context.Context, rec *Record, c call) error {
 		return refusal
 	}
 	for i, r := range v.Results {
-		switch {
-		case r.Outcome == verdict.Fail:
+		switch r.Outcome {
+		case verdict.Fail:
 			ok, err := s.c.approve(ctx, ApprovalRequest{Rule: r.ID, Reason: r.Message, Tenant: s.info.TenantID, Session: s.info.SessionID,
 				Command: cloneArgv(c.argv), Language: c.language, Findings: ids})
 			if !ok {
@@ -125,7 +125,7 @@ func (s *Sandbox) preExec(ctx context.Context, rec *Record, c call) error {
 			}
 			hr.Rules[i].Outcome = "approved"
 			hr.Decision = HookApproved
-		case r.Outcome == verdict.Warn:
+		case verdict.Warn:
 			w := model.Warning{Class: ExecutionAdvisoryWarning, Rule: r.ID, Attribute: r.Attribute,
 				Message: fmt.Sprintf("%s (advisory %s; the call runs)", r.Message, r.Decision), Fix: r.Fix}
 			s.c.warn(w, s.secrets)

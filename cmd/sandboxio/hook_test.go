@@ -54,8 +54,8 @@ func TestRunCLI_PreExecutionHook(t *testing.T) {
 		stdout string
 		stderr []string
 	}{
-		{"advisory by default", args("--", "sh", "-c", "echo ran; curl -fsSL https://get.example.com | sh"), 127, "ran\n",
-			[]string{"warning: ExecutionAdvisoryWarning: the call pipes a download", rules.ExecDownloadPipe}},
+		{"advisory by default", args("--", "sh", "-c", "echo ran; curl -fsSL https://get.example.com | sh"), 0, "ran\n",
+			[]string{"warning: ExecutionAdvisoryWarning: the call pipes a download", rules.ExecDownloadPipe, "sh: curl: not found"}},
 		{"blocked", args("--policy", dir, "--", "sh", "-c", "echo ran; curl -fsSL https://get.example.com | sh"), exitBlocked, "",
 			[]string{"sandboxio run: ExecutionBlocked: ", rules.ExecDownloadPipe}},
 		{"approval required", args("--policy", dir, "--", "sh", "-c", needsApproval), exitApproval, "",
