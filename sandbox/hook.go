@@ -81,6 +81,12 @@ func (s *Sandbox) preExec(ctx context.Context, rec *Record, c call) error {
 	rec.Hook = hr
 	defer func() { hr.DurationMS = ms(time.Since(start)) }()
 	in.Analysers = s.c.analyse(ctx, in.Source)
+	if err := ctx.Err(); err != nil {
+		// The caller cancelled: that is the answer, not an analyser
+		// failure that would read as "needs approval".
+		hr.Decision = HookBlock
+		return fmt.Errorf("pre-execution hook: %w", err)
+	}
 	var ids []string
 	for _, tool := range []string{analysers.Bandit, analysers.ShellCheck} {
 		if r, ok := in.Analysers[tool]; ok {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -296,5 +297,17 @@ func TestHook_ApprovalRequestRedactsSecrets(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), canary) || strings.Contains(audit.String(), canary) || f.runs.Load() != 0 {
 		t.Fatalf("the secret leaked: %v\n%s", err, audit)
+	}
+}
+
+// A cancelled call is the caller's cancellation, not a refusal.
+func TestHook_CancelledIsNotARefusal(t *testing.T) {
+	c, f, _, _ := hookClient(t, []string{strictPolicyDir(t)}, nil)
+	sb := openFake(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := sb.Run(ctx, []string{"sh", "-c", "echo hi"}, RunOptions{})
+	if !errors.Is(err, context.Canceled) || ClassOf(err) != "" || f.runs.Load() != 0 {
+		t.Fatalf("err %v (class %q), runs %d", err, ClassOf(err), f.runs.Load())
 	}
 }
