@@ -234,3 +234,31 @@ func FuzzExecInput(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkEvaluateExec: the Rego part of the pre-execution hook on a
+// command with no code to analyse, and on a shell script with a clean
+// shellcheck report.
+func BenchmarkEvaluateExec(b *testing.B) {
+	e, err := policy.New(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plain := execRun("echo", "hi")
+	script := execRun("sh", "-c", "for i in 1 2 3; do echo \"$i\"; done")
+	script.Source = &policy.ExecSource{Language: "sh", Text: script.Argv[2]}
+	script.Analysers = map[string]analysers.Report{analysers.ShellCheck: {Tool: analysers.ShellCheck, Status: analysers.OK, Findings: []analysers.Finding{}}}
+	for _, tc := range []struct {
+		name string
+		in   policy.ExecInput
+	}{{"argv", plain}, {"script", script}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				d, err := e.EvaluateExec(context.Background(), tc.in)
+				if err != nil || len(d.Denies) != 0 {
+					b.Fatalf("%v %+v", err, d.Denies)
+				}
+			}
+		})
+	}
+}
