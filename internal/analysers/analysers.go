@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"time"
 )
 
@@ -146,7 +147,9 @@ func (c Config) RunShellCheck(ctx context.Context, script, dialect string) Repor
 		dialect = "sh"
 	}
 	// -S style: every finding, whatever its level; the rules choose.
-	out, status, detail := c.run(ctx, path, "snippet.sh", script, "-f", "json1", "-s", dialect, "-S", "style", "snippet.sh")
+	// --norc and the directives made inert: the code under analysis must
+	// not be able to switch shellcheck's checks off for itself.
+	out, status, detail := c.run(ctx, path, "snippet.sh", inertDirectives(script), "--norc", "-f", "json1", "-s", dialect, "-S", "style", "snippet.sh")
 	r.Status, r.Detail = status, detail
 	if status != OK {
 		return r
@@ -156,6 +159,17 @@ func (c Config) RunShellCheck(ctx context.Context, script, dialect string) Repor
 		r.Status, r.Detail, r.Findings = Failed, err.Error(), []Finding{}
 	}
 	return r
+}
+
+// shellcheckDirective matches the start of a shellcheck directive comment
+// ("# shellcheck disable=SC2086", also "#shellcheck source=...").
+var shellcheckDirective = regexp.MustCompile(`(?i)#([ \t]*)shellcheck`)
+
+// inertDirectives rewrites every shellcheck directive in a script into a
+// plain comment of the same length, so that findings keep their lines and
+// columns while the script cannot disable a check.
+func inertDirectives(script string) string {
+	return shellcheckDirective.ReplaceAllString(script, "#${1}xhellcheck")
 }
 
 // run writes code to a fresh directory and runs the analyser there, with an

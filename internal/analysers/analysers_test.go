@@ -97,6 +97,26 @@ func TestShellCheckFindings(t *testing.T) {
 	}
 }
 
+func TestShellCheckIgnoresDirectivesInTheCode(t *testing.T) {
+	need(t, ShellCheck)
+	// The code under judgement cannot switch the judge off, whatever the
+	// directive's spelling; a .shellcheckrc beside it is not read either.
+	for _, script := range []string{
+		"# shellcheck disable=SC2086\necho $1\n",
+		"#shellcheck disable=all\necho $1\n",
+		"echo $1 # ShellCheck disable=SC2086\n",
+		"# shellcheck disable=SC2086\n#  shellcheck  disable=SC2086\necho $1\n",
+	} {
+		r := Config{}.RunShellCheck(context.Background(), script, "sh")
+		if r.Status != OK || !slices.Contains(r.IDs(), "shellcheck:SC2086") {
+			t.Errorf("%q: %s %v, want SC2086 reported", script, r.Status, r.IDs())
+		}
+	}
+	if got := inertDirectives("a # shellcheck disable=x\n"); len(got) != len("a # shellcheck disable=x\n") {
+		t.Errorf("the rewrite changed the script's length: %q", got)
+	}
+}
+
 // TestAnalysersNeverRunTheCode gives each analyser code that would create a
 // file if it ran, and checks that the file is absent.
 func TestAnalysersNeverRunTheCode(t *testing.T) {
