@@ -103,6 +103,8 @@ func (m *mcpFlags) run(ctx context.Context, e *env, f *runFlags, args []string) 
 		return usage("--head and --tail must be positive")
 	case m.idleTimeout <= 0:
 		return usage("--idle-timeout must be positive")
+	case m.http == "" && f.spec == "-":
+		return usage("--spec - and the MCP stream cannot both read standard input: pass the spec as a file")
 	case m.http == "" && f.audit == "-":
 		return usage("--audit - would write audit records into the MCP stream on standard output: pass a file")
 	}

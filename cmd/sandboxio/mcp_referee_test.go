@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+)
+
+// The referee of `sandboxio mcp` is the official TypeScript MCP SDK's
+// client (npm @modelcontextprotocol/sdk, pinned in
+// mcpreferee/package-lock.json and installed by `make referee-deps`): it
+// starts the server as an agent host does, lists the tools, calls each, and
+// disconnects; the sandbox must then be gone from the daemon.
+
+const refereeDir = "mcpreferee"
+
+func needMCPReferee(t *testing.T) string {
+	t.Helper()
+	_, nodeErr := exec.LookPath("node")
+	_, sdkErr := os.Stat(filepath.Join(refereeDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	if nodeErr != nil || sdkErr != nil {
+		msg := fmt.Sprintf("the MCP referee needs node and @modelcontextprotocol/sdk installed by `make referee-deps` (node: %v, sdk: %v)", nodeErr, sdkErr)
+		if os.Getenv(dockertest.RequireEnv) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip("SKIP: " + msg)
+	}
+	return refereeDir
+}
+
+// refereeSteps runs the referee and returns its steps by name, and all it
+// printed (the server's stderr included, which the stdio transport passes
+// through).
+func refereeSteps(t *testing.T, env []string) (map[string]map[string]any, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "referee.mjs")
+	cmd.Dir = refereeDir
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	steps := map[string]map[string]any{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			if s, ok := m["step"].(string); ok {
+				steps[s] = m
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("the official MCP client failed against sandboxio mcp: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(stderr.String(), 4000))
+	}
+	if _, ok := steps["done"]; !ok {
+		t.Fatalf("the referee did not finish\nstdout:\n%s\nstderr:\n%s", out, tail(stderr.String(), 4000))
+	}
+	return steps, string(out) + "\n" + stderr.String()
+}
+
+// serverEnv is the environment the host gives the server: this test binary
+// turned into the CLI, labelled with the run id, the secret's value set.
+func serverEnv(secret string) map[string]string {
+	env := map[string]string{"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"), cliChildEnv: "1",
+		dockertest.RunIDEnv: runID, docker.ScopeEnv: os.Getenv(docker.ScopeEnv), "REFEREE_SECRET": secret}
+	for _, k := range []string{"DOCKER_HOST", "TMPDIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+// longOutput is what the referee's run-long step prints, redacted.
+func longOutput() string {
+	var b strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&b, "line-%d\n", i)
+		if i == 2500 {
+			b.WriteString("mid=[REDACTED]\n")
+		}
+	}
+	return b.String()
+}
+
+func TestMCPReferee_Stdio(t *testing.T) {
+	needMCPReferee(t)
+	needDocker(t)
+	canary := "CANARY-mcp-s3cr3t-" + runID
+	session := "mcp-ref-" + runID
+	spec, sum := specFile(t, "acme", session, func(x *inputs.Template) { x.SecretNames = []string{"REFEREE_SECRET"} })
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, _ := json.Marshal(map[string]any{"command": exe, "env": serverEnv(canary),
+		"args": []string{"mcp", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", session, "--audit", audit, "--quiet"}})
+	steps, everything := refereeSteps(t, []string{"REFEREE_MODE=stdio", "REFEREE_SERVER=" + string(server),
+		"REFEREE_STEPS=" + strings.Join(refereeStdioSteps, ",")})
+
+	checkRefereeSteps(t, steps)
+	auditText, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, text := range map[string]string{"the referee's output (every result, the server's stderr)": everything, "the audit log": string(auditText)} {
+		if strings.Contains(text, canary) {
+			t.Errorf("the secret's value is in %s", what)
+		}
+	}
+	// The client disconnected: the sandbox is gone from the daemon, and the
+	// audit log records its close. (The SDK's client closes the server's
+	// standard input, then sends SIGTERM after 2 s: either ends the session;
+	// TestMCP_DisconnectClosesTheSandbox tells them apart.)
+	waitGone(t, "sandboxio.session_id="+session)
+	checkClosedRecord(t, audit, "closed", "cancelled")
+}
+
+// refereeStdioSteps are the referee's steps this build answers.
+var refereeStdioSteps = []string{"run-exit", "run-long", "run-code", "upload-text", "upload-binary", "read-text", "read-binary",
+	"read-part", "read-missing", "run-timeout", "bad-args"}
+
+// checkRefereeSteps checks what the official client received at each step.
+func checkRefereeSteps(t *testing.T, steps map[string]map[string]any) {
+	t.Helper()
+	get := func(step string, keys ...string) any {
+		var v any = steps[step]
+		for _, k := range keys {
+			m, _ := v.(map[string]any)
+			v = m[k]
+		}
+		return v
+	}
+	want := func(step string, got, w any) {
+		t.Helper()
+		if !reflect.DeepEqual(got, w) {
+			t.Errorf("step %s: got %.300s, want %.300s", step, fmt.Sprintf("%#v", got), fmt.Sprintf("%#v", w))
+		}
+	}
+	want("connect", get("connect", "server", "name"), "sandboxio")
+	if !strings.Contains(fmt.Sprint(get("connect", "instructions")), `tenant "acme"`) {
+		t.Errorf("instructions do not name the tenant: %v", get("connect", "instructions"))
+	}
+	want("tools", get("tools", "names"), []any{"read_file", "run", "run_code", "upload"})
+	want("tools", get("tools", "readOnly"), []any{"read_file"})
+	if langs := fmt.Sprint(get("tools", "languages")); !strings.Contains(langs, "sh") || !strings.Contains(langs, "python") {
+		t.Errorf("run_code's language enum: %s", langs)
+	}
+
+	want("run-exit", get("run-exit", "isError"), false)
+	want("run-exit", get("run-exit", "sc", "exit_code"), 3.0)
+	want("run-exit", get("run-exit", "sc", "stdout", "head"), "hello\n")
+	want("run-exit", get("run-exit", "sc", "stderr", "head"), "oops\n")
+	if !strings.HasPrefix(fmt.Sprint(get("run-exit", "text")), "exit code 3 ") {
+		t.Errorf("run-exit text: %q", get("run-exit", "text"))
+	}
+
+	long := longOutput()
+	want("run-long", get("run-long", "sc", "stdout", "bytes"), float64(len(long)))
+	want("run-long", get("run-long", "sc", "stdout", "head"), long[:2048])
+	if tl := fmt.Sprint(get("run-long", "sc", "stdout", "tail")); !strings.HasSuffix(long, tl) || len(tl) != 2048 {
+		t.Errorf("run-long tail (%d bytes) is not the last 2048 bytes of the output", len(tl))
+	}
+	want("run-long", get("run-long", "sc", "stdout", "omitted_bytes"), float64(len(long)-4096))
+	if p := fmt.Sprint(get("run-long", "sc", "stdout", "path")); !regexp.MustCompile(`^/tmp/sandboxio-mcp/\d{4}-run\.stdout$`).MatchString(p) {
+		t.Errorf("run-long: the kept stream's path %q", p)
+	}
+	if !strings.Contains(fmt.Sprint(get("run-long", "text")), "the full output is in /tmp/sandboxio-mcp/") {
+		t.Errorf("run-long text does not name the kept file: %.300s", get("run-long", "text"))
+	}
+	want("read-kept", get("read-kept", "joined"), long)
+	want("read-kept", get("read-kept", "size"), float64(len(long)))
+	want("read-kept", []any{get("read-kept", "eof1"), get("read-kept", "eof2")}, []any{false, true})
+
+	want("run-code", get("run-code", "sc", "stdout", "head"), "key=[REDACTED]\n")
+	want("run-code", get("run-code", "sc", "stderr", "head"), "err=[REDACTED]\n")
+	want("upload-text", []any{get("upload-text", "isError"), get("upload-text", "sc", "bytes")}, []any{false, 23.0})
+	want("upload-binary", get("upload-binary", "isError"), false)
+	want("read-text", []any{get("read-text", "sc", "content"), get("read-text", "sc", "encoding"), get("read-text", "sc", "size"), get("read-text", "sc", "eof")},
+		[]any{"hello from the referee\n", "utf-8", 23.0, true})
+	want("read-binary", []any{get("read-binary", "sc", "content"), get("read-binary", "sc", "encoding")},
+		[]any{base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 255, 254, 10, 0}), "base64"})
+	want("read-part", []any{get("read-part", "sc", "content"), get("read-part", "sc", "offset"), get("read-part", "sc", "eof")}, []any{"from", 6.0, false})
+	want("read-missing", []any{get("read-missing", "isError"), get("read-missing", "class")}, []any{true, "ConfigurationError"})
+	if !strings.Contains(fmt.Sprint(get("read-missing", "text")), "no such file: /work/ref/none") {
+		t.Errorf("read-missing text: %v", get("read-missing", "text"))
+	}
+	want("run-timeout", []any{get("run-timeout", "isError"), get("run-timeout", "class")}, []any{true, "ExecutionTimeout"})
+	if !strings.HasPrefix(fmt.Sprint(get("run-timeout", "text")), "ExecutionTimeout") {
+		t.Errorf("run-timeout text does not start with the class: %v", get("run-timeout", "text"))
+	}
+	want("bad-args", get("bad-args", "isError"), true)
+}
+
+// waitGone fails unless no container with the label is left within 30 s
+// (the kill is confirmed at once; the removal of the stopped container may
+// follow).
+func waitGone(t *testing.T, label string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for countLabelled(t, label) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("a container labelled %s is still there 30 s after the client disconnected", label)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// checkClosedRecord fails unless the audit log has one record of the
+// sandbox's close, with one of the reasons.
+func checkClosedRecord(t *testing.T, audit string, reasons ...string) {
+	t.Helper()
+	var events []string
+	n := 0
+	for _, r := range auditLines(t, audit) {
+		events = append(events, fmt.Sprint(r["event"], "/", r["op"], "/", r["reason"]))
+		if r["event"] == "killed" && r["op"] == "close" {
+			n++
+			if !slices.Contains(reasons, fmt.Sprint(r["reason"])) {
+				t.Errorf("the sandbox was closed for %v, want one of %v", r["reason"], reasons)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d audit records of the sandbox's close, want 1: %v", n, events)
+	}
+}
