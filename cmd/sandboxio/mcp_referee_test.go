@@ -245,3 +245,56 @@ func checkClosedRecord(t *testing.T, audit string, reasons ...string) {
 		t.Errorf("%d audit records of the sandbox's close, want 1: %v", n, events)
 	}
 }
+
+var httpURL = regexp.MustCompile(`over streamable HTTP at (http://127\.0\.0\.1:\d+/)`)
+
+// Over streamable HTTP on loopback: the official client's session is the
+// server's one session; a second client is refused while it is held; when
+// the client ends its session, the sandbox is removed and the server exits 0.
+func TestMCPReferee_HTTP(t *testing.T) {
+	needMCPReferee(t)
+	needDocker(t)
+	canary := "CANARY-mcp-http-" + runID
+	session := "mcp-http-" + runID
+	spec, sum := specFile(t, "acme", session, func(x *inputs.Template) { x.SecretNames = []string{"REFEREE_SECRET"} })
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	p := startCLIProc(t, []string{"REFEREE_SECRET=" + canary}, "mcp", "--http", "127.0.0.1:0", "--spec", spec, "--spec-sha256", sum,
+		"--tenant", "acme", "--session", session, "--audit", audit)
+	var url string
+	for deadline := time.Now().Add(2 * time.Minute); url == ""; time.Sleep(50 * time.Millisecond) {
+		if m := httpURL.FindStringSubmatch(p.stderrText()); m != nil {
+			url = m[1]
+		}
+		select {
+		case <-p.exited:
+			t.Fatalf("the server exited %d before serving:\n%s", p.code, p.stderrText())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not say where it serves:\n%s", p.stderrText())
+		}
+	}
+	steps, everything := refereeSteps(t, []string{"REFEREE_MODE=http", "REFEREE_URL=" + url, "REFEREE_STEPS=run-exit,run-code"})
+	if got := fmt.Sprint(steps["run-exit"]["sc"].(map[string]any)["exit_code"]); got != "3" {
+		t.Errorf("run-exit over HTTP: exit code %s", got)
+	}
+	if got := fmt.Sprint(steps["run-code"]["text"]); !strings.Contains(got, "key=[REDACTED]") {
+		t.Errorf("run-code over HTTP: %s", got)
+	}
+	if c, _ := steps["second-client"]["connected"].(bool); c || !strings.Contains(fmt.Sprint(steps["second-client"]["error"]), "409") {
+		t.Errorf("a second client while the session is held: %v", steps["second-client"])
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(time.Minute):
+		t.Fatalf("the server did not exit when the client ended its session:\n%s", p.stderrText())
+	}
+	if p.code != exitOK || !strings.Contains(p.stderrText(), "the client disconnected; the sandbox was removed") {
+		t.Errorf("exit %d:\n%s", p.code, p.stderrText())
+	}
+	waitGone(t, "sandboxio.session_id="+session)
+	checkClosedRecord(t, audit, "closed")
+	if strings.Contains(everything+p.stderrText(), canary) {
+		t.Error("the secret's value is in the referee's output or the server's stderr")
+	}
+}
