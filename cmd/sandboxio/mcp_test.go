@@ -74,7 +74,7 @@ func (l *lockedBuffer) String() string {
 // the Go SDK's client to it over its standard input and output. Closing the
 // session closes the server's standard input and waits for it to exit (60 s,
 // then SIGTERM).
-func startMCP(t *testing.T, env []string, args ...string) (*mcp.ClientSession, *exec.Cmd, *lockedBuffer) {
+func startMCP(t testing.TB, env []string, args ...string) (*mcp.ClientSession, *exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -100,7 +100,7 @@ func startMCP(t *testing.T, env []string, args ...string) (*mcp.ClientSession, *
 	return cs, cmd, stderr
 }
 
-func callText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, string) {
+func callText(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any) (*mcp.CallToolResult, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
