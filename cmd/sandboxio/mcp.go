@@ -31,7 +31,7 @@ never two, never another tenant.
 Tools:
   run        a command (argv, no shell) with optional stdin, timeout_seconds, workdir
   run_code   a program in an interpreter of the image (language, code)
-  upload     a file into the sandbox (text, or base64 for binary)
+  upload     a file into the sandbox (text, or base64 for binary; at most 8 MiB)
   read_file  up to 1 MiB of a regular file from an offset (text, or base64); it runs
              sh, wc, tail and head in the sandbox, which has no read primitive
 Each call goes through the run-time helper: the policy's checks on the call and the
@@ -136,7 +136,7 @@ func (m *mcpFlags) run(ctx context.Context, e *env, f *runFlags, args []string) 
 			return m.serveHTTP(ctx, e, ln, srv, sb)
 		}
 		fmt.Fprintf(e.stderr, "sandboxio mcp: serving %s over stdio\n", sb)
-		err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+		err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}, MaxLineLength: mcpserver.MaxMessageBytes})
 		if ctx.Err() == nil {
 			return nil // the client closed the stream: the session is over
 		}
@@ -211,7 +211,7 @@ func (m *mcpFlags) serveHTTP(ctx context.Context, e *env, ln net.Listener, srv *
 		claimed = true
 		go m.watchSession(srv, ended)
 		return srv
-	}, &mcp.StreamableHTTPOptions{SessionTimeout: m.idleTimeout})
+	}, &mcp.StreamableHTTPOptions{SessionTimeout: m.idleTimeout, MaxRequestBodyBytes: mcpserver.MaxMessageBytes})
 	gate := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		taken := claimed

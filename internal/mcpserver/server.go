@@ -70,8 +70,12 @@ const (
 	// is what it returns when the call does not say.
 	MaxReadBytes     = 1 << 20
 	DefaultReadBytes = 64 << 10
-	// MaxUploadBytes bounds one upload's content, decoded.
-	MaxUploadBytes = 16 << 20
+	// MaxUploadBytes bounds one upload's content, decoded: base64-encoded
+	// in a request it stays under MaxMessageBytes.
+	MaxUploadBytes = 8 << 20
+	// MaxMessageBytes bounds one request from the client, on either
+	// transport (the Go SDK's stdio frame limit).
+	MaxMessageBytes = 16 << 20
 )
 
 type server struct {

@@ -152,7 +152,7 @@ if [ ! -e "$f" ]; then echo "no such file: $f" >&2; exit 2; fi
 if [ ! -f "$f" ]; then echo "not a regular file: $f" >&2; exit 3; fi
 if [ ! -r "$f" ]; then echo "not readable: $f" >&2; exit 4; fi
 size=$(wc -c <"$f") || exit 5
-echo $size
+echo "$size"
 tail -c +$(($2 + 1)) "$f" | head -c "$3"`
 
 func (s *server) readFile(ctx context.Context, _ *mcp.CallToolRequest, a ReadFileArgs) (*mcp.CallToolResult, any, error) {
