@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,7 +38,8 @@ labels  = { test_run = "`+runID+`" }
 		out, err := x.terraformCmd(dir, args...).Output()
 		if err != nil {
 			var stderr []byte
-			if ee, ok := err.(*exec.ExitError); ok {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
 				stderr = ee.Stderr
 			}
 			t.Fatalf("terraform %v: %v\n%s\n%s", args, err, out, stderr)
