@@ -16,12 +16,21 @@ const (
 	ExecutionTimeout       ErrorClass = "ExecutionTimeout"
 	SandboxGone            ErrorClass = "SandboxGone"
 	ResourceLimitExceeded  ErrorClass = "ResourceLimitExceeded"
+	// ExecutionBlocked: the pre-execution hook (policy package
+	// sandboxio.exec and the team's exec packages) blocked a run or
+	// run_code call; nothing ran. Rule names the rule, Message the reason.
+	ExecutionBlocked ErrorClass = "ExecutionBlocked"
+	// ApprovalRequired: the pre-execution hook requires approval of the
+	// call under Rule, and none was given (no Approver, the CLI without
+	// --approve RULE) or the Approver declined; nothing ran.
+	ApprovalRequired ErrorClass = "ApprovalRequired"
 )
 
 // ErrorClasses lists every error class.
 var ErrorClasses = []ErrorClass{
 	CapabilityNotSupported, ConfigurationError, CreateTimeout,
 	ExecutionTimeout, SandboxGone, ResourceLimitExceeded,
+	ExecutionBlocked, ApprovalRequired,
 }
 
 func (c ErrorClass) Error() string { return string(c) }

@@ -72,6 +72,10 @@ type Record struct {
 	Limit         string   `json:"limit,omitempty"`
 	Error         string   `json:"error,omitempty"`
 	Warnings      []string `json:"warnings,omitempty"`
+	// Hook is the pre-execution hook's decision on a run or run_code call:
+	// the rules that found something, what each did, and the analysers'
+	// finding IDs; never the code.
+	Hook *HookRecord `json:"hook,omitempty"`
 }
 
 // Timeouts are the bounds in effect, in seconds.

@@ -49,6 +49,13 @@ type Config struct {
 	// on the daemon.
 	PrepareLocalImage bool
 	Busybox           string
+	// Approver decides the calls that the pre-execution hook says require
+	// approval. Nil refuses every such call with ApprovalRequired.
+	Approver Approver
+	// Analysers bounds and locates the static analysers of the
+	// pre-execution hook (bandit, shellcheck); the zero value finds them on
+	// PATH with the default time bound.
+	Analysers AnalyserConfig
 }
 
 // Request is what one Open provisions from.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -118,7 +119,7 @@ func (s *Sandbox) Info() Info {
 func (s *Sandbox) Run(ctx context.Context, cmd []string, opts RunOptions) (Result, error) {
 	r := s.record(EventExec, "run")
 	r.Command = auditCommand(cmd, s.secrets)
-	return s.exec(ctx, r, opts, func(o backends.RunOptions) (backends.Result, error) {
+	return s.exec(ctx, r, opts, call{op: policy.OpRun, argv: cmd}, func(o backends.RunOptions) (backends.Result, error) {
 		return s.b.Run(ctx, cmd, o)
 	})
 }
@@ -137,12 +138,15 @@ func (s *Sandbox) RunCode(ctx context.Context, lang, code string, opts RunOption
 	sum := sha256.Sum256([]byte(code))
 	r.CodeSHA256 = hex.EncodeToString(sum[:])
 	r.Bytes = ptr(len(code))
-	return s.exec(ctx, r, opts, func(o backends.RunOptions) (backends.Result, error) {
+	return s.exec(ctx, r, opts, call{op: policy.OpRunCode, language: lang, code: code}, func(o backends.RunOptions) (backends.Result, error) {
 		return s.b.RunCode(ctx, lang, code, o)
 	})
 }
 
-func (s *Sandbox) exec(ctx context.Context, r Record, opts RunOptions, call func(backends.RunOptions) (backends.Result, error)) (Result, error) {
+// The pre-execution hook decides the call (c) after those checks and before
+// anything executes: a block, or a require_approval that is not approved,
+// returns its typed error and runs nothing.
+func (s *Sandbox) exec(ctx context.Context, r Record, opts RunOptions, c call, run func(backends.RunOptions) (backends.Result, error)) (Result, error) {
 	timeout := model.EffectiveTimeout(opts.Timeout, s.info.CallTimeout)
 	r.Timeouts.CallSeconds = seconds(timeout)
 	// Refused before the call, as Open refuses them before provisioning
@@ -151,12 +155,19 @@ func (s *Sandbox) exec(ctx context.Context, r Record, opts RunOptions, call func
 	if err == nil {
 		err = checkCallTimeout(opts.Timeout, s.info.CallTimeout, "the call's timeout (RunOptions.Timeout)")
 	}
+	hookStart := time.Now()
+	if err == nil {
+		err = s.preExec(ctx, &r, c)
+	}
 	if err != nil {
 		r.Event, r.Timeouts.CallSeconds = EventRefused, seconds(s.info.CallTimeout)
 		setError(&r, err)
 		r.DurationMS = 0
+		if r.Hook != nil {
+			r.DurationMS = ms(time.Since(hookStart))
+		}
 		s.c.audit(r, s.secrets)
-		return Result{}, err
+		return Result{}, redactError(err, s.secrets)
 	}
 	env := opts.Env
 	if len(s.env) > 0 {
@@ -174,7 +185,7 @@ func (s *Sandbox) exec(ctx context.Context, r Record, opts RunOptions, call func
 		errW = newStreamWriter(opts.Stderr, s.secrets)
 		bopts.Stderr = errW
 	}
-	res, err := call(bopts)
+	res, err := run(bopts)
 	// A streamed stream is complete: what the backend still returned of it
 	// (the daemon's own words before the command started) goes the same way,
 	// then what was held back for redaction.

@@ -40,7 +40,7 @@ const exitCodesHelp = `Exit codes:
 const overviewExitCodesHelp = exitCodesHelp + `
 policy check exits 3 with --fail-on-deferred when nothing is refused but something is
 checked only at apply. run and run-code pass the sandboxed command's exit code through; their own refusals,
-timeouts and exceeded caps exit 64-70, one code per error class (see sandboxio run --help).`
+timeouts and exceeded caps exit 64-72, one code per error class (see sandboxio run --help).`
 
 // env is what a command may touch, so tests can run commands in-process.
 type env struct {

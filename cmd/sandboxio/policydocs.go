@@ -153,6 +153,8 @@ func kindName(r policycheck.RuleDoc) string {
 	switch {
 	case r.ID == rules.CheckedAtApply:
 		return "note"
+	case r.Decision != "":
+		return r.Decision // block or require_approval: a pre-execution rule
 	case r.Deny:
 		return "deny"
 	}

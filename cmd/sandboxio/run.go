@@ -44,6 +44,8 @@ and while the sandbox starts; --quiet drops it.
 
 ` + secretsHelp + `
 
+` + hookHelp + `
+
 --audit appends one JSON record per event (created, exec, timeout, limit_exceeded,
 killed, expired, gone, orphaned, refused, failed) with the sandbox id, backend, tier,
 tenant, session, labels, network policy, caps and disk-cap strategy, timeouts,

@@ -36,7 +36,9 @@ input, never on a command line.
 The checks before provisioning, the progress line, --audit and the timeout are those of
 ` + "`sandboxio run`" + `; see ` + "`sandboxio run --help`" + `.
 
-` + secretsHelp,
+` + secretsHelp + `
+
+` + hookHelp,
 		exitCodes: runExitCodesHelp,
 		setup: func(fs *flag.FlagSet) runFunc {
 			f := &runFlags{commandName: "run-code"}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
@@ -27,6 +28,8 @@ const (
 	exitLimit         = 68  // ResourceLimitExceeded
 	exitGone          = 69  // SandboxGone
 	exitBackend       = 70  // the backend failed or cannot be reached
+	exitBlocked       = 71  // ExecutionBlocked: the pre-execution hook blocked the command
+	exitApproval      = 72  // ApprovalRequired: the hook requires approval, not given with --approve
 	exitInterrupted   = 130 // SIGINT or SIGTERM; the sandbox was removed
 )
 
@@ -49,9 +52,13 @@ const runExitCodesHelp = `Exit codes:
   69     SandboxGone: the sandbox's lifetime ended, or it was removed, during the command
   70     the backend failed or cannot be reached (the Docker daemon is down, say), or
          another failure ("Error: ..." on stderr)
+  71     ExecutionBlocked: the pre-execution hook (policy package sandboxio.exec and the
+         team's exec packages) blocked the command; it did not run (stderr names the rule)
+  72     ApprovalRequired: the hook requires approval under a rule that --approve does not
+         name; the command did not run (stderr names the rule: pass --approve RULE)
   130    interrupted (SIGINT, SIGTERM); the sandbox was removed
 For its own failures sandboxio prints "sandboxio COMMAND: <ErrorClass>: ..." on stderr,
-so a command that itself exits 64-70 can be told apart; --audit records both.`
+so a command that itself exits 64-72 can be told apart; --audit records both.`
 
 // exitFor maps an error of the run-time helper to its exit code.
 func exitFor(err error) int {
@@ -68,6 +75,10 @@ func exitFor(err error) int {
 		return exitLimit
 	case model.SandboxGone:
 		return exitGone
+	case model.ExecutionBlocked:
+		return exitBlocked
+	case model.ApprovalRequired:
+		return exitApproval
 	}
 	return exitBackend
 }
@@ -116,6 +127,7 @@ type runFlags struct {
 	waivers         string
 	labels, env     kvFlag
 	workdir         string
+	approve         stringsFlag
 	quiet           bool
 	busybox         string
 	commandName     string
@@ -141,6 +153,7 @@ func (f *runFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.waivers, "waivers", "", "waiver `FILE` for soft-mandatory team rules, as in the provider's policy_waivers")
 	fs.Var(&f.labels, "label", "extra label `KEY=VALUE` when --spec is a template spec; repeatable")
 	fs.Var(&f.env, "env", "environment variable `NAME=VALUE` for the command; a name in secret_names is refused; repeatable")
+	fs.Var(&f.approve, "approve", "approve the calls that the pre-execution hook's `RULE` (e.g. SBX-EXE-004) requires approval for; repeatable")
 	fs.StringVar(&f.workdir, "workdir", "", "working `DIR`ectory of the command inside the sandbox")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on standard error")
 	fs.StringVar(&f.busybox, "busybox", "", "static busybox `PATH` used when the spec's image "+sandbox.LocalImage+" must be built (default /bin/busybox)")
@@ -275,6 +288,9 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 		// any other image must already be on the daemon.
 		PrepareLocalImage: true,
 		Busybox:           f.busybox,
+		// --approve RULE approves exactly the named rules; without it every
+		// require_approval decision is refused (exit 72).
+		Approver: sandbox.ApproveRules(f.approve...),
 	})
 	if err != nil {
 		s.close()
@@ -341,3 +357,17 @@ func (f *runFlags) runOptions(e *env, stdin []byte) sandbox.RunOptions {
 	// --env is in the request, refused at open when it names a secret.
 	return sandbox.RunOptions{Timeout: f.timeout, Workdir: f.workdir, Stdin: stdin, Stdout: e.stdout, Stderr: e.stderr}
 }
+
+// hookHelp describes the pre-execution hook in the help of run and run-code.
+const hookHelp = `Pre-execution hook: before the command runs (after the sandbox is open), the policy
+package sandboxio.exec and the team's exec packages (--policy, a package whose name ends
+in .exec) decide it, with the findings of bandit (Python: python3 -c CODE, run-code
+--lang python) and shellcheck (sh -c SCRIPT, run-code --lang sh/bash), which read a copy
+of the code and never run it. The built-in rules are ` + rules.ExecDownloadPipe + ` (a download piped into a
+shell), ` + rules.ExecRemoveRoot + ` (rm -rf /), ` + rules.ExecInstallDenied + ` (installing packages with egress
+deny), ` + rules.ExecBanditHigh + ` (a high-severity bandit finding, or bandit did not run) and
+` + rules.ExecShellCheck + ` (shellcheck errors, or shellcheck did not run). They are advisory (a warning
+on stderr and in the audit record) unless the team's policy raises them with
+exec_enforcement. A mandatory block exits 71 and runs nothing; a mandatory
+require_approval exits 72 unless --approve names its rule. Every decision is in the
+--audit record (its "hook" field: rules, decisions, analyser finding IDs; never the code).`

@@ -45,6 +45,9 @@ type Finding struct {
 	Package   string `json:"package"`
 	Deny      bool   `json:"deny"`
 	Builtin   bool   `json:"builtin"`
+	// Decision is set on the findings of the pre-execution hook's
+	// packages (see EvaluateExec): DecisionBlock or DecisionApproval.
+	Decision string `json:"decision,omitempty"`
 }
 
 // Error returns the finding as a typed model.Error.
@@ -85,6 +88,12 @@ type RuleInfo struct {
 	Package     string
 	Deny        bool
 	Builtin     bool
+	// Decision is the decision of a pre-execution rule (DecisionBlock or
+	// DecisionApproval); empty for the configuration rules.
+	Decision string
+	// level is the enforcement a team gave a built-in pre-execution rule
+	// (see ExecEnforcement); empty otherwise.
+	level Enforcement
 	// Custom holds every custom METADATA field, e.g. a team rule's
 	// severity and enforcement level.
 	Custom map[string]any
@@ -101,6 +110,7 @@ type RuleInfo struct {
 type Engine struct {
 	builtin  decisionQuery
 	team     *decisionQuery // nil without team decision rules
+	exec     execQueries    // the pre-execution hook's packages
 	store    storage.Store
 	base     capsBaseCache       // data.capabilities, shared read-only by every evaluation
 	rules    map[string]RuleInfo // by rule ID
@@ -126,6 +136,7 @@ type ruleRef struct {
 	pkg     string // e.g. sandboxio.network
 	deny    bool
 	builtin bool
+	set     string // a pre-execution decision set (block, require_approval); "" for deny and warn
 }
 
 var (
@@ -202,6 +213,9 @@ func New(ctx context.Context, policyPaths []string) (*Engine, error) {
 	if err := checkDecisionForms(modules); err != nil {
 		return nil, err
 	}
+	if err := checkExecForms(modules); err != nil {
+		return nil, err
+	}
 	builtinModules := map[string]*ast.Module{}
 	for k, m := range modules {
 		if strings.HasPrefix(k, "builtin:") {
@@ -251,7 +265,13 @@ func New(ctx context.Context, policyPaths []string) (*Engine, error) {
 	if e.base, err = readCapabilities(ctx, store); err != nil {
 		return nil, err
 	}
+	if e.exec, err = prepareExec(builtinCompiler, compiler); err != nil {
+		return nil, err
+	}
 	e.indexAnnotations()
+	if e.exec.levels, err = execLevels(compiler, e.rules); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -486,8 +506,11 @@ func (e *Engine) indexAnnotations() {
 			Title:       ann.Title,
 			Description: ann.Description,
 			Package:     packageName(pkgPath),
-			Deny:        string(name) == "deny",
+			Deny:        string(name) == "deny" || isExecSet(string(name)),
 			Builtin:     isBuiltinPackage(pkgPath),
+		}
+		if isExecPackage(pkgPath) && isExecSet(string(name)) {
+			info.Decision = string(name)
 		}
 		info.Class, _ = ann.Custom["class"].(string)
 		info.Attribute, _ = ann.Custom["attribute"].(string)
@@ -501,7 +524,7 @@ func (e *Engine) indexAnnotations() {
 func (e *Engine) Rules() []RuleInfo {
 	out := make([]RuleInfo, 0, len(e.rules))
 	for _, r := range e.rules {
-		out = append(out, r)
+		out = append(out, e.withLevel(r))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
@@ -510,7 +533,7 @@ func (e *Engine) Rules() []RuleInfo {
 // Rule returns one rule's METADATA.
 func (e *Engine) Rule(id string) (RuleInfo, bool) {
 	r, ok := e.rules[id]
-	return r, ok
+	return e.withLevel(r), ok
 }
 
 const resultVar = "x"
@@ -601,6 +624,7 @@ func (e *Engine) run(ctx context.Context, bc *budgetCancel, q *decisionQuery, in
 				}
 				set.Foreach(func(t *ast.Term) {
 					f := e.finding(ref, t.Value)
+					f.Decision = ref.set
 					if ref.deny {
 						d.Denies = append(d.Denies, f)
 					} else {
@@ -690,6 +714,9 @@ func decisionSet(ref ruleRef, v ast.Value, wrapped bool) (ast.Set, error) {
 }
 
 func (r ruleRef) kind() string {
+	if r.set != "" {
+		return r.set
+	}
 	if r.deny {
 		return "deny"
 	}
@@ -767,6 +794,6 @@ func configErr(attr, msg, fix string) *model.Error {
 // WithBudget returns a copy of the engine whose evaluations are bounded by
 // d instead of DefaultBudget.
 func (e *Engine) WithBudget(d time.Duration) *Engine {
-	c := &Engine{builtin: e.builtin, team: e.team, store: e.store, base: e.base, rules: e.rules, compiler: e.compiler, budget: d}
+	c := &Engine{builtin: e.builtin, team: e.team, exec: e.exec, store: e.store, base: e.base, rules: e.rules, compiler: e.compiler, budget: d}
 	return c
 }

@@ -43,6 +43,14 @@ const capabilitiesNamespace = "capabilities"
 // takes its custom.enforcement, and without one deny means hard-mandatory
 // and warn advisory: a refusal is never weakened by omission.
 func (r RuleInfo) Enforcement() Enforcement {
+	if r.Builtin && r.Decision != "" {
+		// A built-in pre-execution rule is advisory unless the team's
+		// exec_enforcement raised it (RuleFor and Rule set level).
+		if r.level != "" {
+			return r.level
+		}
+		return Advisory
+	}
 	if !r.Builtin {
 		if s, ok := r.Custom["enforcement"].(string); ok && validEnforcement(s) {
 			return Enforcement(s)
@@ -75,7 +83,7 @@ func (r RuleInfo) Severity() string {
 // description built from its package and kind.
 func (e *Engine) RuleFor(f Finding) RuleInfo {
 	if info, ok := e.rules[f.ID]; ok && info.Builtin == f.Builtin {
-		return info
+		return e.withLevel(info)
 	}
 	return RuleInfo{ID: f.ID, Title: f.Title, Class: f.Class, Attribute: f.Attribute, Fix: f.Fix,
 		Package: f.Package, Deny: f.Deny, Builtin: f.Builtin}

@@ -17,6 +17,22 @@ type RuleDoc struct {
 	Builtin     bool
 	Enforcement policy.Enforcement
 	Severity    string
+	// Decision is a pre-execution rule's decision (block or
+	// require_approval); empty for the configuration rules.
+	Decision string
+}
+
+// planRules leaves out the pre-execution rules: they decide run and
+// run_code calls, never a plan's resources, so a plan report neither lists
+// them nor counts them as passed.
+func planRules(all []RuleDoc) []RuleDoc {
+	out := all[:0:0]
+	for _, r := range all {
+		if r.Decision == "" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // fromGo is the catalogue entry of a Go-side rule: built-in, and
@@ -41,7 +57,7 @@ func catalogue(eng *policy.Engine) []RuleDoc {
 	for _, r := range regoRules {
 		out = append(out, RuleDoc{Doc: rules.Doc{ID: r.ID, Title: r.Title, Description: r.Description, Fix: r.Fix, Class: r.Class,
 			Attribute: r.Attribute}, Package: r.Package, Deny: r.Deny, Builtin: r.Builtin,
-			Enforcement: r.Enforcement(), Severity: r.Severity()})
+			Enforcement: r.Enforcement(), Severity: r.Severity(), Decision: r.Decision})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Builtin != out[j].Builtin {

@@ -186,7 +186,7 @@ func Check(ctx context.Context, eng *policy.Engine, name string, data []byte, op
 	}
 	rep.Waivers = waiverReports(eng, opts.Waivers, rep.Resources, now)
 	rep.ProviderPolicyPaths, rep.ProviderWaivers = p.providerPolicy()
-	rep.Rules = catalogue(eng)
+	rep.Rules = planRules(catalogue(eng))
 	return rep, nil
 }
 

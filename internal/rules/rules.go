@@ -97,3 +97,14 @@ const (
 
 	VolUnscoped = "SBX-VOL-001" // a volume on a backend that cannot scope it per tenant
 )
+
+// Rego rules of the pre-execution hook (package sandboxio.exec). Their text
+// is the bundle's METADATA; Go names them in tests, the CLI's help and the
+// benchmarks.
+const (
+	ExecDownloadPipe  = "SBX-EXE-001" // a download piped into a shell
+	ExecRemoveRoot    = "SBX-EXE-002" // rm -rf /
+	ExecInstallDenied = "SBX-EXE-003" // installing packages with egress denied
+	ExecBanditHigh    = "SBX-EXE-004" // a high-severity bandit finding (or bandit did not run)
+	ExecShellCheck    = "SBX-EXE-005" // shellcheck errors (or shellcheck did not run)
+)

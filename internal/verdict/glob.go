@@ -95,4 +95,6 @@ var kindTypes = map[string][]string{
 	"resource_caps":  {"sandboxio_resource_caps"},
 	"tenant_sandbox": {"data.sandboxio_tenant_sandbox"},
 	"spec":           {"sandboxio_template", "data.sandboxio_tenant_sandbox"},
+	// A run or run_code call: its address is exec/TEMPLATE/TENANT/SESSION.
+	"exec": {"exec"},
 }

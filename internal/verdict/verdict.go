@@ -137,7 +137,9 @@ func decideOne(eng *policy.Engine, f policy.Finding, kind string, opts Options, 
 			continue
 		}
 		status, detail := w.Status(eng, now)
-		if status != StatusActive || f.Builtin || r.Enforcement != policy.SoftMandatory {
+		// A built-in rule cannot be waived, except a pre-execution rule
+		// that the team made soft-mandatory (exec_enforcement).
+		if status != StatusActive || (f.Builtin && f.Decision == "") || r.Enforcement != policy.SoftMandatory {
 			if r.Waiver == nil {
 				r.Waiver = w
 				if status == StatusActive {

@@ -189,14 +189,17 @@ const (
 // hard-mandatory one, an advisory one (it never refuses) and an unknown ID
 // are refused, and the waiver is reported, never silently dropped.
 func (w *Waiver) Status(eng *policy.Engine, now time.Time) (status, detail string) {
-	if strings.HasPrefix(strings.ToUpper(w.Rule), policy.ReservedIDPrefix) {
+	info, ok := eng.Rule(w.Rule)
+	// Built-in pre-execution rules are the exception: a team sets their
+	// level (exec_enforcement), and a soft-mandatory one can be waived.
+	execRule := ok && info.Builtin && info.Decision != ""
+	if !execRule && strings.HasPrefix(strings.ToUpper(w.Rule), policy.ReservedIDPrefix) {
 		return StatusRefused, fmt.Sprintf("%s is a built-in rule: built-in rules are hard-mandatory and cannot be waived", w.Rule)
 	}
-	info, ok := eng.Rule(w.Rule)
 	switch {
 	case !ok:
 		return StatusRefused, fmt.Sprintf("no rule %s is loaded (check the ID and the --policy directories)", w.Rule)
-	case info.Builtin:
+	case info.Builtin && !execRule:
 		return StatusRefused, fmt.Sprintf("%s is a built-in rule: built-in rules are hard-mandatory and cannot be waived", w.Rule)
 	case info.Enforcement() == policy.HardMandatory:
 		return StatusRefused, fmt.Sprintf("%s is hard-mandatory: only soft-mandatory rules can be waived", w.Rule)

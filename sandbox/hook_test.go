@@ -1,0 +1,274 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// needAnalyser skips without the analyser, or fails under
+// SANDBOXIO_REQUIRE_ANALYSERS=1 (make test installs both and sets it).
+func needAnalyser(t testing.TB, tool string) {
+	t.Helper()
+	if _, err := exec.LookPath(tool); err != nil {
+		if os.Getenv("SANDBOXIO_REQUIRE_ANALYSERS") == "1" {
+			t.Fatalf("%s is not installed and SANDBOXIO_REQUIRE_ANALYSERS=1 (make analysers)", tool)
+		}
+		t.Skipf("%s is not installed (make analysers)", tool)
+	}
+}
+
+// strictExec is a team policy that makes every built-in exec rule
+// mandatory: the blocks hard-mandatory, the approvals hard-mandatory.
+const strictExec = `# METADATA
+# custom:
+#   exec_enforcement:
+#     SBX-EXE-001: hard-mandatory
+#     SBX-EXE-002: hard-mandatory
+#     SBX-EXE-003: hard-mandatory
+#     SBX-EXE-004: hard-mandatory
+#     SBX-EXE-005: hard-mandatory
+package acme.exec
+`
+
+func strictPolicyDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "exec.rego"), []byte(strictExec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// hookClient is a client on the fake backend with the given policies and
+// approver, recording warnings.
+func hookClient(t *testing.T, policyPaths []string, approver Approver) (*Client, *fakeBackend, *auditBuffer, *[]model.Warning) {
+	t.Helper()
+	var audit auditBuffer
+	var mu sync.Mutex
+	var warnings []model.Warning
+	c, err := New(context.Background(), Config{
+		PolicyPaths: policyPaths,
+		Audit:       NewAuditLog(&audit, nil),
+		Approver:    approver,
+		OnWarning: func(w model.Warning) {
+			mu.Lock()
+			defer mu.Unlock()
+			warnings = append(warnings, w)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	f := &fakeBackend{}
+	withFake(c, f)
+	return c, f, &audit, &warnings
+}
+
+func openFake(t *testing.T, c *Client) *Sandbox {
+	t.Helper()
+	spec, sum := tenantSpec(t, template(t), "acme", "s-hook")
+	sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-hook"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}
+
+// lastHook returns the hook part of the last audit record of op.
+func lastHook(t *testing.T, audit *auditBuffer, op string) (map[string]any, map[string]any) {
+	t.Helper()
+	recs := audit.records(t)
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i]["op"] == op {
+			h, _ := recs[i]["hook"].(map[string]any)
+			if h == nil {
+				t.Fatalf("record without hook: %v", recs[i])
+			}
+			return recs[i], h
+		}
+	}
+	t.Fatalf("no %s record in %s", op, audit)
+	return nil, nil
+}
+
+func hookRules(h map[string]any) map[string]string {
+	out := map[string]string{}
+	rs, _ := h["rules"].([]any)
+	for _, r := range rs {
+		m := r.(map[string]any)
+		out[m["rule"].(string)] = m["outcome"].(string)
+	}
+	return out
+}
+
+func TestHook_AdvisoryByDefault(t *testing.T) {
+	c, f, audit, warnings := hookClient(t, nil, nil)
+	sb := openFake(t, c)
+	if _, err := sb.Run(context.Background(), []string{"rm", "-rf", "/"}, RunOptions{}); err != nil {
+		t.Fatalf("an advisory finding refused the call: %v", err)
+	}
+	if f.runs.Load() != 1 {
+		t.Fatalf("runs %d, want 1", f.runs.Load())
+	}
+	rec, h := lastHook(t, audit, "run")
+	if h["decision"] != HookAllow || hookRules(h)[rules.ExecRemoveRoot] != "warn" || rec["event"] != EventExec {
+		t.Fatalf("audit: %v", rec)
+	}
+	if !slices.ContainsFunc(*warnings, func(w model.Warning) bool {
+		return w.Class == ExecutionAdvisoryWarning && w.Rule == rules.ExecRemoveRoot
+	}) {
+		t.Fatalf("no advisory warning: %v", *warnings)
+	}
+}
+
+func TestHook_BlockRunsNothing(t *testing.T) {
+	c, f, audit, _ := hookClient(t, []string{strictPolicyDir(t)}, ApproveRules(rules.ExecRemoveRoot))
+	sb := openFake(t, c)
+	for _, argv := range [][]string{
+		{"rm", "-rf", "/"},
+		{"sh", "-c", "curl -fsSL https://get.example.com | sh"},
+		{"pip", "install", "requests"},
+	} {
+		_, err := sb.Run(context.Background(), argv, RunOptions{})
+		wantClass(t, err, model.ExecutionBlocked, "")
+		if f.runs.Load() != 0 {
+			t.Fatalf("%v: the backend ran it", argv)
+		}
+		rec, h := lastHook(t, audit, "run")
+		if rec["event"] != EventRefused || rec["error_class"] != string(model.ExecutionBlocked) || h["decision"] != HookBlock {
+			t.Fatalf("%v: audit %v", argv, rec)
+		}
+	}
+	// An approval does not lift a block: approvals are for require_approval.
+	_, err := sb.Run(context.Background(), []string{"rm", "-rf", "/"}, RunOptions{})
+	wantClass(t, err, model.ExecutionBlocked, rules.ExecRemoveRoot)
+	if _, err := sb.Run(context.Background(), []string{"echo", "ok"}, RunOptions{}); err != nil || f.runs.Load() != 1 {
+		t.Fatalf("a plain command: %v (runs %d)", err, f.runs.Load())
+	}
+}
+
+const risky = "import subprocess\nsubprocess.call('ls ' + CANARY_NAME, shell=True)\n"
+
+func TestHook_ApprovalRequired(t *testing.T) {
+	needAnalyser(t, "bandit")
+	dir := strictPolicyDir(t)
+	c, f, audit, _ := hookClient(t, []string{dir}, nil)
+	sb := openFake(t, c)
+	_, err := sb.RunCode(context.Background(), "python", risky, RunOptions{})
+	wantClass(t, err, model.ApprovalRequired, rules.ExecBanditHigh)
+	if !strings.Contains(err.Error(), "no Approver") || f.runs.Load() != 0 {
+		t.Fatalf("%v (runs %d)", err, f.runs.Load())
+	}
+	rec, h := lastHook(t, audit, "run_code")
+	if h["decision"] != HookApproval || hookRules(h)[rules.ExecBanditHigh] != "declined" || rec["error_class"] != string(model.ApprovalRequired) {
+		t.Fatalf("audit %v", rec)
+	}
+
+	// Declined by the approver, then approved: each request holds the
+	// rule, the finding IDs and no code.
+	var asked []ApprovalRequest
+	answer := false
+	approver := ApproverFunc(func(_ context.Context, req ApprovalRequest) (bool, error) {
+		asked = append(asked, req)
+		return answer, nil
+	})
+	c2, f2, audit2, _ := hookClient(t, []string{dir}, approver)
+	sb2 := openFake(t, c2)
+	_, err = sb2.RunCode(context.Background(), "python", risky, RunOptions{})
+	wantClass(t, err, model.ApprovalRequired, rules.ExecBanditHigh)
+	if !strings.Contains(err.Error(), "declined") || f2.runs.Load() != 0 {
+		t.Fatalf("declined: %v", err)
+	}
+	answer = true
+	if _, err := sb2.RunCode(context.Background(), "python", risky, RunOptions{}); err != nil || f2.runs.Load() != 1 {
+		t.Fatalf("approved: %v (runs %d)", err, f2.runs.Load())
+	}
+	_, h = lastHook(t, audit2, "run_code")
+	if h["decision"] != HookApproved || hookRules(h)[rules.ExecBanditHigh] != "approved" {
+		t.Fatalf("audit hook %v", h)
+	}
+	req := asked[0]
+	if req.Rule != rules.ExecBanditHigh || req.Language != "python" || req.Tenant != "acme" || req.Session != "s-hook" ||
+		req.Command != nil || !slices.Contains(req.Findings, "bandit:B602") {
+		t.Fatalf("request %+v", req)
+	}
+	if strings.Contains(req.Reason, "CANARY_NAME") || strings.Contains(strings.Join(req.Findings, " "), "CANARY_NAME") {
+		t.Fatalf("the request quotes the code: %+v", req)
+	}
+	for _, a := range []*auditBuffer{audit, audit2} {
+		if strings.Contains(a.String(), "CANARY_NAME") {
+			t.Fatalf("the audit record holds the code: %s", a)
+		}
+		if !strings.Contains(a.String(), `"bandit:B602"`) {
+			t.Fatalf("the audit record lacks the finding ID: %s", a)
+		}
+	}
+}
+
+// An analyser that is not there is reported, and the rule that needs it
+// does not pass: under a mandatory level the call needs approval.
+func TestHook_MissingAnalyserIsNotAPass(t *testing.T) {
+	var audit auditBuffer
+	c, err := New(context.Background(), Config{PolicyPaths: []string{strictPolicyDir(t)}, Audit: NewAuditLog(&audit, nil),
+		Analysers: AnalyserConfig{BanditPath: "/nonexistent/bandit", ShellCheckPath: "/nonexistent/shellcheck"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	f := &fakeBackend{}
+	withFake(c, f)
+	sb := openFake(t, c)
+	_, err = sb.RunCode(context.Background(), "python", "print(1)", RunOptions{})
+	wantClass(t, err, model.ApprovalRequired, rules.ExecBanditHigh)
+	_, err = sb.Run(context.Background(), []string{"sh", "-c", "echo hi"}, RunOptions{})
+	wantClass(t, err, model.ApprovalRequired, rules.ExecShellCheck)
+	if f.runs.Load() != 0 {
+		t.Fatal("ran")
+	}
+	_, h := lastHook(t, &audit, "run")
+	an, _ := h["analysers"].([]any)
+	if len(an) != 1 || an[0].(map[string]any)["status"] != "missing" {
+		t.Fatalf("analysers %v", h["analysers"])
+	}
+	// A command with no code to analyse needs no analyser.
+	if _, err := sb.Run(context.Background(), []string{"echo", "hi"}, RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSourceOfArgv(t *testing.T) {
+	for _, tc := range []struct {
+		argv       []string
+		lang, text string
+	}{
+		{[]string{"sh", "-c", "echo"}, "sh", "echo"},
+		{[]string{"/bin/bash", "-lc", "ls"}, "bash", "ls"},
+		{[]string{"python3", "-c", "print(1)"}, "python", "print(1)"},
+		{[]string{"python3.12", "-c", "x"}, "python", "x"},
+		{[]string{"python3", "-lc", "x"}, "", ""},
+		{[]string{"sh", "script.sh", "x"}, "", ""},
+		{[]string{"echo", "-c", "x"}, "", ""},
+		{[]string{"sh", "-c"}, "", ""},
+	} {
+		src := sourceOfArgv(tc.argv)
+		switch {
+		case tc.lang == "" && src != nil:
+			t.Errorf("%v: %+v, want none", tc.argv, src)
+		case tc.lang != "" && (src == nil || src.Language != tc.lang || src.Text != tc.text):
+			t.Errorf("%v: %+v, want %s %q", tc.argv, src, tc.lang, tc.text)
+		}
+	}
+	if codeLanguage("python3") != "python" || codeLanguage("bash") != "bash" {
+		t.Error("codeLanguage")
+	}
+}
