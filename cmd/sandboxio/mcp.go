@@ -34,14 +34,26 @@ Tools:
   upload     a file into the sandbox (text, or base64 for binary; at most 8 MiB)
   read_file  up to 1 MiB of a regular file from an offset (text, or base64); it runs
              sh, wc, tail and head in the sandbox, which has no read primitive
-Each call goes through the run-time helper: the policy's checks on the call and the
-audit log apply as for run and run-code. A result gives the exit code and the first and
+Each call goes through the run-time helper: the policy's checks on the call, the
+pre-execution hook and the audit log apply as for run and run-code. A result gives the exit code and the first and
 last --head/--tail bytes of each stream with its size; a longer stream is kept in full
 (secrets redacted) under ` + mcpserver.DefaultOutputDir + ` in the sandbox, and the result names the
 file. A failure is an MCP tool error (isError) whose text starts with its error class
 and whose structured content is {"error": {"class", "rule", "attribute", "limit",
 "message", "fix"}}. A command that exits non-zero is not a failure: its exit code is in
 the result.
+
+Pre-execution hook: every run and run_code call (read_file's too, as the sh -c it runs)
+is decided by the policy package sandboxio.exec and the team's exec packages (--policy)
+before it executes. A mandatory block is a tool error ExecutionBlocked naming the rule;
+nothing runs. A mandatory require_approval runs only when approved: --approve RULE
+(repeatable) approves a rule for the whole session, as for run; with
+--approve-by-elicitation any other is put to the client's user through MCP elicitation
+(a yes/no form), for hosts that show such requests to a person. Otherwise, or when the
+user declines or the client cannot ask, it is a tool error ApprovalRequired naming the
+rule. Elicitation is off by default because the server cannot tell a person's answer
+from a client that answers by itself. Advisory findings are warnings on stderr and in
+the audit record; the call runs.
 
 The sandbox is removed when the client disconnects (standard input closes; over HTTP,
 the client ends its session, or sends nothing for --idle-timeout), and on SIGTERM or
@@ -67,6 +79,7 @@ type mcpFlags struct {
 	http        string
 	idleTimeout time.Duration
 	head, tail  int
+	elicit      bool
 }
 
 func init() {
@@ -84,6 +97,7 @@ func init() {
 			fs.DurationVar(&m.idleTimeout, "idle-timeout", 10*time.Minute, "with --http: end the session, and remove the sandbox, after this long without a request")
 			fs.IntVar(&m.head, "head", mcpserver.DefaultHeadBytes, "bytes of the beginning of each stream a result shows")
 			fs.IntVar(&m.tail, "tail", mcpserver.DefaultTailBytes, "bytes of the end of each stream a result shows")
+			fs.BoolVar(&m.elicit, "approve-by-elicitation", false, "put each call the hook requires approval for, and --approve does not approve, to the client's user (MCP elicitation); without it, or when the client cannot ask, such a call is refused with ApprovalRequired")
 			return func(ctx context.Context, e *env, args []string) int {
 				return m.run(ctx, e, f, args)
 			}
@@ -122,11 +136,14 @@ func (m *mcpFlags) run(ctx context.Context, e *env, f *runFlags, args []string) 
 	if code := f.scrubSecrets(e); code != 0 {
 		return code
 	}
+	approval := &mcpserver.Approval{Rules: f.approve, Elicit: m.elicit}
+	f.approver = approval
 	s, code := f.prepare(ctx, e)
 	if s == nil {
 		return code
 	}
 	defer s.close()
+	approval.Secrets = s.req.Secrets
 	var served bool
 	err := s.client.With(ctx, s.req, func(ctx context.Context, sb *sandbox.Sandbox) error {
 		served = true

@@ -114,7 +114,8 @@ func TestMCPReferee_Stdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	server, _ := json.Marshal(map[string]any{"command": exe, "env": serverEnv(canary),
-		"args": []string{"mcp", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", session, "--audit", audit, "--quiet"}})
+		"args": []string{"mcp", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", session, "--audit", audit, "--quiet",
+			"--policy", recipePolicy(t)}})
 	steps, everything := refereeSteps(t, []string{"REFEREE_MODE=stdio", "REFEREE_SERVER=" + string(server),
 		"REFEREE_STEPS=" + strings.Join(refereeStdioSteps, ",")})
 
@@ -138,7 +139,18 @@ func TestMCPReferee_Stdio(t *testing.T) {
 
 // refereeStdioSteps are the referee's steps this build answers.
 var refereeStdioSteps = []string{"run-exit", "run-long", "run-code", "upload-text", "upload-binary", "read-text", "read-binary",
-	"read-part", "read-missing", "run-timeout", "bad-args"}
+	"read-part", "read-missing", "run-timeout", "bad-args", "blocked", "approval"}
+
+// recipePolicy is the recipe's team exec policy, which makes the built-in
+// exec rules mandatory.
+func recipePolicy(t testing.TB) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "examples", "mcp", "policy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // checkRefereeSteps checks what the official client received at each step.
 func checkRefereeSteps(t *testing.T, steps map[string]map[string]any) {
@@ -210,6 +222,55 @@ func checkRefereeSteps(t *testing.T, steps map[string]map[string]any) {
 		t.Errorf("run-timeout text does not start with the class: %v", get("run-timeout", "text"))
 	}
 	want("bad-args", get("bad-args", "isError"), true)
+	want("blocked", []any{get("blocked", "isError"), get("blocked", "class"), get("blocked", "rule")}, []any{true, "ExecutionBlocked", "SBX-EXE-001"})
+	want("approval", []any{get("approval", "isError"), get("approval", "class"), get("approval", "rule")}, []any{true, "ApprovalRequired", "SBX-EXE-005"})
+	for _, step := range []string{"blocked", "approval"} {
+		if text := fmt.Sprint(get(step, "text")); !strings.HasPrefix(text, fmt.Sprint(get(step, "class"))) || !strings.Contains(text, "SBX-EXE-00") {
+			t.Errorf("step %s: the text a model reads does not start with the class and name the rule: %s", step, text)
+		}
+	}
+}
+
+// With --approve-by-elicitation, a call that needs approval is put to the
+// client's user (the referee answers through the SDK's elicitation
+// handler): accepted, it runs; declined, it is ApprovalRequired and nothing
+// ran.
+func TestMCPReferee_Elicitation(t *testing.T) {
+	needMCPReferee(t)
+	needDocker(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, answer := range []string{"accept", "decline"} {
+		t.Run(answer, func(t *testing.T) {
+			session := "mcp-elicit-" + answer + "-" + runID
+			spec, sum := specFile(t, "acme", session)
+			server, _ := json.Marshal(map[string]any{"command": exe, "env": serverEnv("unused-secret-value"),
+				"args": []string{"mcp", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", session, "--quiet",
+					"--policy", recipePolicy(t), "--approve-by-elicitation"}})
+			steps, _ := refereeSteps(t, []string{"REFEREE_MODE=stdio", "REFEREE_SERVER=" + string(server), "REFEREE_ELICIT=" + answer,
+				"REFEREE_STEPS=approval"})
+			asked := fmt.Sprint(steps["elicited"]["messages"])
+			if !strings.Contains(asked, "Rule SBX-EXE-005") || !strings.Contains(asked, "tenant acme session "+session) {
+				t.Errorf("the user was asked %s", asked)
+			}
+			got := steps["approval"]
+			sc, _ := got["sc"].(map[string]any)
+			stdout, _ := sc["stdout"].(map[string]any)
+			switch answer {
+			case "accept":
+				if got["isError"] != false || stdout["head"] != "approved-and-ran\n" {
+					t.Errorf("approved, the call did not run: %v", got)
+				}
+			default:
+				if got["isError"] != true || got["class"] != "ApprovalRequired" || got["rule"] != "SBX-EXE-005" {
+					t.Errorf("declined, the call was not refused with ApprovalRequired: %v", got)
+				}
+			}
+			waitGone(t, "sandboxio.session_id="+session)
+		})
+	}
 }
 
 // waitGone fails unless no container with the label is left within 30 s

@@ -89,7 +89,8 @@ func (s *server) addTools(srv *mcp.Server) {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &no}}, s.readFile)
 }
 
-func (s *server) run(ctx context.Context, _ *mcp.CallToolRequest, a RunArgs) (*mcp.CallToolResult, any, error) {
+func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, a RunArgs) (*mcp.CallToolResult, any, error) {
+	ctx = withSession(ctx, req.Session)
 	if len(a.Command) == 0 || a.Command[0] == "" {
 		return s.toolError(argError("command", "no command given", `pass the program and its arguments, e.g. ["ls", "-l", "/work"]`)), nil, nil
 	}
@@ -104,7 +105,8 @@ func (s *server) run(ctx context.Context, _ *mcp.CallToolRequest, a RunArgs) (*m
 	return s.execResult(ctx, "run", res), nil, nil
 }
 
-func (s *server) runCode(ctx context.Context, _ *mcp.CallToolRequest, a RunCodeArgs) (*mcp.CallToolResult, any, error) {
+func (s *server) runCode(ctx context.Context, req *mcp.CallToolRequest, a RunCodeArgs) (*mcp.CallToolResult, any, error) {
+	ctx = withSession(ctx, req.Session)
 	res, err := s.o.Sandbox.RunCode(ctx, a.Language, a.Code, s.callOptions(a.TimeoutSeconds, a.Workdir, nil))
 	if err != nil {
 		return s.toolError(err), nil, nil
@@ -155,7 +157,8 @@ size=$(wc -c <"$f") || exit 5
 echo "$size"
 tail -c +$(($2 + 1)) "$f" | head -c "$3"`
 
-func (s *server) readFile(ctx context.Context, _ *mcp.CallToolRequest, a ReadFileArgs) (*mcp.CallToolResult, any, error) {
+func (s *server) readFile(ctx context.Context, req *mcp.CallToolRequest, a ReadFileArgs) (*mcp.CallToolResult, any, error) {
+	ctx = withSession(ctx, req.Session)
 	if !path.IsAbs(a.Path) {
 		return s.toolError(argError("path", fmt.Sprintf("%q is not an absolute path", a.Path), "pass an absolute path, e.g. /tmp/sandboxio-mcp/0001-run.stdout")), nil, nil
 	}
