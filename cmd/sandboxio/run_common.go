@@ -130,10 +130,10 @@ type runFlags struct {
 	approve         stringsFlag
 	// approver, when set, decides require_approval instead of --approve
 	// alone (sandboxio mcp's, which can also ask the MCP client's user).
-	approver sandbox.Approver
-	quiet           bool
-	busybox         string
-	commandName     string
+	approver    sandbox.Approver
+	quiet       bool
+	busybox     string
+	commandName string
 	// usesStdin is set by the command when its own input (the command's
 	// stdin, the code) reads standard input, which --spec - then cannot.
 	usesStdin bool
