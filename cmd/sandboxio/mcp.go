@@ -219,23 +219,24 @@ func (m *mcpFlags) serveHTTP(ctx context.Context, e *env, ln net.Listener, srv *
 	var mu sync.Mutex
 	claimed := false
 	ended := make(chan struct{})
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server {
-		mu.Lock()
-		defer mu.Unlock()
-		if claimed {
-			return nil
-		}
-		claimed = true
-		go m.watchSession(srv, ended)
-		return srv
-	}, &mcp.StreamableHTTPOptions{SessionTimeout: m.idleTimeout, MaxRequestBodyBytes: mcpserver.MaxMessageBytes})
+	// The SDK asks getServer more than once per request, so the one session
+	// is kept here: the first request without a session id (the client's
+	// initialize) claims the server; any later one is refused.
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{SessionTimeout: m.idleTimeout, MaxRequestBodyBytes: mcpserver.MaxMessageBytes})
 	gate := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		taken := claimed
-		mu.Unlock()
-		if taken && r.Header.Get("Mcp-Session-Id") == "" {
-			http.Error(w, "this sandboxio mcp server serves one MCP session, which is taken: start another server (with its own --session) for another client", http.StatusConflict)
-			return
+		if r.Header.Get("Mcp-Session-Id") == "" {
+			mu.Lock()
+			taken := claimed
+			if !taken {
+				claimed = true
+				go m.watchSession(srv, ended)
+			}
+			mu.Unlock()
+			if taken {
+				http.Error(w, "this sandboxio mcp server serves one MCP session, which is taken: start another server (with its own --session) for another client", http.StatusConflict)
+				return
+			}
 		}
 		handler.ServeHTTP(w, r)
 	})

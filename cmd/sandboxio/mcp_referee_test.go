@@ -120,6 +120,9 @@ func TestMCPReferee_Stdio(t *testing.T) {
 		"REFEREE_STEPS=" + strings.Join(refereeStdioSteps, ",")})
 
 	checkRefereeSteps(t, steps)
+	if t.Failed() {
+		t.Logf("the referee and the server's stderr:\n%s", tail(everything, 6000))
+	}
 	auditText, err := os.ReadFile(audit)
 	if err != nil {
 		t.Fatal(err)
@@ -138,8 +141,12 @@ func TestMCPReferee_Stdio(t *testing.T) {
 }
 
 // refereeStdioSteps are the referee's steps this build answers.
+// run-timeout is last: on a loaded host the backend may kill the whole
+// sandbox when it cannot stop the timed-out command's processes one by one
+// (SandboxGone afterwards), and the blocked and approval calls are decided
+// before anything would run.
 var refereeStdioSteps = []string{"run-exit", "run-long", "run-code", "upload-text", "upload-binary", "read-text", "read-binary",
-	"read-part", "read-missing", "run-timeout", "bad-args", "blocked", "approval"}
+	"read-part", "read-missing", "bad-args", "blocked", "approval", "run-timeout"}
 
 // recipePolicy is the recipe's team exec policy, which makes the built-in
 // exec rules mandatory.
@@ -199,6 +206,9 @@ func checkRefereeSteps(t *testing.T, steps map[string]map[string]any) {
 	}
 	if !strings.Contains(fmt.Sprint(get("run-long", "text")), "the full output is in /tmp/sandboxio-mcp/") {
 		t.Errorf("run-long text does not name the kept file: %.300s", get("run-long", "text"))
+	}
+	if errs, _ := get("read-kept", "errors").([]any); len(errs) > 0 {
+		t.Errorf("read-kept: read_file of the kept stream failed: %v", errs)
 	}
 	want("read-kept", get("read-kept", "joined"), long)
 	want("read-kept", get("read-kept", "size"), float64(len(long)))
@@ -342,7 +352,7 @@ func TestMCPReferee_HTTP(t *testing.T) {
 	if got := fmt.Sprint(steps["run-code"]["text"]); !strings.Contains(got, "key=[REDACTED]") {
 		t.Errorf("run-code over HTTP: %s", got)
 	}
-	if c, _ := steps["second-client"]["connected"].(bool); c || !strings.Contains(fmt.Sprint(steps["second-client"]["error"]), "409") {
+	if c, _ := steps["second-client"]["connected"].(bool); c || steps["second-client"]["code"] != 409.0 || !strings.Contains(fmt.Sprint(steps["second-client"]["error"]), "serves one MCP session") {
 		t.Errorf("a second client while the session is held: %v", steps["second-client"])
 	}
 	select {

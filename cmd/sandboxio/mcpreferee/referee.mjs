@@ -81,14 +81,14 @@ for (const step of only) {
   const [tool, args] = steps[step];
   got[step] = await call(client, tool, args);
   out(step, got[step]);
-}
-// The full stdout of run-long, kept in the sandbox, read back in two parts.
-if (got["run-long"]) {
-  const path = got["run-long"].sc.stdout?.path;
-  const first = await call(client, "read_file", { path, max_bytes: 1000 });
-  const rest = await call(client, "read_file", { path, offset: 1000, max_bytes: 1048576 });
-  out("read-kept", { path, size: first.sc.size, eof1: first.sc.eof, eof2: rest.sc.eof, joined: (first.sc.content ?? "") + (rest.sc.content ?? ""),
-    errors: [first, rest].filter((r) => r.isError).map((r) => r.text) });
+  if (step === "run-long") {
+    // The full stdout, kept in the sandbox, read back in two parts.
+    const path = got[step].sc.stdout?.path;
+    const first = await call(client, "read_file", { path, max_bytes: 1000 });
+    const rest = await call(client, "read_file", { path, offset: 1000, max_bytes: 1048576 });
+    out("read-kept", { path, size: first.sc.size, eof1: first.sc.eof, eof2: rest.sc.eof, joined: (first.sc.content ?? "") + (rest.sc.content ?? ""),
+      errors: [first, rest].filter((r) => r.isError).map((r) => r.text) });
+  }
 }
 out("elicited", { messages: elicited });
 
@@ -100,7 +100,7 @@ if (mode === "http") {
     out("second-client", { connected: true });
     await other.close();
   } catch (e) {
-    out("second-client", { connected: false, error: String(e?.message ?? e) });
+    out("second-client", { connected: false, code: e?.code, error: String(e?.message ?? e) });
   }
   await transport.terminateSession();
 }
