@@ -161,10 +161,18 @@ func upload(t *testing.T, e *env) {
 	}
 }
 
-// countScript prints how many live processes other than itself have a
+// countBody sets n to how many live processes other than the shell have a
 // command line containing $1$1 (the marker doubled, so that its own
-// arguments never match), with shell builtins only.
-const countScript = `m="$1$1"; n=0; for d in /proc/[0-9]*; do [ "$d" = /proc/$$ ] && continue; c=; read -r c 2>/dev/null <"$d/cmdline" || true; case "$c" in *"$m"*) n=$((n+1));; esac; done; echo $n`
+// arguments never match), with shell builtins only; countScript prints it.
+const (
+	countBody   = `m="$1$1"; n=0; for d in /proc/[0-9]*; do [ "$d" = /proc/$$ ] && continue; c=; read -r c 2>/dev/null <"$d/cmdline" || true; case "$c" in *"$m"*) n=$((n+1));; esac; done`
+	countScript = countBody + `; echo $n`
+)
+
+// seenScript starts a marked background process and counts it, scanning
+// until the child has exec'd (a forked child shows its parent's command
+// line until then: under load a single scan came too early).
+const seenScript = `sleep 4242 & i=0; while :; do ` + countBody + `; [ "$n" != 0 ] && break; i=$((i+1)); [ $i -ge 2000 ] && break; done; kill $!; echo $n`
 
 // execTimeout: a command past its timeout ends in ExecutionTimeout within
 // one second of it, with no partial output, and none of its processes
@@ -172,7 +180,7 @@ const countScript = `m="$1$1"; n=0; for d in /proc/[0-9]*; do [ "$d" = /proc/$$ 
 func execTimeout(t *testing.T, e *env) {
 	o := e.open(t)
 	// The counter sees a live marked process, so zero below means gone.
-	if n := sh(t, o.sb, `sleep 4242 & `+strings.ReplaceAll(countScript, `"$1$1"`, `"42""42"`)+`; kill $!`); n == "0" {
+	if n := sh(t, o.sb, strings.ReplaceAll(seenScript, `"$1$1"`, `"42""42"`)); n == "0" {
 		t.Fatalf("the process counter did not see a live background process")
 	}
 	limit := e.execTimeout()

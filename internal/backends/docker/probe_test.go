@@ -112,7 +112,8 @@ func TestProbe_KillsTheSession(t *testing.T) {
 		t.Fatalf("after kill: %+v, want left=0 from a scan that saw the session (peak >= 4)", got)
 	}
 	select {
-	case <-waited:
+	case err := <-waited:
+		t.Logf("the session leader ended: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the session leader is still running")
 	}

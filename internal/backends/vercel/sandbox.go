@@ -198,6 +198,7 @@ type runState struct {
 	exit           *int
 	over           bool
 	streamErr      string
+	streamCode     string // the code of the stream's error line
 }
 
 func (r *runState) take(stream string, data string, opts backends.RunOptions) error {
@@ -291,7 +292,7 @@ func (s *sandbox) read(r io.Reader, st *runState, opts backends.RunOptions, canc
 			case l.Stream == "error":
 				var e struct{ Code, Message string }
 				_ = json.Unmarshal(l.Data, &e)
-				st.streamErr = e.Code + ": " + e.Message
+				st.streamErr, st.streamCode = e.Code+": "+e.Message, e.Code
 				return errors.New("vercel run: " + st.streamErr)
 			}
 		}
@@ -335,6 +336,11 @@ func (s *sandbox) cutShort(ctx, rctx context.Context, st *runState, err error, t
 			return uerr
 		}
 		return s.timedOut(timeout)
+	case st.streamCode == "sandbox_stopped":
+		// Vercel said so in the stream itself: no second call is needed
+		// (CI saw that call fail under load, and the error pass for a
+		// plain failure).
+		return s.stopped(err)
 	case st.streamErr != "" || st.cmdID != "":
 		// The stream broke off: the session has stopped (its lifetime, a
 		// stop elsewhere), or something else failed.
