@@ -15,8 +15,9 @@ import (
 type ErrorInfo struct {
 	// Class is the error class (ConfigurationError, ExecutionTimeout,
 	// ResourceLimitExceeded, SandboxGone, ... and the pre-execution hook's
-	// classes), BackendError for a backend failure outside the classes,
-	// or Error.
+	// ExecutionBlocked and ApprovalRequired), BackendError for a backend
+	// failure outside the classes, Cancelled when the client cancelled the
+	// call, or Error.
 	Class     string `json:"class"`
 	Rule      string `json:"rule,omitempty"`
 	Attribute string `json:"attribute,omitempty"`
