@@ -30,18 +30,21 @@ type Stream struct {
 }
 
 // summarize cuts out up to head bytes from the start of out and up to tail
-// bytes from its end, on UTF-8 boundaries. A stream that fits in head+tail
-// is given whole, in Head.
+// bytes from its end, never through a valid UTF-8 character (a part is then
+// up to 3 bytes shorter). A stream that fits in head+tail is given whole, in
+// Head.
 func summarize(out []byte, head, tail int) Stream {
 	s := Stream{Bytes: len(out), Binary: !utf8.Valid(out)}
 	if len(out) <= head+tail {
 		s.Head, s.headN = text(out), len(out)
 		return s
 	}
-	h := runeCut(out, head)
-	t := len(out) - tail
-	for t < len(out) && !utf8.RuneStart(out[t]) {
-		t++ // start the tail on a whole character
+	h, t := head, len(out)-tail
+	if start, _, ok := crossing(out, h); ok {
+		h = start // the character goes to the omitted part
+	}
+	if _, end, ok := crossing(out, t); ok {
+		t = end
 	}
 	s.Head, s.Tail = text(out[:h]), text(out[t:])
 	s.headN, s.tailN = h, len(out)-t
@@ -49,20 +52,21 @@ func summarize(out []byte, head, tail int) Stream {
 	return s
 }
 
-// runeCut returns the largest n <= max such that out[:n] does not end in the
-// middle of a UTF-8 sequence (at most 3 bytes short of max).
-func runeCut(out []byte, max int) int {
-	n := max
-	for i := 0; i < utf8.UTFMax && n > 0 && n < len(out); i++ {
-		if utf8.RuneStart(out[n]) {
-			return n
+// crossing finds the valid UTF-8 character that a cut at out[at] would
+// split: it starts before at and ends after it. Invalid bytes are cut
+// anywhere.
+func crossing(out []byte, at int) (start, end int, ok bool) {
+	for p := at - 1; p >= 0 && p > at-utf8.UTFMax; p-- {
+		if !utf8.RuneStart(out[p]) {
+			continue
 		}
-		n--
+		r, size := utf8.DecodeRune(out[p:])
+		if (r != utf8.RuneError || size > 1) && p+size > at {
+			return p, p + size, true
+		}
+		return 0, 0, false
 	}
-	if n < len(out) && !utf8.RuneStart(out[n]) {
-		return max // not UTF-8 here: cut at the byte
-	}
-	return n
+	return 0, 0, false
 }
 
 func text(b []byte) string { return strings.ToValidUTF8(string(b), "\uFFFD") }

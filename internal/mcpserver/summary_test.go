@@ -57,3 +57,33 @@ func TestRender(t *testing.T) {
 		t.Errorf("empty: %q", b.String())
 	}
 }
+
+// FuzzSummarize: any output (a command prints what it likes) is cut without
+// a panic into valid UTF-8 whose parts add up to the stream, never longer
+// than asked (a character is never split, so a part may be up to 3 bytes
+// shorter).
+func FuzzSummarize(f *testing.F) {
+	f.Add([]byte("hello"), 2, 2)
+	f.Add([]byte("aé€😀z"), 1, 1)
+	f.Add([]byte{0xff, 0xf0, 0x9f, 0x98}, 1, 2)
+	f.Fuzz(func(t *testing.T, out []byte, head, tail int) {
+		head, tail = 1+abs(head)%64, 1+abs(tail)%64
+		s := summarize(out, head, tail)
+		if !utf8.ValidString(s.Head) || !utf8.ValidString(s.Tail) {
+			t.Fatalf("not valid UTF-8: %q %q", s.Head, s.Tail)
+		}
+		if s.headN+s.Omitted+s.tailN != len(out) || s.Bytes != len(out) {
+			t.Fatalf("%d + %d + %d != %d", s.headN, s.Omitted, s.tailN, len(out))
+		}
+		if s.Omitted > 0 && (s.headN > head || s.tailN > tail || s.headN < head-3 || s.tailN < tail-3) {
+			t.Fatalf("head %d of %d, tail %d of %d", s.headN, head, s.tailN, tail)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
