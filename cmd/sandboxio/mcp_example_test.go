@@ -75,7 +75,8 @@ labels  = { test_run = "`+runID+`" }
 		t.Fatalf("the recipe's agent failed: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), tail(stderr.String(), 4000))
 	}
 	t.Logf("the recipe's agent:\n%s", stdout.String())
-	for _, want := range []string{"== run_code result (what the model reads)", "orders: 20000", "token present ("} {
+	for _, want := range []string{"== run_code result (what the model reads)", "orders: 20000", "token present (",
+		"ExecutionBlocked: the call pipes a download into a shell or an interpreter [SBX-EXE-001"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the agent's output lacks %q:\n%s", want, stdout.String())
 		}
