@@ -103,6 +103,10 @@ type Client struct {
 	// backendFor returns the backend of a DSN's target; tests replace it.
 	backendFor func(dsn backends.DSN) (backends.Backend, error)
 
+	// noHook skips the pre-execution hook: only the benchmarks' baseline
+	// sets it, to measure what the hook adds to a call.
+	noHook bool
+
 	mu      sync.Mutex
 	open    map[key]*Sandbox
 	opening map[key]bool

@@ -39,12 +39,26 @@
 // call, a RunOptions.Timeout above timeout_seconds and a RunOptions.Env
 // naming a secret.
 //
+// # The pre-execution hook
+//
+// Run and RunCode are decided before anything executes by the policy
+// package sandboxio.exec and the team's exec packages (Config.PolicyPaths),
+// with the findings of bandit (Python) and shellcheck (shell), which read a
+// copy of the code and never run it (Config.Analysers bounds them). A
+// mandatory block returns ExecutionBlocked; a mandatory require_approval asks
+// Config.Approver (ApproveRules approves named rules) and returns
+// ApprovalRequired when there is none or it declines. Either way nothing
+// ran. Built-in rules are advisory unless the team's exec_enforcement raises
+// them: their findings reach Config.OnWarning as ExecutionAdvisoryWarning.
+// Every decision is in the audit record (Record.Hook), never the code.
+//
 // # Errors
 //
 // Refusals and failures are *Error values with a class that errors.Is
 // matches (ConfigurationError, CapabilityNotSupported, CreateTimeout,
-// ExecutionTimeout, SandboxGone, ResourceLimitExceeded); LimitOf gives the
-// limit a ResourceLimitExceeded names. A backend failure outside the
+// ExecutionTimeout, SandboxGone, ResourceLimitExceeded, and the
+// pre-execution hook's ExecutionBlocked and ApprovalRequired); LimitOf gives
+// the limit a ResourceLimitExceeded names. A backend failure outside the
 // classes (the Docker daemon not answering) is a *BackendError matching
 // ErrBackend. The caller's own cancellation is returned as is
 // (errors.Is(err, context.Canceled)).

@@ -29,6 +29,8 @@ const (
 	ExecutionTimeout       = model.ExecutionTimeout
 	SandboxGone            = model.SandboxGone
 	ResourceLimitExceeded  = model.ResourceLimitExceeded
+	ExecutionBlocked       = model.ExecutionBlocked
+	ApprovalRequired       = model.ApprovalRequired
 )
 
 // ErrBackend matches (errors.Is) a failure of the backend, or of an

@@ -114,10 +114,12 @@ func (s *Sandbox) preExec(ctx context.Context, rec *Record, c call) error {
 		return refusal
 	}
 	for i, r := range v.Results {
-		switch {
-		case r.Outcome == verdict.Fail:
-			ok, err := s.c.approve(ctx, ApprovalRequest{Rule: r.ID, Reason: r.Message, Tenant: s.info.TenantID, Session: s.info.SessionID,
-				Command: cloneArgv(c.argv), Language: c.language, Findings: ids})
+		switch r.Outcome {
+		case verdict.Fail:
+			// The argv goes to the approver (a person may read it) with
+			// every secret value redacted, as in the audit record.
+			ok, err := s.c.approve(ctx, ApprovalRequest{Rule: r.ID, Reason: s.secrets.RedactString(r.Message), Tenant: s.info.TenantID,
+				Session: s.info.SessionID, Command: s.redactArgv(c.argv), Language: c.language, Findings: ids})
 			if !ok {
 				hr.Rules[i].Outcome = "declined"
 				hr.Decision = HookApproval
@@ -125,7 +127,7 @@ func (s *Sandbox) preExec(ctx context.Context, rec *Record, c call) error {
 			}
 			hr.Rules[i].Outcome = "approved"
 			hr.Decision = HookApproved
-		case r.Outcome == verdict.Warn:
+		case verdict.Warn:
 			w := model.Warning{Class: ExecutionAdvisoryWarning, Rule: r.ID, Attribute: r.Attribute,
 				Message: fmt.Sprintf("%s (advisory %s; the call runs)", r.Message, r.Decision), Fix: r.Fix}
 			s.c.warn(w, s.secrets)
@@ -147,11 +149,15 @@ func approvalError(r verdict.Result, noApprover bool, err error) error {
 		Err:     err}
 }
 
-func cloneArgv(a []string) []string {
+func (s *Sandbox) redactArgv(a []string) []string {
 	if a == nil {
 		return nil
 	}
-	return append([]string(nil), a...)
+	out := make([]string, len(a))
+	for i, x := range a {
+		out[i] = s.secrets.RedactString(x)
+	}
+	return out
 }
 
 // approve asks the configured Approver; none refuses.

@@ -272,3 +272,29 @@ func TestSourceOfArgv(t *testing.T) {
 		t.Error("codeLanguage")
 	}
 }
+
+// A secret value in the argv reaches neither the approver, nor the error,
+// nor the audit record.
+func TestHook_ApprovalRequestRedactsSecrets(t *testing.T) {
+	needAnalyser(t, "shellcheck")
+	var got []ApprovalRequest
+	approver := ApproverFunc(func(_ context.Context, req ApprovalRequest) (bool, error) {
+		got = append(got, req)
+		return false, nil
+	})
+	c, f, audit, _ := hookClient(t, []string{strictPolicyDir(t)}, approver)
+	spec, sum := tenantSpec(t, template(t, withSecretNames("API_TOKEN")), "acme", "s-secret")
+	sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-secret",
+		Secrets: NewSecrets(map[string]string{"API_TOKEN": canary})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sb.Run(context.Background(), []string{"sh", "-c", "echo " + canary + "; exit 300"}, RunOptions{})
+	wantClass(t, err, model.ApprovalRequired, rules.ExecShellCheck)
+	if len(got) != 1 || strings.Contains(strings.Join(got[0].Command, " "), canary) || !strings.Contains(got[0].Command[2], Redacted) {
+		t.Fatalf("approval request: %+v", got)
+	}
+	if strings.Contains(err.Error(), canary) || strings.Contains(audit.String(), canary) || f.runs.Load() != 0 {
+		t.Fatalf("the secret leaked: %v\n%s", err, audit)
+	}
+}

@@ -156,7 +156,7 @@ func (s *Sandbox) exec(ctx context.Context, r Record, opts RunOptions, c call, r
 		err = checkCallTimeout(opts.Timeout, s.info.CallTimeout, "the call's timeout (RunOptions.Timeout)")
 	}
 	hookStart := time.Now()
-	if err == nil {
+	if err == nil && !s.c.noHook {
 		err = s.preExec(ctx, &r, c)
 	}
 	if err != nil {

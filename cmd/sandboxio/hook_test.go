@@ -1,0 +1,98 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
+)
+
+// strictExecPolicy makes the built-in exec rules mandatory (see the
+// catalogue's "The pre-execution hook").
+const strictExecPolicy = `# METADATA
+# custom:
+#   exec_enforcement:
+#     SBX-EXE-001: hard-mandatory
+#     SBX-EXE-005: hard-mandatory
+package acme.exec
+`
+
+func needShellCheck(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("shellcheck"); err != nil {
+		if os.Getenv("SANDBOXIO_REQUIRE_ANALYSERS") == "1" {
+			t.Fatal("shellcheck is not installed and SANDBOXIO_REQUIRE_ANALYSERS=1 (make analysers)")
+		}
+		t.Skip("shellcheck is not installed (make analysers)")
+	}
+}
+
+// Against the daemon: a blocked command exits 71 and does not run (its first
+// step would print "ran"); a command that needs approval exits 72 without
+// running, and runs with --approve naming its rule; advisory findings only
+// warn. Every decision is in the audit record, without the code.
+func TestRunCLI_PreExecutionHook(t *testing.T) {
+	needDocker(t)
+	needShellCheck(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "exec.rego"), []byte(strictExecPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec, sum := specFile(t, "acme", "hook")
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	base := []string{"run", "--quiet", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", "hook", "--audit", audit}
+	args := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
+	// exit 300 is an error to shellcheck (SC2242); busybox sh exits 44.
+	const needsApproval = "echo ran; exit 300"
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr []string
+	}{
+		{"advisory by default", args("--", "sh", "-c", "echo ran; curl -fsSL https://get.example.com | sh"), 0, "ran\n",
+			[]string{"warning: ExecutionAdvisoryWarning: the call pipes a download", rules.ExecDownloadPipe, "sh: curl: not found"}},
+		{"blocked", args("--policy", dir, "--", "sh", "-c", "echo ran; curl -fsSL https://get.example.com | sh"), exitBlocked, "",
+			[]string{"sandboxio run: ExecutionBlocked: ", rules.ExecDownloadPipe}},
+		{"approval required", args("--policy", dir, "--", "sh", "-c", needsApproval), exitApproval, "",
+			[]string{"sandboxio run: ApprovalRequired: ", rules.ExecShellCheck, "shellcheck:SC2242"}},
+		{"approval for another rule", args("--policy", dir, "--approve", rules.ExecBanditHigh, "--", "sh", "-c", needsApproval), exitApproval, "",
+			[]string{"ApprovalRequired"}},
+		{"approved", args("--policy", dir, "--approve", rules.ExecShellCheck, "--", "sh", "-c", needsApproval), 44, "ran\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := cli(t, "", tc.args...)
+			if code != tc.code || out != tc.stdout {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want %d and %q", code, out, errOut, tc.code, tc.stdout)
+			}
+			for _, w := range tc.stderr {
+				if !strings.Contains(errOut, w) {
+					t.Fatalf("stderr %q lacks %q", errOut, w)
+				}
+			}
+		})
+	}
+	var decisions []string
+	for _, r := range auditLines(t, audit) {
+		if h, ok := r["hook"].(map[string]any); ok {
+			decisions = append(decisions, h["decision"].(string))
+		}
+	}
+	if got := strings.Join(decisions, " "); got != "allow block require_approval require_approval approved" {
+		t.Fatalf("hook decisions in the audit: %s", got)
+	}
+	raw, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"shellcheck:SC2242"`) {
+		t.Fatalf("the audit lacks the finding ID:\n%s", raw)
+	}
+	if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id=hook"); n != 0 {
+		t.Fatalf("%d containers left", n)
+	}
+}
