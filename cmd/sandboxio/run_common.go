@@ -128,9 +128,12 @@ type runFlags struct {
 	labels, env     kvFlag
 	workdir         string
 	approve         stringsFlag
-	quiet           bool
-	busybox         string
-	commandName     string
+	// approver, when set, decides require_approval instead of --approve
+	// alone (sandboxio mcp's, which can also ask the MCP client's user).
+	approver    sandbox.Approver
+	quiet       bool
+	busybox     string
+	commandName string
 	// usesStdin is set by the command when its own input (the command's
 	// stdin, the code) reads standard input, which --spec - then cannot.
 	usesStdin bool
@@ -290,7 +293,7 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 		Busybox:           f.busybox,
 		// --approve RULE approves exactly the named rules; without it every
 		// require_approval decision is refused (exit 72).
-		Approver: sandbox.ApproveRules(f.approve...),
+		Approver: f.approverOr(sandbox.ApproveRules(f.approve...)),
 	})
 	if err != nil {
 		s.close()
@@ -371,3 +374,11 @@ on stderr and in the audit record) unless the team's policy raises them with
 exec_enforcement. A mandatory block exits 71 and runs nothing; a mandatory
 require_approval exits 72 unless --approve names its rule. Every decision is in the
 --audit record (its "hook" field: rules, decisions, analyser finding IDs; never the code).`
+
+// approverOr is the command's own approver, or def.
+func (f *runFlags) approverOr(def sandbox.Approver) sandbox.Approver {
+	if f.approver != nil {
+		return f.approver
+	}
+	return def
+}

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/mcpserver"
+	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
+)
+
+const mcpHelp = `Serves one sandbox to an agent host over the Model Context Protocol: on standard input
+and output (the default, for a host that starts the server as a subprocess), or over
+streamable HTTP on a loopback address (--http 127.0.0.1:PORT; any other address is
+refused). The sandbox is opened from the spec exactly as ` + "`sandboxio run`" + ` opens one (the
+same checks before anything is provisioned, the same flags, the same exit codes when
+it is refused) for one tenant and session, and it serves one MCP session: one client,
+never two, never another tenant.
+
+  sandboxio mcp --spec spec.json --spec-sha256 "$(terraform output -raw tenant_spec_sha256)" \
+      --tenant acme --session s-42 --audit audit.jsonl
+
+Tools:
+  run        a command (argv, no shell) with optional stdin, timeout_seconds, workdir
+  run_code   a program in an interpreter of the image (language, code)
+  upload     a file into the sandbox (text, or base64 for binary; at most 8 MiB)
+  read_file  up to 1 MiB of a regular file from an offset (text, or base64); it runs
+             sh, wc, tail and head in the sandbox, which has no read primitive
+Each call goes through the run-time helper: the policy's checks on the call, the
+pre-execution hook and the audit log apply as for run and run-code. A result gives the exit code and the first and
+last --head/--tail bytes of each stream with its size; a longer stream is kept in full
+(secrets redacted) under ` + mcpserver.DefaultOutputDir + ` in the sandbox, and the result names the
+file. A failure is an MCP tool error (isError) whose text starts with its error class
+and whose structured content is {"error": {"class", "rule", "attribute", "limit",
+"message", "fix"}}. A command that exits non-zero is not a failure: its exit code is in
+the result.
+
+Pre-execution hook: every run and run_code call (read_file's too, as the sh -c it runs)
+is decided by the policy package sandboxio.exec and the team's exec packages (--policy)
+before it executes. A mandatory block is a tool error ExecutionBlocked naming the rule;
+nothing runs. A mandatory require_approval runs only when approved: --approve RULE
+(repeatable) approves a rule for the whole session, as for run; with
+--approve-by-elicitation any other is put to the client's user through MCP elicitation
+(a yes/no form), for hosts that show such requests to a person. Otherwise, or when the
+user declines or the client cannot ask, it is a tool error ApprovalRequired naming the
+rule. Elicitation is off by default because the server cannot tell a person's answer
+from a client that answers by itself. Advisory findings are warnings on stderr and in
+the audit record; the call runs.
+
+The sandbox is removed when the client disconnects (standard input closes; over HTTP,
+the client ends its session, or sends nothing for --idle-timeout), and on SIGTERM or
+SIGINT, within the teardown grace; --audit records it. The sandbox's lifetime_seconds
+runs from the start of the server: past it, calls fail with SandboxGone and the host
+should start the server again.
+
+Standard output carries the protocol only: progress lines and warnings go to standard
+error, and --audit - and --spec - are refused in stdio mode.
+
+` + secretsHelp
+
+// mcpExitCodesHelp ends the help of mcp.
+const mcpExitCodesHelp = `Exit codes:
+  0      the client disconnected; the sandbox was removed
+  2      usage or input error (bad flags, unreadable spec, a non-loopback --http address)
+  64-70  refused or failed before serving, one code per error class, as for run
+         (see sandboxio run --help); nothing is left provisioned
+  130    interrupted (SIGINT, SIGTERM); the sandbox was removed`
+
+// mcpFlags are the flags of mcp beside the run flags.
+type mcpFlags struct {
+	http        string
+	idleTimeout time.Duration
+	head, tail  int
+	elicit      bool
+}
+
+func init() {
+	register(&command{
+		name:      "mcp",
+		summary:   "serve a tenant session's sandbox to an agent host over MCP (stdio, or HTTP on loopback)",
+		usage:     "mcp --spec FILE --tenant ID --session ID [--spec-sha256 HEX] [--http 127.0.0.1:PORT] [--timeout 30s] [--audit FILE] [flags]",
+		help:      mcpHelp,
+		exitCodes: mcpExitCodesHelp,
+		setup: func(fs *flag.FlagSet) runFunc {
+			f := &runFlags{commandName: "mcp"}
+			f.declare(fs)
+			m := &mcpFlags{}
+			fs.StringVar(&m.http, "http", "", "serve streamable HTTP on this loopback `ADDR`ESS (127.0.0.1:PORT, [::1]:PORT or localhost:PORT; port 0 picks one) instead of stdio")
+			fs.DurationVar(&m.idleTimeout, "idle-timeout", 10*time.Minute, "with --http: end the session, and remove the sandbox, after this long without a request")
+			fs.IntVar(&m.head, "head", mcpserver.DefaultHeadBytes, "bytes of the beginning of each stream a result shows")
+			fs.IntVar(&m.tail, "tail", mcpserver.DefaultTailBytes, "bytes of the end of each stream a result shows")
+			fs.BoolVar(&m.elicit, "approve-by-elicitation", false, "put each call the hook requires approval for, and --approve does not approve, to the client's user (MCP elicitation); without it, or when the client cannot ask, such a call is refused with ApprovalRequired")
+			return func(ctx context.Context, e *env, args []string) int {
+				return m.run(ctx, e, f, args)
+			}
+		},
+	})
+}
+
+func (m *mcpFlags) run(ctx context.Context, e *env, f *runFlags, args []string) int {
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(e.stderr, "sandboxio mcp: "+format+"\n", a...)
+		return exitUsage
+	}
+	switch {
+	case len(args) > 0:
+		return usage("unexpected argument %q: the tools' commands come from the MCP client", args[0])
+	case m.head <= 0 || m.tail <= 0:
+		return usage("--head and --tail must be positive")
+	case m.idleTimeout <= 0:
+		return usage("--idle-timeout must be positive")
+	case m.http == "" && f.spec == "-":
+		return usage("--spec - and the MCP stream cannot both read standard input: pass the spec as a file")
+	case m.http == "" && f.audit == "-":
+		return usage("--audit - would write audit records into the MCP stream on standard output: pass a file")
+	}
+	var ln net.Listener
+	if m.http != "" {
+		// Before anything is opened: a refused address provisions nothing.
+		var err error
+		if ln, err = listenLoopback(ctx, m.http); err != nil {
+			return usage("--http: %v", err)
+		}
+		defer ln.Close()
+	} else {
+		f.usesStdin = true // the MCP stream: --spec - is refused
+	}
+	if code := f.scrubSecrets(e); code != 0 {
+		return code
+	}
+	approval := &mcpserver.Approval{Rules: f.approve, Elicit: m.elicit}
+	f.approver = approval
+	s, code := f.prepare(ctx, e)
+	if s == nil {
+		return code
+	}
+	defer s.close()
+	approval.Secrets = s.req.Secrets
+	var served bool
+	err := s.client.With(ctx, s.req, func(ctx context.Context, sb *sandbox.Sandbox) error {
+		served = true
+		srv := mcpserver.New(mcpserver.Options{Sandbox: sb, Secrets: s.req.Secrets, Version: version,
+			Timeout: f.timeout, Workdir: f.workdir, HeadBytes: m.head, TailBytes: m.tail})
+		if ln != nil {
+			return m.serveHTTP(ctx, e, ln, srv, sb)
+		}
+		fmt.Fprintf(e.stderr, "sandboxio mcp: serving %s over stdio\n", sb)
+		err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}, MaxLineLength: mcpserver.MaxMessageBytes})
+		if ctx.Err() == nil {
+			return nil // the client closed the stream: the session is over
+		}
+		return err
+	})
+	if ctx.Err() != nil {
+		fmt.Fprintf(e.stderr, "sandboxio mcp: interrupted; the sandbox was removed\n")
+		return exitInterrupted
+	}
+	var oe *sandbox.OrphanedError
+	switch {
+	case err != nil && served && errors.As(err, &oe):
+		return exitOK // warned on stderr and audited; the lifetime and reap remove it
+	case err != nil:
+		fmt.Fprintf(e.stderr, "sandboxio mcp: %s\n", classLine(err))
+		return exitFor(err)
+	}
+	fmt.Fprintf(e.stderr, "sandboxio mcp: the client disconnected; the sandbox was removed\n")
+	return exitOK
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// listenLoopback listens on addr, which must name a loopback address: the
+// server runs code for whoever connects, so it is never reachable from
+// another host. A name is checked by what it resolves to, and the listener
+// by the address it got.
+func listenLoopback(ctx context.Context, addr string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not HOST:PORT (e.g. 127.0.0.1:8765)", addr)
+	}
+	if host == "" {
+		return nil, fmt.Errorf("%q listens on every interface; give a loopback address, e.g. 127.0.0.1%s", addr, addr)
+	}
+	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil || len(ips) == 0 {
+		return nil, fmt.Errorf("%q does not resolve: give a loopback address, e.g. 127.0.0.1:8765", host)
+	}
+	for _, ip := range ips {
+		if !ip.IP.IsLoopback() {
+			return nil, fmt.Errorf("%s is not a loopback address (%s): sandboxio mcp serves this host only; give 127.0.0.1, ::1 or localhost", host, ip.IP)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+		_ = ln.Close()
+		return nil, fmt.Errorf("listening on %s, which is not a loopback address", ln.Addr())
+	}
+	return ln, nil
+}
+
+// serveHTTP serves one MCP session over streamable HTTP until the client
+// ends it, it idles past --idle-timeout, or ctx ends. A second session is
+// refused while the first is served, and after it: the sandbox is the first
+// session's, and it is removed when that session ends.
+func (m *mcpFlags) serveHTTP(ctx context.Context, e *env, ln net.Listener, srv *mcp.Server, sb *sandbox.Sandbox) error {
+	var mu sync.Mutex
+	claimed := false
+	ended := make(chan struct{})
+	// The SDK asks getServer more than once per request, so the one session
+	// is kept here: the first request without a session id (the client's
+	// initialize) claims the server; any later one is refused.
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{SessionTimeout: m.idleTimeout, MaxRequestBodyBytes: mcpserver.MaxMessageBytes})
+	gate := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Session-Id") == "" {
+			mu.Lock()
+			taken := claimed
+			if !taken {
+				claimed = true
+				go m.watchSession(srv, ended)
+			}
+			mu.Unlock()
+			if taken {
+				http.Error(w, "this sandboxio mcp server serves one MCP session, which is taken: start another server (with its own --session) for another client", http.StatusConflict)
+				return
+			}
+		}
+		handler.ServeHTTP(w, r)
+	})
+	hs := &http.Server{Handler: gate, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(e.stderr, "sandboxio mcp: serving %s over streamable HTTP at http://%s/\n", sb, ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-ended:
+	case err = <-served:
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// watchSession closes ended when the session the handler just created is
+// over, or when none was initialized within the idle timeout.
+func (m *mcpFlags) watchSession(srv *mcp.Server, ended chan<- struct{}) {
+	defer close(ended)
+	deadline := time.Now().Add(m.idleTimeout)
+	for time.Now().Before(deadline) {
+		for ss := range srv.Sessions() {
+			_ = ss.Wait()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

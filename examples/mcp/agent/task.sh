@@ -1,0 +1,8 @@
+# The program a model writes against the CRM API (tools/crm.sh): it reads
+# every order in the sandbox and prints a summary of a few lines.
+. /work/crm/crm.sh
+echo "orders: $(crm_orders | tail -n +2 | wc -l)"
+echo "paid revenue by region (EUR):"
+crm_orders | crm_where status paid | crm_sum amount_cents by region | awk -F, '{ printf "  %-10s %12.2f\n", $1, $2 / 100 }'
+echo "top customer by paid revenue: $(crm_orders | crm_where status paid | crm_sum amount_cents by customer | head -n 1 | cut -d, -f1)"
+crm_whoami
