@@ -56,10 +56,10 @@ provider "sandboxio" {
 }
 TF
 	# Per 10 resources: 6 templates on four backends (one with open egress,
-	# which warns), 2 network policies and 2 sets of caps. A Daytona
-	# template is refused at plan (SBX-RES-006: its memory cap leaves swap
-	# free), so none is in a plan the provider wrote; the sixth template is
-	# a plain Docker one.
+	# which warns), 2 network policies and 2 sets of caps. Every template
+	# must plan: the comparison reads the plan the provider wrote, so a
+	# template the policy refuses (Vercel's default 512 MB, SBX-RES-007)
+	# would stop the benchmark. The sixth template is a plain Docker one.
 	for ((i = 0; i < N / 10; i++)); do
 		cat <<TF
 resource "sandboxio_template" "py_$i" {
@@ -92,6 +92,7 @@ resource "sandboxio_template" "vercel_$i" {
   backend          = "vercel://acme/agents"
   image            = "node22"
   lifetime_seconds = 900
+  resources        = { cpu = 1, memory_mb = 2048 }
 }
 resource "sandboxio_template" "open_$i" {
   name    = "open-$i"
