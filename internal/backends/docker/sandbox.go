@@ -88,9 +88,11 @@ func (s *sandbox) Info() backends.Info {
 	}
 }
 
+// goneError's fix does not speak of the lifetime: this client knows the
+// expiry, so expiredError says when the lifetime was the cause.
 func (s *sandbox) goneError(why string) *model.Error {
 	return &model.Error{Class: model.SandboxGone, Message: fmt.Sprintf("sandbox %s is gone: %s", short(s.id), why),
-		Fix: "open a new sandbox; raise lifetime_seconds if it expired while in use"}
+		Fix: "open a new sandbox"}
 }
 
 func (s *sandbox) markGone(err error) {
@@ -104,7 +106,9 @@ func (s *sandbox) markGone(err error) {
 func (s *sandbox) expired() bool { return !time.Now().Before(s.expires) }
 
 func (s *sandbox) expiredError() *model.Error {
-	return s.goneError(fmt.Sprintf("its lifetime ended at %s", s.expires.UTC().Format(time.RFC3339)))
+	e := s.goneError(fmt.Sprintf("its lifetime ended at %s", s.expires.UTC().Format(time.RFC3339)))
+	e.Fix = "open a new sandbox; raise lifetime_seconds if the work needs longer"
+	return e
 }
 
 // usable refuses a sandbox known to be gone without asking the daemon.
@@ -208,6 +212,7 @@ func (s *sandbox) died(ctx context.Context, started time.Time, cause error, stde
 		gone = s.expiredError()
 	default:
 		gone = s.goneError("it ended during the command")
+		gone.Fix = "open a new sandbox; this one was stopped or removed from outside before its lifetime ended (by an operator, `sandboxio reap`, or a Docker daemon shutting down)"
 	}
 	gone.Err = cause
 	s.markGone(gone)
