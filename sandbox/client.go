@@ -746,12 +746,10 @@ func (c *Client) With(ctx context.Context, req Request, fn func(context.Context,
 			panic(r)
 		}
 		// The cancellation closes the sandbox at once, so a call fn makes
-		// after that close (or that the close overtakes) finds the sandbox
-		// gone. Its cause is the cancellation, which the caller must be
-		// able to tell: errors.Is(err, context.Canceled) holds, and the
-		// SandboxGone stays in the chain.
-		if ctx.Err() != nil && err != nil && !errors.Is(err, ctx.Err()) && errors.Is(err, model.SandboxGone) {
-			err = errors.Join(context.Cause(ctx), err)
+		// after that close (an Upload too) finds the sandbox gone: its
+		// cause is the cancellation (see cancelledFirst).
+		if err != nil {
+			err = cancelledFirst(ctx, err)
 		}
 		if cerr != nil {
 			err = errors.Join(err, cerr)

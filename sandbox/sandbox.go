@@ -364,7 +364,6 @@ func setError(r *Record, err error) {
 	}
 }
 
-// eventOf maps an error to its audit event.
 // cancelledFirst: a call whose ctx was cancelled while it ran may find its
 // sandbox gone, when the cancellation also closed the sandbox (With does)
 // and the close overtook the call. The cancellation is then its cause, and
@@ -377,6 +376,7 @@ func cancelledFirst(ctx context.Context, err error) error {
 	return errors.Join(context.Cause(ctx), err)
 }
 
+// eventOf maps an error to its audit event.
 func eventOf(err error, expires time.Time) string {
 	switch {
 	case errors.Is(err, model.ExecutionTimeout), errors.Is(err, model.CreateTimeout):
