@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Stops the test cluster of scripts/k8s-up.sh and undoes every host side
+# effect it recorded or that the kubelet, containerd and CNI leave: pods,
+# daemons, shims, mounts, network namespaces, the bridge, iptables chains,
+# cgroups, sysctls and directories. Docker's daemon, its containerd and its
+# iptables chains are never touched. Safe to run when nothing is up.
+set -uo pipefail
+. "$(dirname "$0")/k8s-lib.sh"
+
+if [ ! -d "$K8S_RUN" ]; then
+	k8s_log "nothing to bring down"
+	exit 0
+fi
+H=$K8S_RUN/host
+
+stop() { # NAME [SECONDS]
+	local pid i
+	pid=$(k8s_pid "$1") || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for ((i = 0; i < ${2:-10} * 10; i++)); do
+		[ -d "/proc/$pid" ] || return 0
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+}
+
+# Pods are deleted through the kubelet so that CNI DEL runs for each.
+drain_pods() {
+	local i
+	k8s_pid kubelet >/dev/null && k8s_pid kube-apiserver >/dev/null || return 0
+	K8S_BIN=$(cat "$K8S_RUN/bin-dir")
+	k8s_kubectl delete pods --all -A --grace-period=0 --force --wait=false >/dev/null 2>&1 || return 0
+	for ((i = 0; i < 100; i++)); do
+		[ -z "$(ctr --address "$K8S_CTR_SOCK" -n k8s.io tasks ls -q 2>/dev/null)" ] && return 0
+		sleep 0.2
+	done
+}
+
+kill_tasks() {
+	local id
+	k8s_pid containerd >/dev/null || return 0
+	for id in $(ctr --address "$K8S_CTR_SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
+		ctr --address "$K8S_CTR_SOCK" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1
+	done
+	sleep 0.5
+	for id in $(ctr --address "$K8S_CTR_SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
+		ctr --address "$K8S_CTR_SOCK" -n k8s.io tasks delete -f "$id" >/dev/null 2>&1
+	done
+}
+
+# Shim sockets live in containerd 1.6's fixed /run/containerd/s, next to
+# those of Docker's containerd: remove only the ones whose name is the hash
+# of our address, namespace and a container id of ours.
+shim_sockets() {
+	local d id
+	for d in "$K8S_RUN"/containerd/state/io.containerd.runtime.v2.task/*/*; do
+		[ -d "$d" ] || continue
+		id=$(basename "$d")
+		echo "/run/containerd/s/$(printf '%s' "$K8S_CTR_SOCK/$(basename "$(dirname "$d")")/$id" | sha256sum | cut -d' ' -f1)"
+	done
+}
+
+# Any process left that belongs to the cluster: its command line names the
+# run directory (shims, daemons) or it sits in one of the kubelet's pod
+# cgroups. Each is killed by its id.
+kill_leftovers() {
+	local p pid
+	for p in /proc/[0-9]*; do
+		pid=${p#/proc/}
+		[ "$pid" = $$ ] && continue
+		if grep -qaF -- "$K8S_RUN" "$p/cmdline" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null; fi
+	done
+	for p in $(find /sys/fs/cgroup/*/kubepods -name cgroup.procs 2>/dev/null); do
+		while read -r pid; do kill -KILL "$pid" 2>/dev/null; done <"$p"
+	done
+	sleep 0.3
+}
+
+unmount_all() {
+	local m
+	for m in $(awk -v r="$K8S_RUN" 'index($5, r) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+		umount -l "$m" 2>/dev/null
+	done
+	if [ -f "$H/netns-before" ]; then
+		for m in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+			grep -qx "$m" "$H/netns-before" || [[ $m != cni-* ]] || ip netns delete "$m" 2>/dev/null
+		done
+	fi
+}
+
+# Chains the kubelet or the CNI firewall plugin created (named CNI-* or
+# KUBE-*), with the rules in other chains that jump to them; chains that
+# existed before k8s-up.sh are left alone.
+clean_iptables() {
+	local cmd t c rule
+	for cmd in iptables ip6tables; do
+		for t in filter nat mangle; do
+			for c in $($cmd -t "$t" -S 2>/dev/null | awk '$1 == "-N" && ($2 ~ /^CNI-/ || $2 ~ /^KUBE-/) {print $2}'); do
+				grep -qx "$cmd $t $c" "$H/chains-before" 2>/dev/null && continue
+				$cmd -t "$t" -S 2>/dev/null | grep -E -- "-j $c( |\$)" | while read -r rule; do
+					eval "$cmd -t $t ${rule/#-A/-D}" 2>/dev/null
+				done
+				$cmd -t "$t" -F "$c" 2>/dev/null
+			done
+			for c in $($cmd -t "$t" -S 2>/dev/null | awk '$1 == "-N" && ($2 ~ /^CNI-/ || $2 ~ /^KUBE-/) {print $2}'); do
+				grep -qx "$cmd $t $c" "$H/chains-before" 2>/dev/null || $cmd -t "$t" -X "$c" 2>/dev/null
+			done
+		done
+	done
+}
+
+remove_cgroups() {
+	local d
+	for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/unified/kubepods; do
+		[ -d "$d" ] || continue
+		grep -qx "$d" "$H/cgroups-before" 2>/dev/null && continue
+		find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+	done
+}
+
+restore_sysctls() {
+	local kv
+	[ -f "$H/sysctl-orig" ] || return 0
+	while read -r kv; do
+		[ "$(sysctl -n "${kv%%=*}" 2>/dev/null)" = "${kv#*=}" ] || sysctl -q -w "$kv" >/dev/null
+	done <"$H/sysctl-orig"
+}
+
+main() {
+	local sockets d
+	drain_pods
+	stop agent-sandbox-controller 5
+	stop kube-scheduler 5
+	stop kube-controller-manager 5
+	stop kubelet 10
+	kill_tasks
+	sockets=$(shim_sockets)
+	stop kube-apiserver 10
+	stop etcd 10
+	stop containerd 10
+	kill_leftovers
+	unmount_all
+	ip link show "$K8S_BRIDGE" >/dev/null 2>&1 && ip link delete "$K8S_BRIDGE"
+	clean_iptables
+	remove_cgroups
+	restore_sysctls
+	for d in $sockets; do rm -f "$d"; done
+	if [ -f "$H/absent-dirs" ]; then
+		while read -r d; do rm -rf --one-file-system "$d"; done <"$H/absent-dirs"
+	fi
+	# Shared with Docker's containerd: removed only if absent before and empty.
+	if [ -f "$H/absent-shared-dirs" ]; then
+		while read -r d; do rmdir "$d" 2>/dev/null; done <"$H/absent-shared-dirs"
+	fi
+	rm -rf --one-file-system "$K8S_RUN"
+	if [ -d "$K8S_RUN" ]; then
+		k8s_log "could not remove $K8S_RUN (a mount still held?)"
+		exit 1
+	fi
+	k8s_log "down"
+}
+
+main "$@"
