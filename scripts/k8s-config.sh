@@ -254,9 +254,13 @@ install_agent_sandbox() {
 		--metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:18082
 }
 
-# A busybox pod that must run to completion and print its marker.
-smoke_pod() {
-	k8s_kubectl delete pod sandboxio-smoke --ignore-not-found --wait=true >/dev/null
+# A busybox pod that must run to completion and print its marker, and an
+# agent-sandbox Sandbox (v1beta1) whose pod the controller must bring to
+# Ready: both at once, to keep bring-up short.
+smoke() {
+	wait_for "the default service account" 120 k8s_kubectl get serviceaccount default
+	wait_for agent-sandbox-controller 120 curl -fsS http://127.0.0.1:18082/readyz
+	k8s_kubectl delete pod/sandboxio-smoke sandbox.agents.x-k8s.io/sandboxio-smoke --ignore-not-found --wait=true >/dev/null
 	k8s_kubectl apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
@@ -270,11 +274,27 @@ spec:
     image: $K8S_BUSYBOX_IMAGE
     imagePullPolicy: Never
     command: [sh, -c, "echo sandboxio-smoke-ok"]
+---
+apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata: {name: sandboxio-smoke, namespace: default}
+spec:
+  podTemplate:
+    spec:
+      automountServiceAccountToken: false
+      terminationGracePeriodSeconds: 0
+      containers:
+      - name: c
+        image: $K8S_BUSYBOX_IMAGE
+        imagePullPolicy: Never
+        command: [sleep, "3600"]
 EOF
 	wait_for "the smoke pod" 240 smoke_done
-	k8s_kubectl logs sandboxio-smoke | grep -qx sandboxio-smoke-ok || { k8s_log "smoke pod printed the wrong thing"; exit 1; }
+	k8s_kubectl logs pod/sandboxio-smoke | grep -qx sandboxio-smoke-ok || { k8s_log "smoke pod printed the wrong thing"; exit 1; }
 	k8s_log "smoke pod Succeeded at $(elapsed) s"
-	k8s_kubectl delete pod sandboxio-smoke --wait=true >/dev/null
+	wait_for "the smoke Sandbox" 240 k8s_kubectl wait --for=condition=Ready --timeout=1s sandbox.agents.x-k8s.io/sandboxio-smoke
+	k8s_log "smoke Sandbox Ready at $(elapsed) s"
+	k8s_kubectl delete pod/sandboxio-smoke sandbox.agents.x-k8s.io/sandboxio-smoke --wait=false >/dev/null
 }
 
 smoke_done() {

@@ -137,7 +137,7 @@ main() {
 	install_agent_sandbox
 	wait_for "node Ready" 240 node_ready
 	k8s_log "node Ready at $(elapsed) s"
-	smoke_pod
+	smoke
 	touch "$K8S_RUN/up.done"
 	k8s_log "up in $(elapsed) s; export KUBECONFIG=$KUBECONFIG"
 }
