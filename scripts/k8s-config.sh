@@ -219,7 +219,7 @@ start_rest() {
 		--kubeconfig="$K8S_RUN/kcm.kubeconfig" --leader-elect=false \
 		--bind-address=127.0.0.1 --secure-port=0 \
 		--service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
-		--use-service-account-credentials=false --controllers='*,-nodeipam'
+		--use-service-account-credentials=true --controllers='*,-nodeipam'
 	start_daemon kube-scheduler "$K8S_BIN/kube-scheduler" \
 		--kubeconfig="$K8S_RUN/sched.kubeconfig" --leader-elect=false \
 		--bind-address=127.0.0.1 --secure-port=0

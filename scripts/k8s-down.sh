@@ -127,17 +127,19 @@ restore_sysctls() {
 }
 
 main() {
-	local sockets d
+	local sockets d t0
+	t0=$(date +%s%3N)
 	drain_pods
-	stop agent-sandbox-controller 5
-	stop kube-scheduler 5
-	stop kube-controller-manager 5
-	stop kubelet 10
+	# The cluster's state is thrown away, so a daemon gets a short grace.
+	stop agent-sandbox-controller 2
+	stop kube-scheduler 2
+	stop kube-controller-manager 2
+	stop kubelet 3
 	kill_tasks
 	sockets=$(shim_sockets)
-	stop kube-apiserver 10
-	stop etcd 10
-	stop containerd 10
+	stop kube-apiserver 3
+	stop etcd 3
+	stop containerd 3
 	kill_leftovers
 	unmount_all
 	ip link show "$K8S_BRIDGE" >/dev/null 2>&1 && ip link delete "$K8S_BRIDGE"
@@ -157,7 +159,7 @@ main() {
 		k8s_log "could not remove $K8S_RUN (a mount still held?)"
 		exit 1
 	fi
-	k8s_log "down"
+	k8s_log "down in $((($(date +%s%3N) - t0) / 1000)).$((($(date +%s%3N) - t0) % 1000 / 100)) s"
 }
 
 main "$@"
