@@ -260,7 +260,8 @@ install_agent_sandbox() {
 smoke() {
 	wait_for "the default service account" 120 k8s_kubectl get serviceaccount default
 	wait_for agent-sandbox-controller 120 curl -fsS http://127.0.0.1:18082/readyz
-	k8s_kubectl delete pod/sandboxio-smoke sandbox.agents.x-k8s.io/sandboxio-smoke --ignore-not-found --wait=true >/dev/null
+	# The Sandbox's pod takes the Sandbox's name, so the two names differ.
+	k8s_kubectl delete pod/sandboxio-smoke sandbox.agents.x-k8s.io/sandboxio-smoke-sandbox --ignore-not-found --wait=true >/dev/null
 	k8s_kubectl apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
@@ -277,7 +278,7 @@ spec:
 ---
 apiVersion: agents.x-k8s.io/v1beta1
 kind: Sandbox
-metadata: {name: sandboxio-smoke, namespace: default}
+metadata: {name: sandboxio-smoke-sandbox, namespace: default}
 spec:
   podTemplate:
     spec:
@@ -292,9 +293,14 @@ EOF
 	wait_for "the smoke pod" 240 smoke_done
 	k8s_kubectl logs pod/sandboxio-smoke | grep -qx sandboxio-smoke-ok || { k8s_log "smoke pod printed the wrong thing"; exit 1; }
 	k8s_log "smoke pod Succeeded at $(elapsed) s"
-	wait_for "the smoke Sandbox" 240 k8s_kubectl wait --for=condition=Ready --timeout=1s sandbox.agents.x-k8s.io/sandboxio-smoke
+	wait_for "the smoke Sandbox" 240 sandbox_ready
 	k8s_log "smoke Sandbox Ready at $(elapsed) s"
-	k8s_kubectl delete pod/sandboxio-smoke sandbox.agents.x-k8s.io/sandboxio-smoke --wait=false >/dev/null
+	k8s_kubectl delete pod/sandboxio-smoke sandbox.agents.x-k8s.io/sandboxio-smoke-sandbox --wait=false >/dev/null
+}
+
+sandbox_ready() {
+	[ "$(k8s_kubectl get sandbox.agents.x-k8s.io/sandboxio-smoke-sandbox \
+		-o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 
 smoke_done() {

@@ -21,6 +21,7 @@ stop() { # NAME [SECONDS]
 		[ -d "/proc/$pid" ] || return 0
 		sleep 0.1
 	done
+	k8s_log "$1 did not stop within ${2:-10} s of SIGTERM; killed"
 	kill -KILL "$pid" 2>/dev/null
 }
 
@@ -130,6 +131,7 @@ main() {
 	local sockets d t0
 	t0=$(date +%s%3N)
 	drain_pods
+	k8s_log "pods drained at $((($(date +%s%3N) - t0) / 1000)) s"
 	# The cluster's state is thrown away, so a daemon gets a short grace.
 	stop agent-sandbox-controller 2
 	stop kube-scheduler 2
@@ -140,6 +142,7 @@ main() {
 	stop kube-apiserver 3
 	stop etcd 3
 	stop containerd 3
+	k8s_log "daemons stopped at $((($(date +%s%3N) - t0) / 1000)) s"
 	kill_leftovers
 	unmount_all
 	ip link show "$K8S_BRIDGE" >/dev/null 2>&1 && ip link delete "$K8S_BRIDGE"
