@@ -13,16 +13,26 @@ if [ ! -d "$K8S_RUN" ]; then
 fi
 H=$K8S_RUN/host
 
-stop() { # NAME [SECONDS]
-	local pid i
-	pid=$(k8s_pid "$1") || return 0
-	kill -TERM "$pid" 2>/dev/null
-	for ((i = 0; i < ${2:-10} * 10; i++)); do
-		[ -d "/proc/$pid" ] || return 0
+# SIGTERM to the named daemons at once, SIGKILL to those still running
+# after SECONDS.
+stop() { # SECONDS NAME...
+	local grace=$1 pid n i left
+	shift
+	local -A pids=()
+	for n in "$@"; do
+		pid=$(k8s_pid "$n") && pids[$n]=$pid && kill -TERM "$pid" 2>/dev/null
+	done
+	for ((i = 0; i < grace * 10; i++)); do
+		left=0
+		for n in "${!pids[@]}"; do [ -d "/proc/${pids[$n]}" ] && left=1; done
+		[ $left = 0 ] && return 0
 		sleep 0.1
 	done
-	k8s_log "$1 did not stop within ${2:-10} s of SIGTERM; killed"
-	kill -KILL "$pid" 2>/dev/null
+	for n in "${!pids[@]}"; do
+		[ -d "/proc/${pids[$n]}" ] || continue
+		k8s_log "$n did not stop within $grace s of SIGTERM; killed"
+		kill -KILL "${pids[$n]}" 2>/dev/null
+	done
 }
 
 # Pods are deleted through the kubelet so that CNI DEL runs for each.
@@ -66,10 +76,13 @@ shim_sockets() {
 # cgroups. Each is killed by its id.
 kill_leftovers() {
 	local p pid
-	for p in /proc/[0-9]*; do
+	# One grep over every command line; the pattern comes from a file so
+	# that grep's own command line does not match.
+	echo "$K8S_RUN" >"$K8S_RUN/.pattern"
+	for p in $(grep -laF -f "$K8S_RUN/.pattern" /proc/[0-9]*/cmdline 2>/dev/null); do
 		pid=${p#/proc/}
-		[ "$pid" = $$ ] && continue
-		if grep -qaF -- "$K8S_RUN" "$p/cmdline" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null; fi
+		pid=${pid%/cmdline}
+		[ "$pid" = $$ ] || kill -KILL "$pid" 2>/dev/null
 	done
 	for p in $(find /sys/fs/cgroup/*/kubepods -name cgroup.procs 2>/dev/null); do
 		while read -r pid; do kill -KILL "$pid" 2>/dev/null; done <"$p"
@@ -115,7 +128,7 @@ remove_cgroups() {
 	for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/unified/kubepods; do
 		[ -d "$d" ] || continue
 		grep -qx "$d" "$H/cgroups-before" 2>/dev/null && continue
-		find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
 }
 
@@ -133,15 +146,10 @@ main() {
 	drain_pods
 	k8s_log "pods drained at $((($(date +%s%3N) - t0) / 1000)) s"
 	# The cluster's state is thrown away, so a daemon gets a short grace.
-	stop agent-sandbox-controller 2
-	stop kube-scheduler 2
-	stop kube-controller-manager 2
-	stop kubelet 3
+	stop 3 agent-sandbox-controller kube-scheduler kube-controller-manager kubelet
 	kill_tasks
 	sockets=$(shim_sockets)
-	stop kube-apiserver 3
-	stop etcd 3
-	stop containerd 3
+	stop 3 kube-apiserver etcd containerd
 	k8s_log "daemons stopped at $((($(date +%s%3N) - t0) / 1000)) s"
 	kill_leftovers
 	unmount_all
