@@ -247,7 +247,9 @@ install_agent_sandbox() {
 		' "$f" >"$crds/$(basename "$f")"
 	done
 	k8s_kubectl apply --server-side -f "$crds" >/dev/null
-	k8s_kubectl wait --for=condition=Established crd --all --timeout=30s >/dev/null
+	# kubectl wait errors out, rather than waits, on a CRD with no
+	# conditions yet: hence the retries.
+	wait_for "the agent-sandbox CRDs" 60 k8s_kubectl wait --for=condition=Established crd --all --timeout=5s
 	start_daemon agent-sandbox-controller "$K8S_BIN/agent-sandbox-controller" \
 		--kubeconfig="$K8S_RUN/admin.kubeconfig" --enable-webhook=false --manage-webhook-certs=false \
 		--extensions --leader-elect=false \
