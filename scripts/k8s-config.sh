@@ -49,15 +49,21 @@ write_pki() {
 		-subj "/CN=sandboxio-test-cluster-ca" -days 30 -out "$PKI/ca.crt" \
 		-addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
 	cert apiserver "/CN=kube-apiserver" \
-		"DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1,IP:$NODE_IP"
-	cert kubelet-serving "/CN=$K8S_NODE" "DNS:$K8S_NODE,IP:$NODE_IP,IP:127.0.0.1"
-	cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
-	cert admin "/O=system:masters/CN=sandboxio-admin"
-	cert node "/O=system:nodes/CN=system:node:$K8S_NODE"
-	cert kcm "/CN=system:kube-controller-manager"
-	cert sched "/CN=system:kube-scheduler"
+		"DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,IP:10.96.0.1,IP:$NODE_IP" &
+	cert kubelet-serving "/CN=$K8S_NODE" "DNS:$K8S_NODE,IP:$NODE_IP,IP:127.0.0.1" &
+	cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" &
+	cert admin "/O=system:masters/CN=sandboxio-admin" &
+	cert node "/O=system:nodes/CN=system:node:$K8S_NODE" &
+	cert kcm "/CN=system:kube-controller-manager" &
+	cert sched "/CN=system:kube-scheduler" &
 	openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/sa.key" 2>/dev/null
 	openssl ec -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+	# Each background job must have succeeded.
+	local j
+	for j in $(jobs -p); do wait "$j" || { k8s_log "certificate generation failed"; exit 1; }; done
+	for j in apiserver kubelet-serving apiserver-kubelet-client admin node kcm sched; do
+		[ -s "$PKI/$j.crt" ] || { k8s_log "no certificate $j"; exit 1; }
+	done
 	umask 022
 	kubeconfig admin admin
 	kubeconfig kubelet node

@@ -131,9 +131,11 @@ main() {
 	start_apiserver
 	wait_for containerd 80 ctr --address "$K8S_CTR_SOCK" version
 	import_images
+	# The kubelet and controllers retry until the API server answers:
+	# starting them now overlaps their start-up with its own.
+	start_rest
 	wait_for kube-apiserver 120 k8s_kubectl get --raw /readyz
 	k8s_log "apiserver ready at $(elapsed) s"
-	start_rest
 	install_agent_sandbox
 	wait_for "node Ready" 240 node_ready
 	k8s_log "node Ready at $(elapsed) s"
