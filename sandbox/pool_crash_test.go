@@ -1,0 +1,133 @@
+package sandbox
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// poolChildEnv turns the test binary into a process that keeps a warm pool
+// of the template spec in the named file, claims one sandbox from it, waits
+// for the pool to refill, prints "ready ID" and waits to be killed.
+const poolChildEnv = "SANDBOXIO_TEST_POOL_CHILD"
+
+func poolChild(path string) int {
+	ctx := context.Background()
+	spec, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	c, err := New(ctx, Config{Pools: []PoolConfig{{Spec: spec, Size: 2, MaxIdle: time.Minute}}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	ready := func() bool {
+		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if st := c.PoolStats()[0]; st.Ready == 2 && st.Creating == 0 {
+				return true
+			}
+		}
+		fmt.Fprintf(os.Stderr, "pool not ready: %+v\n", c.PoolStats())
+		return false
+	}
+	if !ready() {
+		return 2
+	}
+	sb, err := c.Open(ctx, Request{Spec: spec, TenantID: "acme", SessionID: "crash"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if !ready() {
+		return 2
+	}
+	fmt.Printf("ready %s\n", sb.ID())
+	select {}
+}
+
+// A process holding a pool and a claimed sandbox is killed (SIGKILL: no
+// Close, no drain). `sandboxio reap` (Client.Reap) then removes all of it,
+// for a dead owner: the claimed sandbox, found by its tenant through the
+// name the claim gave it and reported with that tenant and session, and the
+// warm ones. Nothing is left. (The owner's watcher is held back by a long
+// grace, so that the reap is what removes them.)
+func TestPoolCrashLeavesNothingAfterReap(t *testing.T) {
+	cli := needDocker(t)
+	t.Parallel()
+	spec, _ := canonical(t, template(t))
+	path := filepath.Join(t.TempDir(), "spec.json")
+	if err := os.WriteFile(path, spec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), poolChildEnv+"="+path, dockertest.RunIDEnv+"="+runID, "SANDBOXIO_DOCKER_REAPER_GRACE=60s")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	t.Cleanup(func() {
+		if !killed {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+	}()
+	var claimed string
+	select {
+	case l := <-line:
+		claimed = strings.TrimPrefix(l, "ready ")
+	case <-time.After(150 * time.Second):
+	}
+	if claimed == "" {
+		t.Fatalf("the child did not get ready:\n%s", stderr.String())
+	}
+	label := "test=" + labelSafe(t.Name())
+	if n := countLabelled(t, cli, label); n != 3 {
+		t.Fatalf("%d containers before the kill, want 3 (one claimed, two warm)", n)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	killed = true
+
+	c, _ := newClient(t)
+	ctx := context.Background()
+	byTenant, err := c.Reap(ctx, ReapOptions{Backend: "docker://", Labels: map[string]string{model.LabelTenantID: "acme", "test": labelSafe(t.Name())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byTenant) != 1 || byTenant[0].ID != claimed || byTenant[0].TenantID != "acme" || byTenant[0].Reason != "owner gone" {
+		t.Fatalf("reap by tenant: %+v", byTenant)
+	}
+	rest, err := c.Reap(ctx, ReapOptions{Backend: "docker://", Labels: map[string]string{"test": labelSafe(t.Name())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rest) != 2 {
+		t.Fatalf("reap: %+v, want the two warm sandboxes", rest)
+	}
+	waitNoneLabelled(t, cli, label, 30*time.Second)
+}
