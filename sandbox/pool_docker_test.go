@@ -240,7 +240,7 @@ func TestPoolFiftyConcurrentClaimsNeverShare(t *testing.T) {
 }
 
 // waitNoneLabelled waits until no container carries the label.
-func waitNoneLabelled(t testing.TB, cli *client.Client, label string, d time.Duration) {
+func waitNoneLabelled(t *testing.T, cli *client.Client, label string, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for countLabelled(t, cli, label) != 0 {
