@@ -30,6 +30,12 @@ const (
 	// claimTries bounds how many warm sandboxes one open tries before it
 	// opens cold.
 	claimTries = 3
+	// refillDelay holds back the refill after a claim that left the pool
+	// half full or more: a container create and start take the daemon
+	// most of a second of work, and run at once they slow the claimed
+	// sandbox's first commands, the very latency the pool is for. A pool
+	// below half starts its refill at once.
+	refillDelay = 500 * time.Millisecond
 )
 
 // PoolConfig keeps warm sandboxes ready for one template. A warm sandbox is
@@ -81,8 +87,11 @@ type pool struct {
 	maxIdle    time.Duration
 	maxCreates int
 
-	ctx    context.Context // ends on drain: creates in flight are abandoned
+	// ctx bounds the creates; drain lets those in flight land (and removes
+	// them) and cancels them only when its own ctx ends first.
+	ctx    context.Context
 	cancel context.CancelFunc
+	stop   chan struct{} // closed by drain: the refill loop ends
 	wake   chan struct{}
 	wg     sync.WaitGroup
 
@@ -92,7 +101,9 @@ type pool struct {
 	closed   bool
 	failures int // consecutive, for the backoff
 	retryAt  time.Time
-	stats    PoolStats
+	// holdUntil: no refill starts before, after a claim (refillDelay).
+	holdUntil time.Time
+	stats     PoolStats
 }
 
 type warmEntry struct {
@@ -180,7 +191,7 @@ func (c *Client) newPool(ctx context.Context, pc PoolConfig) (*pool, error) {
 	size := int(wp.Size)
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pl := &pool{c: c, b: b, pooler: pooler, plan: p, size: size, maxIdle: time.Duration(wp.MaxIdleSeconds) * time.Second,
-		maxCreates: min(maxCreates, size), ctx: pctx, cancel: cancel, wake: make(chan struct{}, 1)}
+		maxCreates: min(maxCreates, size), ctx: pctx, cancel: cancel, stop: make(chan struct{}), wake: make(chan struct{}, 1)}
 	pl.stats = PoolStats{Template: spec.Name, SpecSHA256: p.digest, Size: size}
 	return pl, nil
 }
@@ -229,7 +240,7 @@ func (pl *pool) run() {
 		pl.evict()
 		pl.fill()
 		select {
-		case <-pl.ctx.Done():
+		case <-pl.stop:
 			return
 		case <-pl.wake:
 		case <-tick.C:
@@ -249,7 +260,7 @@ func (pl *pool) poke() {
 func (pl *pool) fill() {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	if time.Now().Before(pl.retryAt) {
+	if now := time.Now(); now.Before(pl.retryAt) || now.Before(pl.holdUntil) {
 		return
 	}
 	for !pl.closed && len(pl.ready)+pl.creating < pl.size && pl.creating < pl.maxCreates {
@@ -341,13 +352,19 @@ func (pl *pool) discard(e *warmEntry) {
 // take hands out the oldest ready warm sandbox that is not near the end of
 // its idle time, or nil; the refill starts at once.
 func (pl *pool) take() *warmEntry {
-	defer pl.poke()
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
 	for len(pl.ready) > 0 && !pl.closed {
 		e := pl.ready[0]
 		pl.ready = pl.ready[1:]
 		if time.Until(e.w.IdleUntil()) >= claimMargin {
+			if 2*len(pl.ready) >= pl.size {
+				pl.holdUntil = time.Now().Add(refillDelay)
+				time.AfterFunc(refillDelay, pl.poke)
+			} else {
+				pl.holdUntil = time.Time{}
+				pl.poke()
+			}
 			return e
 		}
 		pl.stats.Discarded++
@@ -357,23 +374,31 @@ func (pl *pool) take() *warmEntry {
 			_ = e.w.Discard(context.Background())
 		}()
 	}
+	pl.holdUntil = time.Time{}
+	pl.poke()
 	return nil
 }
 
-// drain stops the refill and removes every warm sandbox, those being
-// created included, within ctx.
+// drain stops the refill and removes every warm sandbox, and returns once
+// the daemon has removed them all: the ready ones at once, those being
+// created as they land (each removal is waited for). Only when ctx ends
+// first are the creates in flight cancelled; the backend then removes what
+// they leave in the background, and drain says the drain is incomplete.
 func (pl *pool) drain(ctx context.Context) error {
 	pl.mu.Lock()
+	if pl.closed {
+		pl.mu.Unlock()
+		return nil
+	}
 	pl.closed = true
 	ready := pl.ready
 	pl.ready = nil
+	pl.stats.Discarded += len(ready)
 	pl.mu.Unlock()
-	pl.cancel()
+	close(pl.stop)
+	defer pl.cancel()
 	var errs []error
 	for _, e := range ready {
-		pl.mu.Lock()
-		pl.stats.Discarded++
-		pl.mu.Unlock()
 		errs = append(errs, e.w.Discard(ctx))
 	}
 	done := make(chan struct{})
@@ -381,7 +406,7 @@ func (pl *pool) drain(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("warm pool %s: drain: %w", pl.plan.spec.Name, ctx.Err()))
+		errs = append(errs, fmt.Errorf("warm pool %s: drain: %w; the sandboxes still being created are removed in the background", pl.plan.spec.Name, ctx.Err()))
 	}
 	return errors.Join(errs...)
 }

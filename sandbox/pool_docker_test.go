@@ -242,10 +242,20 @@ func TestPoolFiftyConcurrentClaimsNeverShare(t *testing.T) {
 // waitNoneLabelled waits until no container carries the label.
 func waitNoneLabelled(t *testing.T, cli *client.Client, label string, d time.Duration) {
 	t.Helper()
+	waitLabelledCount(t, cli, label, 0, d)
+}
+
+// waitLabelledCount waits until n containers carry the label.
+func waitLabelledCount(t *testing.T, cli *client.Client, label string, n int, d time.Duration) {
+	t.Helper()
 	deadline := time.Now().Add(d)
-	for countLabelled(t, cli, label) != 0 {
+	for {
+		got := countLabelled(t, cli, label)
+		if got == n {
+			return
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("containers labelled %s left after %s", label, d)
+			t.Fatalf("%d containers labelled %s after %s, want %d", got, label, d, n)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -378,6 +378,8 @@ func containerConfig(p createPlan, strategy, network string, labels map[string]s
 	}
 	if p.warmIdle > 0 {
 		cfg.Entrypoint = warmEntrypoint(p.warmIdle, p.lifetime)
+		// The claim line arrives on the input (see pool.go).
+		cfg.OpenStdin, cfg.StdinOnce = true, true
 	}
 	yes := true
 	mem := p.caps.MemoryMB * 1024 * 1024

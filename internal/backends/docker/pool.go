@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +13,9 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
@@ -33,42 +35,44 @@ import (
 // which Claim checks.
 //
 // Its command bounds its idle time on the daemon's side, as the lifetime is
-// bounded for any sandbox: a shell that sleeps for the idle time and exits
-// (the container stops, AutoRemove deletes it) unless it is signalled
-// (SIGUSR1) by the claim, on which it replaces itself with `sleep LIFETIME`:
-// the lifetime counts from the claim. The container's expiry label, which the
-// reaper reads, is the latest it can live: created + idle + lifetime.
+// bounded for any sandbox: a watcher ends the shell when the idle time is
+// over (the container stops, AutoRemove deletes it) unless the claim came
+// first. The claim is one line on the container's standard input, written
+// through an attach the pool holds from creation: the shell reads it, stops
+// the watcher, answers on its standard output and replaces itself with
+// `sleep LIFETIME`, so that the lifetime counts from the claim. Nothing else
+// can write there: the daemon gives stdin to attached clients only, and no
+// tenant code runs before the claim. The input closes when the pool's
+// attach does (StdinOnce), so a pool process that dies takes its unclaimed
+// sandboxes down with it. The container's expiry label, which the reaper
+// reads, is the latest it can live: created + idle + lifetime.
 const (
 	labelPool      = model.ReservedLabelPrefix + "pool"         // poolWarm on every container created for a pool
 	labelSpecHash  = model.ReservedLabelPrefix + "spec_sha256"  // the template spec's digest, of a warm sandbox
 	labelIdleUntil = model.ReservedLabelPrefix + "idle_expires" // when an unclaimed warm sandbox ends
 	poolWarm       = "warm"
 	warmPrefix     = "sandboxio-w-"
-	// claimSignal turns the idle wait into the lifetime.
-	claimSignal = "SIGUSR1"
+	// claimLine starts the lifetime; claimedLine is the shell's answer.
+	claimLine   = "claim"
+	claimedLine = "claimed"
 	// claimMargin: a warm sandbox this close to the end of its idle time is
-	// discarded rather than claimed, so that its idle sleep cannot end
-	// between the checks and the signal.
+	// discarded rather than claimed, so that its idle time cannot end
+	// between the checks and the claim line.
 	claimMargin = 2 * time.Second
-	// switchBudget bounds the wait for the shell to become the lifetime's
-	// sleep after the signal, and readyBudget the wait for a new warm
-	// sandbox's shell to be waiting for it.
+	// switchBudget bounds the wait for the shell's answer to the claim.
 	switchBudget = 2 * time.Second
-	readyBudget  = 5 * time.Second
 )
 
-// warmEntrypoint is the command of a warm sandbox: wait for the idle time or
-// for the claim's signal, whichever comes first; on the signal, become the
-// lifetime's sleep. The trap is set before the idle sleep starts, and the
-// sandbox is ready (see warmReady) only once that sleep runs, so the signal
-// never meets the shell's default action.
+// warmEntrypoint is the command of a warm sandbox. The watcher (a subshell)
+// sleeps for the idle time and then ends the shell, or, stopped by the
+// claim, stops its sleep and exits. The shell waits for one line: the claim
+// line starts the lifetime; anything else, or the end of the input, ends it.
 func warmEntrypoint(idle, lifetime time.Duration) []string {
 	secs := func(d time.Duration) string {
 		return strconv.FormatInt(int64(max(1, (d+time.Second-1)/time.Second)), 10)
 	}
-	script := "c=0; trap 'c=1' USR1; sleep " + secs(idle) + " & p=$!; " +
-		"while [ $c = 0 ] && kill -0 $p 2>/dev/null; do wait $p; done; " +
-		"[ $c = 1 ] || exit 0; kill $p 2>/dev/null; wait $p; exec sleep " + secs(lifetime)
+	script := "(trap 'kill $s 2>/dev/null; exit 0' TERM; sleep " + secs(idle) + " & s=$!; wait $s; kill $$) & w=$!; " +
+		"read -r l; [ \"$l\" = " + claimLine + " ] || exit 0; kill $w; wait $w; echo " + claimedLine + "; exec sleep " + secs(lifetime)
 	return []string{"sh", "-c", script}
 }
 
@@ -78,6 +82,11 @@ type warm struct {
 	s         *sandbox // as created; its name is the warm one
 	p         createPlan
 	idleUntil time.Time
+
+	// attach holds the container's standard input; answered is closed
+	// when the shell's answer to the claim line was read from it.
+	attach   types.HijackedResponse
+	answered chan struct{}
 
 	mu      sync.Mutex
 	claimed bool // Claim or Discard ran: the sandbox is no longer the pool's
@@ -113,12 +122,45 @@ func (b *dockerBackend) CreateWarm(ctx context.Context, req backends.WarmRequest
 		}
 		return nil, err
 	}
-	w := &warm{b: b, s: s, p: p, idleUntil: s.created.Add(p.warmIdle)}
-	if err := b.warmReady(cctx, s.id); err != nil {
-		_ = w.Discard(ctx)
-		return nil, err
+	w := &warm{b: b, s: s, p: p, idleUntil: s.created.Add(p.warmIdle), answered: make(chan struct{})}
+	// Attached after the start: the shell's input is a pipe the daemon
+	// keeps open (OpenStdin) until an attached client leaves (StdinOnce),
+	// and the answer comes only after the claim line, so nothing is lost.
+	w.attach, err = b.cli.ContainerAttach(cctx, s.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true})
+	if err != nil {
+		_ = w.remove(ctx)
+		return nil, fmt.Errorf("warm sandbox attach: %w", err)
 	}
+	go w.readAnswer()
 	return w, nil
+}
+
+// readAnswer reads the shell's standard output until the answer to the
+// claim line, then drains it until the attach closes.
+func (w *warm) readAnswer() {
+	lw := &lineWatch{want: claimedLine + "\n", seen: w.answered}
+	_, _ = stdcopy.StdCopy(lw, io.Discard, w.attach.Reader)
+}
+
+// lineWatch closes seen once what is written to it starts with want.
+type lineWatch struct {
+	want string
+	buf  []byte
+	seen chan struct{}
+	done bool
+}
+
+func (l *lineWatch) Write(p []byte) (int, error) {
+	if !l.done {
+		l.buf = append(l.buf, p...)
+		if len(l.buf) >= len(l.want) {
+			l.done = true
+			if string(l.buf[:len(l.want)]) == l.want {
+				close(l.seen)
+			}
+		}
+	}
+	return len(p), nil
 }
 
 func (w *warm) ID() string           { return w.s.id }
@@ -137,6 +179,9 @@ func (w *warm) Discard(ctx context.Context) error {
 }
 
 func (w *warm) remove(ctx context.Context) error {
+	if w.attach.Conn != nil {
+		w.attach.Close()
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.b.cfg.teardownGrace)
 	defer cancel()
 	err := w.b.removeContainer(rctx, w.s.id)
@@ -150,8 +195,14 @@ func (w *warm) remove(ctx context.Context) error {
 // resources, network, capabilities and runtime are as created: `docker
 // update` and `docker network connect` can change those after creation); it
 // is renamed to the session's name, which the daemon refuses while another
-// sandbox holds the session; its shell is signalled to become the lifetime's
-// sleep, and is seen to. Any failure removes it.
+// sandbox holds the session; its shell is given the claim line and answers
+// it as it becomes the lifetime's sleep. Any failure removes it.
+//
+// The claim does not run a command in the sandbox to probe it: what a probe
+// would show is already known. The container was checked at creation like a
+// cold one; the daemon's own view (the inspect) shows it running, unpaused,
+// carrying this template's digest and hardened as created; and the shell's
+// answer shows its command alive and the lifetime started.
 func (w *warm) Claim(ctx context.Context, req backends.ClaimRequest) (backends.Sandbox, error) {
 	w.mu.Lock()
 	done := w.claimed
@@ -201,10 +252,7 @@ func (w *warm) claim(ctx context.Context, req backends.ClaimRequest) (*sandbox, 
 	// From here the container is the session's: the claim is the start of
 	// its lifetime.
 	claimed := time.Now()
-	if err := b.cli.ContainerKill(ctx, w.s.id, claimSignal); err != nil {
-		return nil, fmt.Errorf("warm sandbox claim signal: %w", err)
-	}
-	if err := b.switched(ctx, w.s.id); err != nil {
+	if err := w.startLifetime(ctx); err != nil {
 		return nil, err
 	}
 	s := w.claimedSandbox(p, name, claimed)
@@ -347,79 +395,24 @@ func (b *dockerBackend) rename(ctx context.Context, id, name string, p createPla
 	}
 }
 
-// warmReady waits until a new warm sandbox's shell waits for the claim: its
-// idle sleep runs (the trap is set before it starts).
-func (b *dockerBackend) warmReady(ctx context.Context, id string) error {
-	return b.waitProcs(ctx, id, readyBudget, func(shell, sleep bool) bool { return shell && sleep })
-}
-
-// switched waits until the claimed sandbox's shell has become the lifetime's
-// sleep: no shell left, a sleep running.
-func (b *dockerBackend) switched(ctx context.Context, id string) error {
-	err := b.waitProcs(ctx, id, switchBudget, func(shell, sleep bool) bool { return !shell && sleep })
-	if err != nil {
-		return fmt.Errorf("warm sandbox: the claim did not start its lifetime: %w", err)
+// startLifetime writes the claim line and waits for the shell's answer,
+// then lets go of the container's input.
+func (w *warm) startLifetime(ctx context.Context) error {
+	_ = w.attach.Conn.SetWriteDeadline(time.Now().Add(switchBudget))
+	if _, err := w.attach.Conn.Write([]byte(claimLine + "\n")); err != nil {
+		return fmt.Errorf("warm sandbox: the claim did not reach it: %w", err)
 	}
+	t := time.NewTimer(switchBudget)
+	defer t.Stop()
+	select {
+	case <-w.answered:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return errors.New("warm sandbox: the claim did not start its lifetime: no answer")
+	}
+	w.attach.Close()
 	return nil
-}
-
-// waitProcs polls the container's processes (as the daemon lists them from
-// the host, `docker top`) until done says so, within budget.
-func (b *dockerBackend) waitProcs(ctx context.Context, id string, budget time.Duration, done func(shell, sleep bool) bool) error {
-	wctx, cancel := context.WithTimeout(ctx, budget)
-	defer cancel()
-	for wait := 2 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
-		top, err := b.cli.ContainerTop(wctx, id, nil)
-		if err == nil {
-			shell, sleep := false, false
-			for _, c := range topCommands(top) {
-				switch path.Base(firstField(c)) {
-				case "sh":
-					shell = true
-				case "sleep":
-					sleep = true
-				}
-			}
-			if done(shell, sleep) {
-				return nil
-			}
-		} else if cerrdefs.IsNotFound(err) || isContainerGone(err) {
-			return fmt.Errorf("the container is gone: %w", err)
-		}
-		select {
-		case <-wctx.Done():
-			if err == nil {
-				err = errors.New("not seen")
-			}
-			return fmt.Errorf("%w (%w)", wctx.Err(), err)
-		case <-time.After(wait):
-		}
-	}
-}
-
-// topCommands returns the command lines of `docker top`'s answer.
-func topCommands(top container.TopResponse) []string {
-	col := slices.Index(top.Titles, "CMD")
-	if col < 0 {
-		col = slices.Index(top.Titles, "COMMAND")
-	}
-	if col < 0 {
-		return nil
-	}
-	var out []string
-	for _, row := range top.Processes {
-		if col < len(row) {
-			out = append(out, row[col])
-		}
-	}
-	return out
-}
-
-func firstField(s string) string {
-	if f := strings.Fields(s); len(f) > 0 {
-		return f[0]
-	}
-	return ""
 }
 
 // egressNetID is the id of EgressNetwork as this backend last found it.

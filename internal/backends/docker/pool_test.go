@@ -248,7 +248,7 @@ func TestWarmSecretsOnlyAfterClaim(t *testing.T) {
 
 func TestWarmEntrypoint(t *testing.T) {
 	got := strings.Join(warmEntrypoint(1500*time.Millisecond, 300*time.Second), " ")
-	if !strings.Contains(got, "sleep 2 &") || !strings.HasSuffix(got, "exec sleep 300") {
+	if !strings.Contains(got, "sleep 2 &") || !strings.Contains(got, "read -r l") || !strings.HasSuffix(got, "exec sleep 300") {
 		t.Fatalf("entrypoint: %s", got)
 	}
 }
