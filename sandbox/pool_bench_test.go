@@ -30,7 +30,7 @@ func openFirstExec(ctx context.Context, c *Client, spec []byte, sum, tenant, ses
 // BenchmarkWarmPool measures, in one run, on the same template and daemon:
 // the latency of claim -> first exec from a full pool of 4 against a cold
 // open -> first exec (goal: at least 5x faster), interleaved in every
-// iteration, each claim from a pool at rest (full, no create in flight),
+// iteration, each open with the pool at rest (full, no create in flight),
 // the sandboxes closed outside the timing; and the sustained rate of 16
 // opens -> first exec back to back from a pool of 4 refilling in the
 // background (it drains, so later opens may go cold: that is the sustained
@@ -62,10 +62,11 @@ func BenchmarkWarmPool(b *testing.B) {
 			c, times := cold, &tCold
 			if (i+j)%2 == 0 {
 				c, times = pooled, &tPool
-				b.StopTimer()
-				waitReady(b, pooled, 4)
-				b.StartTimer()
 			}
+			// Both at rest: no refill of the pool runs during either.
+			b.StopTimer()
+			waitReady(b, pooled, 4)
+			b.StartTimer()
 			sb, d, err := openFirstExec(ctx, c, spec, sum, "bench", session())
 			if err != nil {
 				b.Fatal(err)
@@ -90,8 +91,8 @@ func BenchmarkWarmPool(b *testing.B) {
 			c, times := cold, &rCold
 			if (r+j)%2 == 0 {
 				c, times = pooled, &rPool
-				waitReady(b, pooled, 4)
 			}
+			waitReady(b, pooled, 4)
 			before := claimed(pooled)
 			var open []*Sandbox
 			start := time.Now()
