@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/client"
+
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -19,6 +21,9 @@ import (
 // of the template spec in the named file, claims one sandbox from it, waits
 // for the pool to refill, prints "ready ID" and waits to be killed.
 const poolChildEnv = "SANDBOXIO_TEST_POOL_CHILD"
+
+// poolChildSessionEnv is the session the child opens for tenant acme.
+const poolChildSessionEnv = "SANDBOXIO_TEST_POOL_SESSION"
 
 func poolChild(path string) int {
 	ctx := context.Background()
@@ -44,7 +49,7 @@ func poolChild(path string) int {
 	if !ready() {
 		return 2
 	}
-	sb, err := c.Open(ctx, Request{Spec: spec, TenantID: "acme", SessionID: "crash"})
+	sb, err := c.Open(ctx, Request{Spec: spec, TenantID: "acme", SessionID: os.Getenv(poolChildSessionEnv)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -56,24 +61,20 @@ func poolChild(path string) int {
 	select {}
 }
 
-// A process holding a pool and a claimed sandbox is killed (SIGKILL: no
-// Close, no drain). Its warm sandboxes end by themselves: their input was
-// the dead process's attach, and its end ends their shell. The claimed one
-// lives on until `sandboxio reap` (Client.Reap) removes it for a dead
-// owner, found by its tenant through the name the claim gave it and
-// reported with that tenant and session. Nothing is left. (The owner's
-// watcher is held back by a long grace, so that the reap is what removes
-// the claimed one.)
-func TestPoolCrashLeavesNothingAfterReap(t *testing.T) {
-	cli := needDocker(t)
-	t.Parallel()
+// startPoolChild starts a pool child (see poolChild) whose owner watcher
+// waits grace after its death, waits until it has claimed a sandbox and
+// refilled, checks that the daemon holds its three sandboxes (labelled for
+// the test), and returns the claimed sandbox's id and a kill (SIGKILL).
+func startPoolChild(t *testing.T, cli *client.Client, grace time.Duration) (string, func()) {
+	t.Helper()
 	spec, _ := canonical(t, template(t))
 	path := filepath.Join(t.TempDir(), "spec.json")
 	if err := os.WriteFile(path, spec, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), poolChildEnv+"="+path, dockertest.RunIDEnv+"="+runID, "SANDBOXIO_DOCKER_REAPER_GRACE=60s")
+	cmd.Env = append(os.Environ(), poolChildEnv+"="+path, dockertest.RunIDEnv+"="+runID,
+		"SANDBOXIO_DOCKER_REAPER_GRACE="+grace.String(), poolChildSessionEnv+"="+labelSafe(t.Name()))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -84,12 +85,14 @@ func TestPoolCrashLeavesNothingAfterReap(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := false
-	t.Cleanup(func() {
+	kill := func() {
 		if !killed {
+			killed = true
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
-	})
+	}
+	t.Cleanup(kill)
 	line := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -105,15 +108,40 @@ func TestPoolCrashLeavesNothingAfterReap(t *testing.T) {
 	case <-time.After(150 * time.Second):
 	}
 	if claimed == "" {
+		kill() // and wait for it: its stderr is complete
 		t.Fatalf("the child did not get ready:\n%s", stderr.String())
 	}
-	label := "test=" + labelSafe(t.Name())
-	if n := countLabelled(t, cli, label); n != 3 {
+	if n := countLabelled(t, cli, "test="+labelSafe(t.Name())); n != 3 {
 		t.Fatalf("%d containers before the kill, want 3 (one claimed, two warm)", n)
 	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	killed = true
+	return claimed, kill
+}
+
+// A process holding a pool and a claimed sandbox is killed, and nobody
+// reaps: its owner watcher removes the claimed sandbox once its grace has
+// passed (the warm ones ended with the process). Nothing is left.
+func TestPoolCrashLeavesNothingAfterGrace(t *testing.T) {
+	cli := needDocker(t)
+	t.Parallel()
+	_, kill := startPoolChild(t, cli, 2*time.Second)
+	kill()
+	waitNoneLabelled(t, cli, "test="+labelSafe(t.Name()), 60*time.Second)
+}
+
+// A process holding a pool and a claimed sandbox is killed (SIGKILL: no
+// Close, no drain). Its warm sandboxes end by themselves: their input was
+// the dead process's attach, and its end ends their shell. The claimed one
+// lives on until `sandboxio reap` (Client.Reap) removes it for a dead
+// owner, found by its tenant through the name the claim gave it and
+// reported with that tenant and session. Nothing is left. (The owner's
+// watcher is held back by a long grace, so that the reap is what removes
+// the claimed one.)
+func TestPoolCrashLeavesNothingAfterReap(t *testing.T) {
+	cli := needDocker(t)
+	t.Parallel()
+	claimed, kill := startPoolChild(t, cli, 60*time.Second)
+	label := "test=" + labelSafe(t.Name())
+	kill()
 
 	// The warm ones end by themselves, without a reap.
 	waitLabelledCount(t, cli, label, 1, 30*time.Second)
