@@ -177,12 +177,18 @@ func (c *Client) newPool(ctx context.Context, pc PoolConfig) (*pool, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The policy refuses all of these; the pool is not started on a
+	// decision it should have made.
 	pooler, ok := b.(backends.Pooler)
 	sizeMax, idleMin := backends.PoolBounds()
-	if !ok || wp.Size < 1 || wp.Size > sizeMax || wp.MaxIdleSeconds < max(idleMin, int64(2*claimMargin/time.Second)) {
-		// The policy refuses all of these; the pool is not started on a
-		// decision it should have made.
-		return nil, backends.Backstop(d.Scheme, rules.PoolUnsupported, "warm_pool", fmt.Sprintf("a warm pool of %d sandboxes idle at most %ds", wp.Size, wp.MaxIdleSeconds))
+	found := fmt.Sprintf("a warm pool of %d sandboxes idle at most %ds", wp.Size, wp.MaxIdleSeconds)
+	switch {
+	case !ok:
+		return nil, backends.Backstop(d.Scheme, rules.PoolUnsupported, "warm_pool", found)
+	case wp.Size < 1 || wp.Size > sizeMax:
+		return nil, backends.Backstop(d.Scheme, rules.PoolSize, "warm_pool.size", found)
+	case wp.MaxIdleSeconds < max(idleMin, int64(2*claimMargin/time.Second)):
+		return nil, backends.Backstop(d.Scheme, rules.PoolIdle, "warm_pool.max_idle_seconds", found)
 	}
 	maxCreates := pc.MaxCreates
 	if maxCreates <= 0 {
