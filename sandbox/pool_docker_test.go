@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -157,7 +158,13 @@ func TestPoolClaimBindsTenantAndRelease(t *testing.T) {
 func TestPoolFiftyConcurrentClaimsNeverShare(t *testing.T) {
 	cli := needDocker(t)
 	t.Parallel()
-	tpl := template(t)
+	// Fifty opens at once on a busy host (46 of them cold, queued for the
+	// daemon): the open's bound is generous, as this tests isolation, not
+	// the host's speed.
+	tpl := template(t, func(x *inputs.Template) {
+		timeout, lifetime := int64(600), int64(900)
+		x.TimeoutSeconds, x.LifetimeSeconds = &timeout, &lifetime
+	})
 	c, audit, spec, sum := poolClient(t, tpl, 4, time.Minute)
 	waitReady(t, c, 4)
 	ctx := context.Background()
