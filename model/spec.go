@@ -36,9 +36,23 @@ type Spec struct {
 	// Volume is the template's persistent storage, nil when it has none
 	// (and then absent from the JSON, so specs without one keep their
 	// digests). Each tenant gets its own volume of that name.
-	Volume    *Volume `json:"volume,omitempty"`
-	TenantID  string  `json:"tenant_id,omitempty"`
-	SessionID string  `json:"session_id,omitempty"`
+	Volume *Volume `json:"volume,omitempty"`
+	// WarmPool is the template's warm pool, nil when it has none (and then
+	// absent from the JSON, so specs without one keep their digests).
+	WarmPool  *WarmPool `json:"warm_pool,omitempty"`
+	TenantID  string    `json:"tenant_id,omitempty"`
+	SessionID string    `json:"session_id,omitempty"`
+}
+
+// DefaultPoolIdleSeconds is a warm pool's max_idle_seconds when unset.
+const DefaultPoolIdleSeconds = 600
+
+// WarmPool asks for warm sandboxes of a template: Size kept ready, each
+// waiting at most MaxIdleSeconds for a claim. A pooled sandbox is bound to
+// one tenant and session when claimed and removed when closed, never reused.
+type WarmPool struct {
+	Size           int64 `json:"size"`
+	MaxIdleSeconds int64 `json:"max_idle_seconds"`
 }
 
 // Volume is a named persistent volume mounted into every sandbox of a

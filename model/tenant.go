@@ -27,6 +27,10 @@ func (s Spec) ForTenant(tenantID, sessionID string, extra map[string]string) Spe
 		v := *s.Volume
 		out.Volume = &v
 	}
+	if s.WarmPool != nil {
+		w := *s.WarmPool
+		out.WarmPool = &w
+	}
 	return out
 }
 

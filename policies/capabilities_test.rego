@@ -67,6 +67,7 @@ test_descriptors_complete if {
 		is_number(d.caps.max_pids)
 		is_boolean(d.native_labels)
 		is_boolean(d.tenant_storage)
+		is_boolean(d.warm_pool)
 		is_number(d.max_lifetime_seconds)
 		d.max_lifetime_seconds >= 0
 		d.lifetime_enforcement in {"absolute", "idle"}

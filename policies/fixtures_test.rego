@@ -10,6 +10,7 @@ import data.sandboxio.resources
 import data.sandboxio.storage
 import data.sandboxio.tenancy
 import data.sandboxio.timeouts
+import data.sandboxio.warmpool
 
 backend_keys := {key | some key, _ in data.capabilities.backends}
 
@@ -116,7 +117,7 @@ with_caps(inp, caps) := object.union(object.remove(inp, ["capabilities"]), {"cap
 without(inp, field) := object.remove(inp, [field])
 
 # Every refusal and every warning of the bundle, for the current input.
-all_deny := (((((network.deny | resources.deny) | timeouts.deny) | isolation.deny) | labels.deny) | tenancy.deny) | storage.deny
+all_deny := ((((((network.deny | resources.deny) | timeouts.deny) | isolation.deny) | labels.deny) | tenancy.deny) | storage.deny) | warmpool.deny
 
 all_warn := ((network.warn | isolation.warn) | labels.warn) | timeouts.warn
 

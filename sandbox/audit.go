@@ -72,6 +72,11 @@ type Record struct {
 	Limit         string   `json:"limit,omitempty"`
 	Error         string   `json:"error,omitempty"`
 	Warnings      []string `json:"warnings,omitempty"`
+	// Source says how an open got its sandbox: SourcePool (claimed from a
+	// warm pool; ClaimMS is how long the claim took on the backend) or
+	// SourceCold (created for the open).
+	Source  string   `json:"source,omitempty"`
+	ClaimMS *float64 `json:"claim_ms,omitempty"`
 	// Hook is the pre-execution hook's decision on a run or run_code call:
 	// the rules that found something, what each did, and the analysers'
 	// finding IDs; never the code.

@@ -56,6 +56,10 @@ type Config struct {
 	// pre-execution hook (bandit, shellcheck); the zero value finds them on
 	// PATH with the default time bound.
 	Analysers AnalyserConfig
+	// Pools keeps warm sandboxes ready for the templates listed, like a
+	// connection pool: see PoolConfig. An Open of a listed template spec
+	// claims one when one is ready, and opens cold otherwise.
+	Pools []PoolConfig
 }
 
 // Request is what one Open provisions from.
@@ -107,6 +111,9 @@ type Client struct {
 	// sets it, to measure what the hook adds to a call.
 	noHook bool
 
+	// pools are the warm pools, by the digest of their template spec.
+	pools map[string]*pool
+
 	mu      sync.Mutex
 	open    map[key]*Sandbox
 	opening map[key]bool
@@ -129,6 +136,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			return nil, err
 		}
 		c.waivers = w
+	}
+	if err := c.startPools(ctx); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -195,6 +205,10 @@ type plan struct {
 	callTimeout   time.Duration
 	lifetime      time.Duration
 	warnings      []model.Warning
+	// templateDigest is the digest of the template spec the request gave
+	// (rendered here for its tenant, with no extra labels): the key of a
+	// warm pool. "" for a spec rendered for a tenant already.
+	templateDigest string
 }
 
 var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -235,6 +249,11 @@ func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 	}
 	if p.warnings, err = c.decide(ctx, spec, tenant, template); err != nil {
 		return p, err
+	}
+	if tenant != nil && len(req.ExtraLabels) == 0 {
+		if _, p.templateDigest, err = template.Canonical(); err != nil {
+			return p, err
+		}
 	}
 
 	d, err := backends.ParseDSN(spec.Backend)
@@ -503,7 +522,10 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 		c.cfg.Progress(fmt.Sprintf("starting %s sandbox (%s, image %s, runtime %s) for tenant %s session %s …",
 			p.scheme, tier, p.spec.Image, orDefault(p.spec.Runtime, "default"), p.spec.TenantID, p.spec.SessionID))
 	}
-	s, err := c.create(ctx, b, p, req, remaining)
+	s, err := c.claim(ctx, b, p, req, tier)
+	if s == nil && err == nil {
+		s, err = c.create(ctx, b, p, req, remaining)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -513,6 +535,7 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 	r := s.record(EventCreated, "open")
 	r.DurationMS = ms(time.Since(start))
 	r.Warnings = warned
+	r.Source, r.ClaimMS = s.source, s.claimMS
 	c.audit(r, req.Secrets)
 	return s, nil
 }
@@ -590,7 +613,7 @@ func (c *Client) liveChecks(ctx, octx context.Context, b backends.Backend, p pla
 // create creates the sandbox on the backend, with what is left of the open's
 // bound, and checks that the backend labelled it for this tenant and session.
 func (c *Client) create(ctx context.Context, b backends.Backend, p plan, req Request, remaining time.Duration) (*Sandbox, error) {
-	s := &Sandbox{c: c, key: key{p.spec.TenantID, p.spec.SessionID}, secrets: req.Secrets, env: maps.Clone(req.Env), plan: p}
+	s := &Sandbox{c: c, key: key{p.spec.TenantID, p.spec.SessionID}, secrets: req.Secrets, env: maps.Clone(req.Env), plan: p, source: SourceCold}
 	created, err := b.Create(ctx, backends.CreateRequest{
 		Spec:      p.spec,
 		Secrets:   req.Secrets.values(),
@@ -607,13 +630,22 @@ func (c *Client) create(ctx context.Context, b backends.Backend, p plan, req Req
 		}
 		return nil, err
 	}
+	if err := c.bind(ctx, s, created, p); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// bind makes the backend's sandbox s's, once the backend shows it bound to
+// the plan's tenant and session.
+func (c *Client) bind(ctx context.Context, s *Sandbox, created backends.Sandbox, p plan) error {
 	s.b = created
 	in := created.Info()
 	// The backend's labels are what a later List or reap sees: they must
 	// name this tenant and session, or the sandbox is not this request's.
 	if in.Labels[model.LabelTenantID] != p.spec.TenantID || in.Labels[model.LabelSessionID] != p.spec.SessionID {
 		_ = created.Close(context.WithoutCancel(ctx))
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "labels",
+		return &model.Error{Class: model.ConfigurationError, Attribute: "labels",
 			Message: "the backend did not label the sandbox with its tenant and session; it was removed", Fix: "report this as a bug"}
 	}
 	s.info = Info{
@@ -622,7 +654,7 @@ func (c *Client) create(ctx context.Context, b backends.Backend, p plan, req Req
 		Caps: p.spec.Resources, DiskCapStrategy: in.DiskCapStrategy, PidsCapStrategy: in.PidsCapStrategy,
 		CallTimeout: p.callTimeout, Lifetime: p.lifetime, Created: in.Created, Expires: in.Expires, BlockedEgress: in.BlockedEgress,
 	}
-	return s, nil
+	return nil
 }
 
 // checkTier evaluates require_isolation against the tier of the live
@@ -758,7 +790,9 @@ func (c *Client) With(ctx context.Context, req Request, fn func(context.Context,
 	return fn(ctx, sb)
 }
 
-// Close closes every sandbox the client has open and refuses further opens.
+// Close closes every sandbox the client has open, drains its warm pools
+// (every warm sandbox is removed, and those being created are removed as
+// they land) and refuses further opens.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
 	c.closed = true
@@ -767,7 +801,7 @@ func (c *Client) Close(ctx context.Context) error {
 		open = append(open, s)
 	}
 	c.mu.Unlock()
-	var errs []error
+	errs := []error{c.drainPools(ctx)}
 	for _, s := range open {
 		errs = append(errs, s.closeWith(ctx, "client closed"))
 	}

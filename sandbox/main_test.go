@@ -25,6 +25,9 @@ import (
 var runID = dockertest.RunID
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv(poolChildEnv); path != "" {
+		os.Exit(poolChild(path))
+	}
 	os.Exit(dockertest.CheckLeaks(m.Run()))
 }
 

@@ -92,6 +92,11 @@ type Sandbox struct {
 	plan    plan
 	info    Info
 
+	// source says how it was opened (SourcePool or SourceCold), and
+	// claimMS how long the claim of a warm sandbox took, for the audit.
+	source  string
+	claimMS *float64
+
 	closeOnce sync.Once
 	closeErr  error
 	orphaned  sync.Once

@@ -61,6 +61,14 @@ SIGINT, within the teardown grace; --audit records it. The sandbox's lifetime_se
 runs from the start of the server: past it, calls fail with SandboxGone and the host
 should start the server again.
 
+Warm pool: when --spec is a template spec whose warm_pool is set (and no --label is
+given), the server keeps that pool while it runs: the session's sandbox is claimed from
+it when one is ready, cold otherwise (the audit record says which). The pool is drained
+(every warm sandbox removed) when the server ends, on disconnect and on SIGTERM alike.
+The one session's sandbox is opened as the server starts, usually before a warm sandbox
+is ready, and then cold: for now the pool adds warm sandboxes without shortening that
+open.
+
 Standard output carries the protocol only: progress lines and warnings go to standard
 error, and --audit - and --spec - are refused in stdio mode.
 
@@ -90,7 +98,7 @@ func init() {
 		help:      mcpHelp,
 		exitCodes: mcpExitCodesHelp,
 		setup: func(fs *flag.FlagSet) runFunc {
-			f := &runFlags{commandName: "mcp"}
+			f := &runFlags{commandName: "mcp", keepsPool: true}
 			f.declare(fs)
 			m := &mcpFlags{}
 			fs.StringVar(&m.http, "http", "", "serve streamable HTTP on this loopback `ADDR`ESS (127.0.0.1:PORT, [::1]:PORT or localhost:PORT; port 0 picks one) instead of stdio")

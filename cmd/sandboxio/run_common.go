@@ -140,7 +140,15 @@ type runFlags struct {
 	// handoff is what scrubSecrets took over: the secret values and, for
 	// --spec -, the spec already read.
 	handoff *handoff
+	// keepsPool is set by a command that serves for a while (mcp): a
+	// template spec that declares warm_pool gets its pool, drained when
+	// the command ends.
+	keepsPool bool
 }
+
+// poolDrainBound bounds the drain of a command's warm pool: creates in
+// flight land and are removed within it.
+const poolDrainBound = time.Minute
 
 // maxSpecBytes bounds the spec read from standard input.
 const maxSpecBytes = 4 << 20
@@ -281,7 +289,14 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 	if f.quiet {
 		progress = nil
 	}
+	var pools []sandbox.PoolConfig
+	if f.keepsPool && spec.WarmPool != nil && spec.TenantID == "" && len(f.labels) == 0 {
+		// The pool keeps sandboxes of the template spec; the session's
+		// sandbox is claimed from it when one is ready (see PoolConfig).
+		pools = []sandbox.PoolConfig{{Spec: data, SpecSHA256: f.specSHA}}
+	}
 	client, err := sandbox.New(ctx, sandbox.Config{
+		Pools:       pools,
 		PolicyPaths: f.policies,
 		WaiversFile: f.waivers,
 		Audit:       sandbox.NewAuditLog(auditOut, nil),
@@ -300,6 +315,20 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 		return fail(err)
 	}
 	s.client = client
+	if len(pools) > 0 {
+		s.close = func() {
+			// Every warm sandbox is removed before the command exits,
+			// also after SIGTERM (ctx is cancelled by then).
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), poolDrainBound)
+			defer cancel()
+			if err := client.Close(dctx); err != nil {
+				fmt.Fprintf(e.stderr, "%s: warning: the warm pool was not fully drained: %s\n", name, classLine(err))
+			} else {
+				fmt.Fprintf(e.stderr, "%s: the warm pool was drained\n", name)
+			}
+			closeAudit()
+		}
+	}
 	s.req = sandbox.Request{Spec: data, SpecSHA256: f.specSHA, TenantID: f.tenant, SessionID: f.session,
 		ExtraLabels: f.labels, Secrets: secrets, Timeout: f.timeout, Env: f.env}
 

@@ -180,3 +180,49 @@ type Trail struct {
 type Trailer interface {
 	SetTrail(Trail)
 }
+
+// Pooler is implemented by backends that can keep warm sandboxes for a
+// pool: created from a template spec with no tenant, hardened and started
+// like any sandbox, and bound to one tenant and session only when claimed.
+// A warm sandbox is never handed to a second tenant: Claim consumes it, and
+// a claimed sandbox is removed on Close like any other.
+type Pooler interface {
+	CreateWarm(ctx context.Context, req WarmRequest) (Warm, error)
+}
+
+// WarmRequest is one warm sandbox of a pool.
+type WarmRequest struct {
+	// Spec is a template spec: no tenant, no session, no secret values.
+	Spec model.Spec
+	// SpecSHA256 is the template spec's digest; the backend records it on
+	// the sandbox and Claim refuses a sandbox that does not carry it.
+	SpecSHA256 string
+	// MaxIdle bounds how long the sandbox waits for a claim; the backend
+	// enforces it on its side, like the lifetime.
+	MaxIdle time.Duration
+	Timeout time.Duration // bounds the create; 0 means Spec.TimeoutSeconds
+}
+
+// Warm is one unclaimed sandbox of a pool.
+type Warm interface {
+	ID() string
+	// IdleUntil is when the backend removes it unless it is claimed.
+	IdleUntil() time.Time
+	// Claim checks that the sandbox is still what was created (running,
+	// unchanged) and binds it to the tenant and session of req.Spec. The
+	// lifetime counts from the claim. On any error the warm sandbox has
+	// been discarded: a failed claim never leaves it to be claimed again.
+	Claim(ctx context.Context, req ClaimRequest) (Sandbox, error)
+	// Discard removes it; idempotent.
+	Discard(ctx context.Context) error
+}
+
+// ClaimRequest binds a warm sandbox.
+type ClaimRequest struct {
+	// Spec is the per-tenant spec rendered from the warm sandbox's
+	// template (tenant and session set), as Create would take it.
+	Spec       model.Spec
+	SpecSHA256 string            // of the template spec, as in WarmRequest
+	Secrets    map[string]string // reach the sandbox only from the claim on
+	OnWarning  func(model.Warning)
+}

@@ -37,8 +37,11 @@ type Capabilities struct {
 		// MB (Daytona: GiB); 0 means any value.
 		UnitMB int64 `json:"unit_mb,omitempty"`
 	} `json:"caps"`
-	NativeLabels           bool  `json:"native_labels"`
-	TenantStorage          bool  `json:"tenant_storage"`
+	NativeLabels  bool `json:"native_labels"`
+	TenantStorage bool `json:"tenant_storage"`
+	// WarmPool: the backend keeps warm pools (sandboxes created ahead of
+	// time, bound to a tenant at claim).
+	WarmPool               bool  `json:"warm_pool"`
 	BlockedEgressReporting bool  `json:"blocked_egress_reporting"`
 	MaxLifetimeSeconds     int64 `json:"max_lifetime_seconds"`
 	// LifetimeEnforcement is "absolute" (the backend ends the sandbox at
@@ -63,6 +66,10 @@ type capabilityData struct {
 	Bounds   model.Bounds            `json:"cap_bounds"`
 	// MaxTimeout is the ceiling of timeout_seconds and lifetime_seconds.
 	MaxTimeout int64 `json:"max_timeout_seconds"`
+	PoolBounds struct {
+		SizeMax           int64 `json:"size_max"`
+		MaxIdleSecondsMin int64 `json:"max_idle_seconds_min"`
+	} `json:"warm_pool_bounds"`
 }
 
 var (
@@ -129,6 +136,13 @@ func Keys() []string {
 
 // CapBounds returns the range every cap must lie in (SBX-RES-001).
 func CapBounds() model.Bounds { return data().Bounds }
+
+// PoolBounds returns the largest warm pool size and the shortest idle time
+// (SBX-WRM-002, SBX-WRM-003).
+func PoolBounds() (sizeMax, idleMinSeconds int64) {
+	b := data().PoolBounds
+	return b.SizeMax, b.MaxIdleSecondsMin
+}
 
 // MaxTimeoutSeconds returns the ceiling of timeout_seconds and
 // lifetime_seconds (SBX-TMO-001, SBX-TMO-002).

@@ -97,6 +97,8 @@ type Template struct {
 	SecretNames                     []string
 	// Volume is the template's volume; nil when it names none.
 	Volume *model.Volume
+	// WarmPool is the template's warm pool; nil when it has none.
+	WarmPool *model.WarmPool
 }
 
 // Build normalizes the template into its input document and its spec
@@ -147,7 +149,7 @@ func (c Template) Build(defaultBackend string) (model.Spec, policy.Input, error)
 		Template: &policy.TemplateInput{
 			Name: c.Name, Image: c.Image, Runtime: c.Runtime, RequireIsolation: c.RequireIsolation,
 			TimeoutSeconds: timeout, LifetimeSeconds: lifetime,
-			Env: env, SecretNames: secrets, Labels: labels, Volume: c.Volume,
+			Env: env, SecretNames: secrets, Labels: labels, Volume: c.Volume, WarmPool: c.WarmPool,
 		},
 		Network:   &network,
 		Resources: &caps,
@@ -156,7 +158,7 @@ func (c Template) Build(defaultBackend string) (model.Spec, policy.Input, error)
 		SpecVersion: model.SpecVersion, Name: c.Name, Backend: dsn, Image: c.Image,
 		Runtime: runtime, RequireIsolation: model.Tier(c.RequireIsolation), IsolationTier: tier,
 		Network: network, Resources: caps, TimeoutSeconds: timeout, LifetimeSeconds: lifetime,
-		Env: env, SecretNames: secrets, Labels: labels, Volume: c.Volume,
+		Env: env, SecretNames: secrets, Labels: labels, Volume: c.Volume, WarmPool: c.WarmPool,
 	}
 	return spec, in, nil
 }

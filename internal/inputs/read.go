@@ -26,6 +26,9 @@ var (
 	volumeType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
 		"name": tftypes.String, "mount_path": tftypes.String,
 	}}
+	warmPoolType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
+		"size": tftypes.Number, "max_idle_seconds": tftypes.Number,
+	}}
 	capsType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
 		"cpu": tftypes.Number, "memory_mb": tftypes.Number, "disk_mb": tftypes.Number, "pids": tftypes.Number,
 	}}
@@ -38,7 +41,7 @@ var (
 		"env": tftypes.Map{ElementType: tftypes.String}, "secret_names": tftypes.List{ElementType: tftypes.String},
 		"labels": tftypes.Map{ElementType: tftypes.String}, "isolation_tier": tftypes.String, "spec": tftypes.String,
 		"spec_sha256": tftypes.String, "image_id": tftypes.String, "disk_cap_strategy": tftypes.String,
-		"pids_cap_strategy": tftypes.String, "volume": volumeType,
+		"pids_cap_strategy": tftypes.String, "volume": volumeType, "warm_pool": warmPoolType,
 	}}
 	// NetworkPolicyType is sandboxio_network_policy's value type.
 	NetworkPolicyType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
@@ -56,7 +59,7 @@ var (
 // (spec, id, ...) are not read.
 var (
 	templateAttributes = []string{"name", "backend", "image", "runtime", "require_isolation", "network", "resources",
-		"timeout_seconds", "lifetime_seconds", "env", "secret_names", "labels", "volume"}
+		"timeout_seconds", "lifetime_seconds", "env", "secret_names", "labels", "volume", "warm_pool"}
 	networkPolicyAttributes = []string{"egress", "allow", "backend"}
 	resourceCapsAttributes  = []string{"cpu", "memory_mb", "disk_mb", "pids", "backend"}
 )
@@ -228,8 +231,37 @@ func readTemplateAttrs(attrs map[string]tftypes.Value) (c Template, err error) {
 	if c.SecretNames == nil {
 		c.SecretNames = []string{}
 	}
-	c.Volume, err = readVolume(attrs["volume"])
+	if c.Volume, err = readVolume(attrs["volume"]); err != nil {
+		return c, err
+	}
+	c.WarmPool, err = readWarmPool(attrs["warm_pool"])
 	return c, err
+}
+
+// readWarmPool reads the warm_pool attribute; nil when it is not set. A
+// missing size reads as 0, which the policy refuses; a missing
+// max_idle_seconds is model.DefaultPoolIdleSeconds.
+func readWarmPool(v tftypes.Value) (*model.WarmPool, error) {
+	attrs, err := object(v)
+	if err != nil || attrs == nil {
+		return nil, err
+	}
+	p := model.WarmPool{MaxIdleSeconds: model.DefaultPoolIdleSeconds}
+	size, err := int64Of(attrs["size"], "warm_pool.size")
+	if err != nil {
+		return nil, err
+	}
+	if size != nil {
+		p.Size = *size
+	}
+	idle, err := int64Of(attrs["max_idle_seconds"], "warm_pool.max_idle_seconds")
+	if err != nil {
+		return nil, err
+	}
+	if idle != nil {
+		p.MaxIdleSeconds = *idle
+	}
+	return &p, nil
 }
 
 // readVolume reads the volume block; nil when it is not set. A missing name

@@ -63,6 +63,8 @@ type TemplateInput struct {
 	// Volume is the template's volume; nil (absent from the document)
 	// when it names none.
 	Volume *model.Volume
+	// WarmPool is the template's warm pool; nil (absent) when it has none.
+	WarmPool *model.WarmPool
 }
 
 // TenantInput identifies the tenant and session of a per-tenant sandbox.
@@ -91,6 +93,7 @@ func FromSpec(s model.Spec, backend *BackendRef) Input {
 			SecretNames:      s.SecretNames,
 			Labels:           UserLabels(s),
 			Volume:           s.Volume,
+			WarmPool:         s.WarmPool,
 		},
 		Network:   &net,
 		Resources: &caps,
@@ -237,7 +240,7 @@ func resourcesTerm(c model.Caps) *ast.Term {
 }
 
 func templateTerm(t *TemplateInput) *ast.Term {
-	fields := [10][2]*ast.Term{
+	fields := [11][2]*ast.Term{
 		ast.Item(kName, ast.StringTerm(t.Name)),
 		ast.Item(kImage, ast.StringTerm(t.Image)),
 		ast.Item(kRuntime, ast.InternedTerm(t.Runtime)),
@@ -253,6 +256,12 @@ func templateTerm(t *TemplateInput) *ast.Term {
 		items = append(items, ast.Item(kVolume, ast.ObjectTerm(
 			ast.Item(kName, ast.StringTerm(v.Name)),
 			ast.Item(kMountPath, ast.StringTerm(v.MountPath)),
+		)))
+	}
+	if p := t.WarmPool; p != nil {
+		items = append(items, ast.Item(kWarmPool, ast.ObjectTerm(
+			ast.Item(kSize, intTerm(p.Size)),
+			ast.Item(kMaxIdleSeconds, intTerm(p.MaxIdleSeconds)),
 		)))
 	}
 	return ast.ObjectTerm(items...)
@@ -365,6 +374,9 @@ var (
 	kSessionID        = ast.StringTerm("session_id")
 	kVolume           = ast.StringTerm("volume")
 	kMountPath        = ast.StringTerm("mount_path")
+	kWarmPool         = ast.StringTerm("warm_pool")
+	kSize             = ast.StringTerm("size")
+	kMaxIdleSeconds   = ast.StringTerm("max_idle_seconds")
 )
 
 func init() {

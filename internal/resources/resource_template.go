@@ -108,7 +108,8 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				MarkdownDescription: "Labels set on every sandbox, propagated to the backend's native labels. Keys under the " +
 					"reserved `sandboxio.` prefix are refused.",
 			},
-			"volume": templateVolumeAttribute(),
+			"volume":    templateVolumeAttribute(),
+			"warm_pool": templateWarmPoolAttribute(),
 			"isolation_tier": schema.StringAttribute{
 				Computed:            true,
 				MarkdownDescription: "The tier the backend (and runtime) gives: UNKNOWN, CONTAINER, GVISOR or MICROVM.",
@@ -165,6 +166,24 @@ func templateVolumeAttribute() schema.SingleNestedAttribute {
 				"`_` or `-`, starting with a letter or digit (the backend appends the tenant's digest)."},
 			"mount_path": schema.StringAttribute{Required: true, MarkdownDescription: "Where it is mounted: a clean absolute " +
 				"path other than `/`, not under `/proc`, `/sys` or `/dev`."},
+		},
+	}
+}
+
+// templateWarmPoolAttribute is the template's warm pool.
+func templateWarmPoolAttribute() schema.SingleNestedAttribute {
+	return schema.SingleNestedAttribute{
+		Optional: true,
+		MarkdownDescription: "Opt-in warm pool: `size` sandboxes of the template kept ready by the Go API (`sandbox.PoolConfig`) " +
+			"and `sandboxio mcp`, created with the template's labels and no tenant, hardened and checked like any sandbox. " +
+			"An open claims one and binds it to its tenant and session (on Docker by renaming the container to the session's " +
+			"name); it is removed when closed, never reused, and its lifetime counts from the claim. A warm sandbox not " +
+			"claimed within `max_idle_seconds` is removed by the backend. Refused at plan on a backend that cannot keep a pool " +
+			"(SBX-WRM-001: only Docker with runc today). See the warm pools guide.",
+		Attributes: map[string]schema.Attribute{
+			"size": schema.Int64Attribute{Required: true, MarkdownDescription: "Warm sandboxes kept ready: 1 to 64 (SBX-WRM-002)."},
+			"max_idle_seconds": schema.Int64Attribute{Optional: true, MarkdownDescription: "How long a warm sandbox waits for a " +
+				"claim before the backend removes it: 10 to 2592000 seconds (SBX-WRM-003); default 600."},
 		},
 	}
 }

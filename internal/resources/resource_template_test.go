@@ -146,6 +146,43 @@ func TestAccTemplate_DockerPlanNeedsNoDaemon(t *testing.T) {
 
 const volumeBlock = `  volume = { name = "datasets", mount_path = "/data" }`
 
+const warmPoolBlock = `  warm_pool = { size = 4, max_idle_seconds = 300 }`
+
+// A Docker (runc) template with a warm pool applies; the pool is in the
+// spec (max_idle_seconds defaulting to 600 when unset), and so in every
+// tenant's spec, where the run-time helper and `sandboxio mcp` read it.
+func TestAccTemplate_WarmPoolOnDocker(t *testing.T) {
+	requireDocker(t)
+	for name, c := range map[string]struct{ block, want string }{
+		"both":         {warmPoolBlock, `"warm_pool":\{"size":4,"max_idle_seconds":300\}`},
+		"default idle": {`  warm_pool = { size = 2 }`, `"warm_pool":\{"size":2,"max_idle_seconds":600\}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			resource.ParallelTest(t, resource.TestCase{
+				PreCheck:                 func() { testAccPreCheck(t) },
+				ProtoV6ProviderFactories: protoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config: localTemplateConfig(c.block) + `
+data "sandboxio_tenant_sandbox" "acme" {
+  template_spec = sandboxio_template.test.spec
+  tenant_id     = "acme"
+  session_id    = "s1"
+}
+`,
+					ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+						plancheck.ExpectKnownValue("sandboxio_template.test", tfjsonpath.New("spec"), knownvalue.StringRegexp(regexp.MustCompile(c.want))),
+					}},
+					ConfigStateChecks: []statecheck.StateCheck{
+						statecheck.ExpectKnownValue("sandboxio_template.test", tfjsonpath.New("warm_pool").AtMapKey("size"), knownvalue.NotNull()),
+						statecheck.ExpectKnownValue("data.sandboxio_tenant_sandbox.acme", tfjsonpath.New("spec"),
+							knownvalue.StringRegexp(regexp.MustCompile(c.want+`,"tenant_id":"acme"`))),
+					},
+				}},
+			})
+		})
+	}
+}
+
 // A Modal template names a volume; it is in the spec, and so in every
 // tenant's spec rendered from it (the backend scopes it per tenant).
 // Apply looks the app up on the Modal conformance server (the live check),
@@ -253,6 +290,12 @@ func TestAccTemplate_Refused(t *testing.T) {
 		{"volume on daytona", templateConfig("daytona://", volumeBlock), "CapabilityNotSupported", "SBX-VOL-001"},
 		{"malformed volume name", templateConfig("modal://agents", `  volume = { name = "a/b", mount_path = "/data" }`), "ConfigurationError", "SBX-VOL-002"},
 		{"volume over /proc", templateConfig("modal://agents", `  volume = { name = "d", mount_path = "/proc/x" }`), "ConfigurationError", "SBX-VOL-003"},
+		{"warm pool on runsc", templateConfig("docker://", "  runtime = \"runsc\"\n"+warmPoolBlock), "CapabilityNotSupported", "SBX-WRM-001"},
+		{"warm pool on e2b", templateConfig("e2b://", warmPoolBlock), "CapabilityNotSupported", "SBX-WRM-001"},
+		{"warm pool on modal", templateConfig("modal://agents", warmPoolBlock), "CapabilityNotSupported", "SBX-WRM-001"},
+		{"warm pool of none", templateConfig("docker://", `  warm_pool = { size = 0 }`), "ConfigurationError", "SBX-WRM-002"},
+		{"warm pool too big", templateConfig("docker://", `  warm_pool = { size = 65 }`), "ConfigurationError", "SBX-WRM-002"},
+		{"warm pool idle too short", templateConfig("docker://", `  warm_pool = { size = 2, max_idle_seconds = 5 }`), "ConfigurationError", "SBX-WRM-003"},
 		{"empty name", providerBlock("docker://") + `resource "sandboxio_template" "test" {
   name  = ""
   image = "python:3.12-slim"

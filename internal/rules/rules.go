@@ -2,7 +2,7 @@
 // stable: never reuse one.
 //
 // Two kinds live here. The Rego rules (SBX-NET, SBX-RES, SBX-TMO, SBX-ISO,
-// SBX-LBL, SBX-SEC, SBX-VOL) are defined, with their text, by the METADATA of the
+// SBX-LBL, SBX-SEC, SBX-VOL, SBX-WRM) are defined, with their text, by the METADATA of the
 // policy bundle; Go names a few of them where it backs a refusal up (the
 // Docker backend's pre-flight, the model's own range checks). The Go-side
 // rules (SBX-DSN, SBX-SPC, SBX-RUN, SBX-POL, SBX-CHK) are refusals made
@@ -96,6 +96,10 @@ const (
 	SecEnvAndSecret = "SBX-SEC-003" // a variable both in env and in secret_names
 
 	VolUnscoped = "SBX-VOL-001" // a volume on a backend that cannot scope it per tenant
+
+	PoolUnsupported = "SBX-WRM-001" // a warm pool on a backend that cannot keep one
+	PoolSize        = "SBX-WRM-002" // a warm pool's size out of range
+	PoolIdle        = "SBX-WRM-003" // a warm pool's idle time out of range
 )
 
 // Rego rules of the pre-execution hook (package sandboxio.exec). Their text

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path"
@@ -375,6 +376,11 @@ func containerConfig(p createPlan, strategy, network string, labels map[string]s
 		Env:        p.env,
 		Labels:     labels,
 	}
+	if p.warmIdle > 0 {
+		cfg.Entrypoint = warmEntrypoint(p.warmIdle, p.lifetime)
+		// The claim line arrives on the input (see pool.go).
+		cfg.OpenStdin, cfg.StdinOnce = true, true
+	}
 	yes := true
 	mem := p.caps.MemoryMB * 1024 * 1024
 	hc := &container.HostConfig{
@@ -524,7 +530,19 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 	}
 	created := time.Now()
 	expires := created.Add(p.lifetime)
+	if p.warmIdle > 0 {
+		// A warm sandbox has no tenant yet: a name of its own, renamed at
+		// claim. Its expiry label is the latest it can live, claimed at
+		// the last moment of its idle time: the reaper's bound.
+		name = warmPrefix + randomHex(8)
+		expires = created.Add(p.warmIdle + p.lifetime)
+	}
 	labels := b.sandboxLabels(p, expires)
+	if p.warmIdle > 0 {
+		labels[labelPool] = poolWarm
+		labels[labelSpecHash] = p.warmSpecHash
+		labels[labelIdleUntil] = created.Add(p.warmIdle).UTC().Format(time.RFC3339)
+	}
 
 	netMode := "none"
 	if p.networkMode == "bridge" {
@@ -988,10 +1006,27 @@ func (b *dockerBackend) List(ctx context.Context, labels map[string]string) ([]b
 	return out, nil
 }
 
+// list lists the sandboxio containers carrying every one of the labels. A
+// list by tenant also finds the warm sandboxes claimed for the tenant, which
+// carry it in their name (see pool.go).
 func (b *dockerBackend) list(ctx context.Context, labels map[string]string) ([]container.Summary, error) {
+	cs, err := b.listLabelled(ctx, labels, "")
+	if _, byTenant := labels[model.LabelTenantID]; err != nil || !byTenant {
+		return cs, err
+	}
+	claimed, err := b.listClaimed(ctx, labels)
+	return append(cs, claimed...), err
+}
+
+// listLabelled lists by labels and, when name is set, by name (a substring
+// match on the daemon's side).
+func (b *dockerBackend) listLabelled(ctx context.Context, labels map[string]string, name string) ([]container.Summary, error) {
 	f := filters.NewArgs(filters.Arg("label", model.LabelManaged+"=true"))
 	for k, v := range labels {
 		f.Add("label", k+"="+v)
+	}
+	if name != "" {
+		f.Add("name", name)
 	}
 	cs, err := b.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
@@ -1016,6 +1051,12 @@ func infoFromSummary(c container.Summary) backends.Info {
 		in.PidsCapStrategy = pidsDescription(in.Tier, pids)
 	}
 	in.DiskCapStrategy = c.Labels[labelDiskCap]
+	if claimedByName(c) && in.Labels[labelBinding] == "" {
+		// A claimed warm sandbox listed without its tenant: its binding
+		// is its name, which only a list by tenant can read.
+		in.Labels = maps.Clone(c.Labels)
+		in.Labels[labelBinding] = bindingName
+	}
 	return in
 }
 

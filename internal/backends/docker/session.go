@@ -27,21 +27,36 @@ const ScopeEnv = "SANDBOXIO_DOCKER_SCOPE"
 // sessionName is the container name of the sandbox of a tenant and session:
 // derived from them (and the scope) alone, so that the daemon itself refuses
 // a second container of that name (409 Conflict), whichever process or host
-// creates it. The ids are hashed, so any string makes a valid Docker name and
-// the name reveals neither. It is "" when the spec has no tenant or session
-// (the backend used directly): such a sandbox gets a random name.
+// creates it, and whether the sandbox was created for the session or claimed
+// from a warm pool (a claim renames the pooled container to this name). The
+// ids are hashed, so any string makes a valid Docker name and the name
+// reveals neither; the first part hashes the tenant alone, so that the
+// sandboxes of one tenant can be listed by name (see tenantNamePrefix). It
+// is "" when the spec has no tenant or session (the backend used directly):
+// such a sandbox gets a random name.
 func sessionName(scope, tenant, session string) string {
 	if tenant == "" || session == "" {
 		return ""
 	}
+	return tenantNamePrefix(scope, tenant) + nameHash("sandboxio tenant session v1", scope, tenant, session)[:32]
+}
+
+// tenantNamePrefix is the start of the names of every sandbox of a tenant.
+func tenantNamePrefix(scope, tenant string) string {
+	return "sandboxio-s-" + nameHash("sandboxio tenant v1", scope, tenant)[:12] + "-"
+}
+
+// nameHash hashes its parts, each prefixed with its length so that no two
+// lists of parts hash alike.
+func nameHash(parts ...string) string {
 	h := sha256.New()
-	for _, s := range []string{"sandboxio tenant session v1", scope, tenant, session} {
+	for _, s := range parts {
 		var n [8]byte
 		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
 		h.Write([]byte(s))
 	}
-	return "sandboxio-s-" + hex.EncodeToString(h.Sum(nil))[:32]
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // freeName looks at what holds a sandbox's name after a create was refused

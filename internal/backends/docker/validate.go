@@ -32,6 +32,10 @@ type createPlan struct {
 	secrets       []string // NAME=value for every declared secret; exec-only
 	onWarning     func(model.Warning)
 	binds         []Bind // host directories bound in (CreateWithBinds only)
+	// A warm sandbox of a pool (CreateWarm): how long it waits for a claim,
+	// and the digest of its template spec.
+	warmIdle     time.Duration
+	warmSpecHash string
 }
 
 // runtimeTiers maps the runtimes sandboxio knows to their isolation tier.

@@ -1,0 +1,466 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Warm sandboxes (warm pools).
+//
+// Docker cannot change a container's labels after it is created, so a warm
+// sandbox is created with its template's labels and none of a tenant's, and
+// the binding to a tenant and session is its name: Claim renames the
+// container to sessionName(scope, tenant, session), the very name a cold
+// open of that session creates, so that the daemon refuses a second sandbox
+// for the session whichever way either was opened, and the reaper, List (by
+// tenant) and the audit record all find the binding there. A warm sandbox's
+// labels mark it (sandboxio.pool=warm) and carry its template's digest,
+// which Claim checks.
+//
+// Its command bounds its idle time on the daemon's side, as the lifetime is
+// bounded for any sandbox: a watcher ends the shell when the idle time is
+// over (the container stops, AutoRemove deletes it) unless the claim came
+// first. The claim is one line on the container's standard input, written
+// through an attach the pool holds from creation: the shell reads it, stops
+// the watcher, answers on its standard output and replaces itself with
+// `sleep LIFETIME`, so that the lifetime counts from the claim. Nothing else
+// can write there: the daemon gives stdin to attached clients only, and no
+// tenant code runs before the claim. The input closes when the pool's
+// attach does (StdinOnce), so a pool process that dies takes its unclaimed
+// sandboxes down with it. The container's expiry label, which the reaper
+// reads, is the latest it can live: created + idle + lifetime.
+const (
+	labelPool      = model.ReservedLabelPrefix + "pool"         // poolWarm on every container created for a pool
+	labelSpecHash  = model.ReservedLabelPrefix + "spec_sha256"  // the template spec's digest, of a warm sandbox
+	labelIdleUntil = model.ReservedLabelPrefix + "idle_expires" // when an unclaimed warm sandbox ends
+	poolWarm       = "warm"
+	warmPrefix     = "sandboxio-w-"
+	// claimLine starts the lifetime; claimedLine is the shell's answer.
+	claimLine   = "claim"
+	claimedLine = "claimed"
+	// claimMargin: a warm sandbox this close to the end of its idle time is
+	// discarded rather than claimed, so that its idle time cannot end
+	// between the checks and the claim line.
+	claimMargin = 2 * time.Second
+	// switchBudget bounds the wait for the shell's answer to the claim.
+	switchBudget = 2 * time.Second
+)
+
+// warmEntrypoint is the command of a warm sandbox. The watcher (a subshell)
+// sleeps for the idle time and then ends the shell, or, stopped by the
+// claim, stops its sleep and exits. The shell waits for one line: the claim
+// line starts the lifetime; anything else, or the end of the input, ends it.
+func warmEntrypoint(idle, lifetime time.Duration) []string {
+	secs := func(d time.Duration) string {
+		return strconv.FormatInt(int64(max(1, (d+time.Second-1)/time.Second)), 10)
+	}
+	script := "(trap 'kill $s 2>/dev/null; exit 0' TERM; sleep " + secs(idle) + " & s=$!; wait $s; kill $$) & w=$!; " +
+		"read -r l; [ \"$l\" = " + claimLine + " ] || exit 0; kill $w; wait $w; echo " + claimedLine + "; exec sleep " + secs(lifetime)
+	return []string{"sh", "-c", script}
+}
+
+// warm is one unclaimed warm sandbox.
+type warm struct {
+	b         *dockerBackend
+	s         *sandbox // as created; its name is the warm one
+	p         createPlan
+	idleUntil time.Time
+
+	// attach holds the container's standard input; answered is closed
+	// when the shell's answer to the claim line was read from it.
+	attach   types.HijackedResponse
+	answered chan struct{}
+
+	mu      sync.Mutex
+	claimed bool // Claim or Discard ran: the sandbox is no longer the pool's
+}
+
+// CreateWarm creates one warm sandbox of a pool from a template spec: the
+// same validation, hardening, runtime check and start as Create, with no
+// tenant, no session and no secret.
+func (b *dockerBackend) CreateWarm(ctx context.Context, req backends.WarmRequest) (backends.Warm, error) {
+	if req.Spec.TenantID != "" || req.Spec.SessionID != "" {
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "tenant_id",
+			Message: "a warm sandbox is created from a template spec, with no tenant or session", Fix: "pass the template spec"}
+	}
+	if req.MaxIdle <= 0 || req.SpecSHA256 == "" {
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "warm_pool",
+			Message: "a warm sandbox needs a positive idle time and its template's digest", Fix: "set warm_pool.max_idle_seconds"}
+	}
+	p, err := validate(backends.CreateRequest{Spec: req.Spec, Timeout: req.Timeout}, false)
+	if err != nil {
+		return nil, err
+	}
+	// Secrets are given per exec, never in the container's environment:
+	// a warm sandbox holds none, they reach it with the claim.
+	p.secrets = nil
+	p.warmIdle, p.warmSpecHash = req.MaxIdle, req.SpecSHA256
+	cctx, cancel := context.WithTimeout(ctx, p.createTimeout)
+	defer cancel()
+	s, err := b.create(cctx, p)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			return nil, &model.Error{Class: model.CreateTimeout,
+				Message: fmt.Sprintf("the warm sandbox was not ready within %s", p.createTimeout), Fix: "check the daemon's load", Err: err}
+		}
+		return nil, err
+	}
+	w := &warm{b: b, s: s, p: p, idleUntil: s.created.Add(p.warmIdle), answered: make(chan struct{})}
+	// Attached after the start: the shell's input is a pipe the daemon
+	// keeps open (OpenStdin) until an attached client leaves (StdinOnce),
+	// and the answer comes only after the claim line, so nothing is lost.
+	w.attach, err = b.cli.ContainerAttach(cctx, s.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true})
+	if err != nil {
+		_ = w.remove(ctx)
+		return nil, fmt.Errorf("warm sandbox attach: %w", err)
+	}
+	go w.readAnswer()
+	return w, nil
+}
+
+// readAnswer reads the shell's standard output until the answer to the
+// claim line, then drains it until the attach closes.
+func (w *warm) readAnswer() {
+	lw := &lineWatch{want: claimedLine + "\n", seen: w.answered}
+	_, _ = stdcopy.StdCopy(lw, io.Discard, w.attach.Reader)
+}
+
+// lineWatch closes seen once what is written to it starts with want.
+type lineWatch struct {
+	want string
+	buf  []byte
+	seen chan struct{}
+	done bool
+}
+
+func (l *lineWatch) Write(p []byte) (int, error) {
+	if !l.done {
+		l.buf = append(l.buf, p...)
+		if len(l.buf) >= len(l.want) {
+			l.done = true
+			if string(l.buf[:len(l.want)]) == l.want {
+				close(l.seen)
+			}
+		}
+	}
+	return len(p), nil
+}
+
+func (w *warm) ID() string           { return w.s.id }
+func (w *warm) IdleUntil() time.Time { return w.idleUntil }
+
+// Discard removes the warm sandbox (if it was not claimed); idempotent.
+func (w *warm) Discard(ctx context.Context) error {
+	w.mu.Lock()
+	done := w.claimed
+	w.claimed = true
+	w.mu.Unlock()
+	if done {
+		return nil
+	}
+	return w.remove(ctx)
+}
+
+func (w *warm) remove(ctx context.Context) error {
+	if w.attach.Conn != nil {
+		w.attach.Close()
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.b.cfg.teardownGrace)
+	defer cancel()
+	err := w.b.removeContainer(rctx, w.s.id)
+	w.b.events.forget(w.s.id)
+	return err
+}
+
+// Claim binds the warm sandbox to the tenant and session of req.Spec. In
+// order: the idle time is not about to end; the container is running and is
+// still the one created (its labels carry the template's digest, its
+// resources, network, capabilities and runtime are as created: `docker
+// update` and `docker network connect` can change those after creation); it
+// is renamed to the session's name, which the daemon refuses while another
+// sandbox holds the session; its shell is given the claim line and answers
+// it as it becomes the lifetime's sleep. Any failure removes it.
+//
+// The claim does not run a command in the sandbox to probe it: what a probe
+// would show is already known. The container was checked at creation like a
+// cold one; the daemon's own view (the inspect) shows it running, unpaused,
+// carrying this template's digest and hardened as created; and the shell's
+// answer shows its command alive and the lifetime started.
+func (w *warm) Claim(ctx context.Context, req backends.ClaimRequest) (backends.Sandbox, error) {
+	w.mu.Lock()
+	done := w.claimed
+	w.claimed = true
+	w.mu.Unlock()
+	if done {
+		return nil, errors.New("warm sandbox: claimed or discarded already")
+	}
+	s, err := w.claim(ctx, req)
+	if err != nil {
+		_ = w.remove(ctx)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (w *warm) claim(ctx context.Context, req backends.ClaimRequest) (*sandbox, error) {
+	b := w.b
+	if req.Spec.TenantID == "" || req.Spec.SessionID == "" {
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "tenant_id",
+			Message: "a claim needs a tenant and a session", Fix: "pass the per-tenant spec"}
+	}
+	p, err := validate(backends.CreateRequest{Spec: req.Spec, Secrets: req.Secrets, OnWarning: req.OnWarning}, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := samePlan(w.p, p); err != nil {
+		return nil, err
+	}
+	if req.SpecSHA256 != w.p.warmSpecHash {
+		return nil, tampered(w.s.id, "it was made for another template spec")
+	}
+	if time.Until(w.idleUntil) < claimMargin {
+		return nil, &model.Error{Class: model.SandboxGone, Message: "the warm sandbox's idle time is (nearly) over", Fix: "open a new sandbox"}
+	}
+	ins, err := b.cli.ContainerInspect(ctx, w.s.id)
+	if err != nil {
+		return nil, fmt.Errorf("warm sandbox inspect: %w", err)
+	}
+	if err := w.unchanged(ins, req.SpecSHA256); err != nil {
+		return nil, err
+	}
+	name := sessionName(b.cfg.scope, p.spec.TenantID, p.spec.SessionID)
+	if err := b.rename(ctx, w.s.id, name, p); err != nil {
+		return nil, err
+	}
+	// From here the container is the session's: the claim is the start of
+	// its lifetime.
+	claimed := time.Now()
+	if err := w.startLifetime(ctx); err != nil {
+		return nil, err
+	}
+	s := w.claimedSandbox(p, name, claimed)
+	if p.networkMode == "bridge" && req.OnWarning != nil {
+		ow := backends.RuleWarning(model.OpenEgressWarning, rules.NetOpenEgress, "network.egress")
+		ow.SandboxID, ow.Labels = s.id, s.Info().Labels
+		req.OnWarning(ow)
+	}
+	return s, nil
+}
+
+// claimedSandbox is the sandbox handed to the tenant. Its labels are the
+// container's plus the tenant, session and template labels the claim bound
+// it to by its name, and sandboxio.binding=name saying so.
+func (w *warm) claimedSandbox(p createPlan, name string, claimed time.Time) *sandbox {
+	ws := w.s
+	labels := maps.Clone(ws.labels)
+	maps.Copy(labels, p.labels)
+	labels[labelBinding] = bindingName
+	return &sandbox{
+		b: w.b, id: ws.id, name: name, runtime: ws.runtime, tier: ws.tier, caps: ws.caps,
+		callTimeout: p.callTimeout, created: claimed, expires: claimed.Add(p.lifetime),
+		labels: labels, secrets: p.secrets, shell: ws.shell, onWarning: p.onWarning,
+		diskCap: ws.diskCap, pidsCap: ws.pidsCap,
+	}
+}
+
+// labelBinding marks the labels of a claimed warm sandbox that are bound by
+// its name rather than set on the container.
+const (
+	labelBinding = model.ReservedLabelPrefix + "binding"
+	bindingName  = "name"
+)
+
+// samePlan refuses a claim whose per-tenant spec would not have created the
+// warm sandbox: anything but the tenant, session and secrets differs.
+func samePlan(w, p createPlan) error {
+	same := w.runtime == p.runtime && w.tier == p.tier && w.networkMode == p.networkMode &&
+		w.caps == p.caps && w.lifetime == p.lifetime && w.callTimeout == p.callTimeout &&
+		slices.Equal(w.env, p.env) && w.spec.Image == p.spec.Image && w.diskStrategy == p.diskStrategy
+	for k, v := range w.labels {
+		if p.labels[k] != v {
+			same = false
+		}
+	}
+	if !same {
+		return &model.Error{Class: model.ConfigurationError, Attribute: "spec",
+			Message: "the warm sandbox was created from another template spec than the one claiming it", Fix: "report this as a bug"}
+	}
+	return nil
+}
+
+func tampered(id, why string) error {
+	return &model.Error{Class: model.SandboxGone, Attribute: "warm_pool",
+		Message: fmt.Sprintf("warm sandbox %s was refused: %s; it was removed", short(id), why),
+		Fix:     "find out what changes sandboxio's containers on this daemon; a cold open is not affected"}
+}
+
+// unchanged checks, from the daemon's own view, that a warm sandbox is
+// running, unclaimed, labelled for this template spec and this process, and
+// hardened as created.
+func (w *warm) unchanged(ins container.InspectResponse, specHash string) error {
+	id := w.s.id
+	if ins.State == nil || !ins.State.Running || ins.State.Paused || ins.State.Restarting {
+		return tampered(id, "it is not running")
+	}
+	if ins.Config == nil || ins.HostConfig == nil {
+		return tampered(id, "the daemon does not describe it")
+	}
+	l := ins.Config.Labels
+	switch {
+	case strings.TrimPrefix(ins.Name, "/") != w.s.name:
+		return tampered(id, "it was renamed")
+	case l[labelPool] != poolWarm || l[labelSpecHash] != specHash:
+		return tampered(id, "its spec digest label does not match the template spec")
+	case l[labelOwner] != w.b.owner.ID:
+		return tampered(id, "it belongs to another process")
+	}
+	want, got := w.hostConfig(), ins.HostConfig
+	switch {
+	case got.Memory != want.Memory || got.MemorySwap != want.MemorySwap || got.NanoCPUs != want.NanoCPUs ||
+		got.CPUQuota != 0 || got.CPUPeriod != 0:
+		return tampered(id, "its memory or CPU limits were changed")
+	case got.PidsLimit == nil || want.PidsLimit == nil || *got.PidsLimit != *want.PidsLimit:
+		return tampered(id, "its process ceiling was changed")
+	case string(got.NetworkMode) != string(want.NetworkMode) || ins.NetworkSettings == nil || len(ins.NetworkSettings.Networks) != 1:
+		return tampered(id, "its network was changed")
+	case !slices.Equal(got.CapDrop, want.CapDrop) || len(got.CapAdd) > 0 || !slices.Equal(got.SecurityOpt, want.SecurityOpt) ||
+		got.Privileged || got.Runtime != want.Runtime || got.ReadonlyRootfs != want.ReadonlyRootfs:
+		return tampered(id, "its hardening differs from what was created")
+	}
+	if want.NetworkMode == "none" {
+		if _, ok := ins.NetworkSettings.Networks["none"]; !ok {
+			return tampered(id, "its network was changed")
+		}
+	}
+	return nil
+}
+
+// hostConfig is the host configuration the warm sandbox was created with
+// (the disk strategy as its label records it).
+func (w *warm) hostConfig() *container.HostConfig {
+	strategy := DiskTmpfs
+	if strings.HasPrefix(w.s.labels[labelDiskCap], DiskStorageOpt) {
+		strategy = DiskStorageOpt
+	}
+	netMode := "none"
+	if w.p.networkMode == "bridge" {
+		netMode = w.b.egressNetID()
+	}
+	_, hc := containerConfig(w.p, strategy, netMode, nil)
+	return hc
+}
+
+// rename gives the container its session's name. A name held by a live
+// sandbox refuses the claim (one sandbox per tenant and session, across
+// processes); one held by a container that is no sandbox any more is freed.
+func (b *dockerBackend) rename(ctx context.Context, id, name string, p createPlan) error {
+	for try := 0; ; try++ {
+		err := b.cli.ContainerRename(ctx, id, name)
+		if err == nil {
+			return nil
+		}
+		if !cerrdefs.IsConflict(err) && !strings.Contains(err.Error(), "already in use") {
+			return fmt.Errorf("warm sandbox rename: %w", err)
+		}
+		if try == 3 {
+			return busyError(p, "", nil, time.Time{})
+		}
+		if ferr := b.freeName(ctx, name, p); ferr != nil {
+			if !errors.Is(ferr, errNameInFlight) {
+				return ferr
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// startLifetime writes the claim line and waits for the shell's answer,
+// then lets go of the container's input.
+func (w *warm) startLifetime(ctx context.Context) error {
+	_ = w.attach.Conn.SetWriteDeadline(time.Now().Add(switchBudget))
+	if _, err := w.attach.Conn.Write([]byte(claimLine + "\n")); err != nil {
+		return fmt.Errorf("warm sandbox: the claim did not reach it: %w", err)
+	}
+	t := time.NewTimer(switchBudget)
+	defer t.Stop()
+	select {
+	case <-w.answered:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return errors.New("warm sandbox: the claim did not start its lifetime: no answer")
+	}
+	w.attach.Close()
+	return nil
+}
+
+// egressNetID is the id of EgressNetwork as this backend last found it.
+func (b *dockerBackend) egressNetID() string {
+	b.netMu.Lock()
+	defer b.netMu.Unlock()
+	return b.egressNet
+}
+
+// listClaimed lists the claimed warm sandboxes of the tenant (and session,
+// when given) in labels: their tenant and session are in their names, not
+// their labels. Each is returned with the labels the claim bound it to.
+func (b *dockerBackend) listClaimed(ctx context.Context, labels map[string]string) ([]container.Summary, error) {
+	tenant := labels[model.LabelTenantID]
+	session, bySession := labels[model.LabelSessionID]
+	rest := map[string]string{labelPool: poolWarm}
+	for k, v := range labels {
+		if k != model.LabelTenantID && k != model.LabelSessionID {
+			rest[k] = v
+		}
+	}
+	prefix := tenantNamePrefix(b.cfg.scope, tenant)
+	cs, err := b.listLabelled(ctx, rest, prefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []container.Summary
+	for _, c := range cs {
+		name := ""
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		if !strings.HasPrefix(name, prefix) || (bySession && name != sessionName(b.cfg.scope, tenant, session)) {
+			continue
+		}
+		c.Labels = maps.Clone(c.Labels)
+		c.Labels[model.LabelTenantID] = tenant
+		if bySession {
+			c.Labels[model.LabelSessionID] = session
+		}
+		c.Labels[labelBinding] = bindingName
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// claimedByName reports whether a listed container is a warm sandbox that
+// was claimed: renamed to a session's name.
+func claimedByName(c container.Summary) bool {
+	return c.Labels[labelPool] == poolWarm && len(c.Names) > 0 && strings.HasPrefix(strings.TrimPrefix(c.Names[0], "/"), "sandboxio-s-")
+}
