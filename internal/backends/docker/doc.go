@@ -59,10 +59,10 @@
 // to every sandbox; packet capture on a bridge requires the sandbox to have
 // one.
 //
-// Measured here, opening a sandbox with the observer (an inspect of the
-// container and a few netlink calls) costs about what the benchmark
-// BenchmarkOpenRunClose reports as backend/no-observer; the figure is in the
-// change that brought it.
+// What the observer adds to opening a sandbox (an inspect of the container
+// and a few netlink calls) is measured by BenchmarkOpenRunClose, which
+// reports backend/no-observer: open, run and close with and without it,
+// interleaved in one run. The budget is 15%.
 //
 // gVisor (runsc) is not observed: it answers the sandbox's packets in its own
 // network stack, which under --network=none has loopback only, so nothing
