@@ -310,6 +310,14 @@ deny contains f if {
 
 msg_cannot_deny := sprintf("backend %s cannot block egress, so a deny policy would not be enforced", [lib.backend_key])
 
+# entries_checked: the blocks of an allow list are parsed and judged
+# (SBX-NET-009, SBX-NET-011) unless the backend cannot enforce a list at
+# all. There SBX-NET-003 refuses the whole list, whose fix is to remove it or
+# move the template, so judging its entries would add nothing to act on, and
+# would make every such refusal pay for parsing them. Written as `not ... ==
+# false`, so that an input without capability data is still judged.
+entries_checked if not input.capabilities.network.allowlist == false
+
 # allow_blocks maps each CIDR or IP entry of the allow list to its canonical
 # block (lib.ip_block), parsed once for SBX-NET-009 and SBX-NET-011.
 allow_blocks := {entry: block |
@@ -326,7 +334,9 @@ allow_blocks := {entry: block |
 #   ::ffff:0:0/96) is open egress disguised as a restriction: it would bypass
 #   the explicit opt-in and the warning that egress = "allow" carries. The
 #   entries are parsed and merged, never compared as text. Refused whatever
-#   the egress mode, except "allow", where SBX-NET-004 refuses any list.
+#   the egress mode, except "allow", where SBX-NET-004 refuses any list, and
+#   except on a backend that cannot enforce a list at all, where SBX-NET-003
+#   refuses the whole list.
 # custom:
 #   id: SBX-NET-009
 #   class: ConfigurationError
@@ -337,6 +347,7 @@ allow_blocks := {entry: block |
 deny contains f if {
 	_ = input.network.allow[0]
 	not input.network.egress == "allow"
+	entries_checked
 	families := lib.open_block_families(allow_blocks)
 	count(families) > 0
 	allow := input.network.allow
@@ -380,7 +391,9 @@ mapped_note(_, "IPv6") := ""
 #   in lowercase with zeros compressed (2001:db8::/32), and an IPv4 block in
 #   IPv4 notation rather than IPv4-mapped IPv6. A form that reads as
 #   something narrower than what it admits, or that the backend may parse
-#   differently, is refused with the form to write.
+#   differently, is refused with the form to write. Not checked on a backend
+#   that cannot enforce a list at all, where SBX-NET-003 refuses the whole
+#   list.
 # custom:
 #   id: SBX-NET-011
 #   class: ConfigurationError
@@ -391,6 +404,7 @@ mapped_note(_, "IPv6") := ""
 #     compressed, IPv4 in IPv4 notation.
 deny contains f if {
 	_ = input.network.allow[0]
+	entries_checked
 	some i, entry in input.network.allow
 	canonical := lib.canonical_form(entry, allow_blocks[entry])
 	canonical != entry

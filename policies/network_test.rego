@@ -454,6 +454,21 @@ test_open_list_with_open_egress_left_to_net_004 if {
 	fx.has(fs, "SBX-NET-004", "ConfigurationError", "network.allow")
 }
 
+# Where the backend cannot enforce a list at all, SBX-NET-003 refuses the
+# whole list, and the entries are not judged one by one.
+test_entries_of_a_list_the_backend_cannot_enforce_left_to_net_003 if {
+	every key in docker_runtimes {
+		fs := network.deny with input as fx.network_input(key, {"allow": ["0.0.0.0/0", "10.1.2.3/8"]})
+		fx.has(fs, "SBX-NET-003", "CapabilityNotSupported", "network.allow")
+		fx.lacks(fs, "SBX-NET-009")
+		fx.lacks(fs, "SBX-NET-011")
+	}
+	gs := network.deny with input as fx.network_input("e2b", {"allow": ["0.0.0.0/0", "10.1.2.3/8"]})
+	fx.lacks(gs, "SBX-NET-003")
+	fx.has(gs, "SBX-NET-009", "ConfigurationError", "network.allow")
+	fx.has(gs, "SBX-NET-011", "ConfigurationError", "network.allow")
+}
+
 test_narrow_blocks_accepted if {
 	every allow in [
 		["0.0.0.0/8", "10.0.0.0/8", "2001:db8::/32"],

@@ -745,6 +745,12 @@ func (c *Client) With(ctx context.Context, req Request, fn func(context.Context,
 		if r != nil {
 			panic(r)
 		}
+		// The cancellation closes the sandbox at once, so a call fn makes
+		// after that close (an Upload too) finds the sandbox gone: its
+		// cause is the cancellation (see cancelledFirst).
+		if err != nil {
+			err = cancelledFirst(ctx, err)
+		}
 		if cerr != nil {
 			err = errors.Join(err, cerr)
 		}

@@ -26,7 +26,10 @@ type fakeBackend struct {
 	closeErr  error
 	// runBlock, when set, makes Run wait for it or for ctx.
 	runBlock chan struct{}
-	delay    time.Duration
+	// beforeRun, when set, is called as the backend's Run begins: after
+	// the helper's own checks and hook, before the sandbox is looked at.
+	beforeRun func()
+	delay     time.Duration
 	// warnings are returned by Preflight.
 	warnings []model.Warning
 
@@ -96,6 +99,9 @@ func (s *fakeSandbox) Info() backends.Info {
 
 func (s *fakeSandbox) Run(ctx context.Context, cmd []string, opts backends.RunOptions) (backends.Result, error) {
 	s.f.runs.Add(1)
+	if s.f.beforeRun != nil {
+		s.f.beforeRun()
+	}
 	s.f.mu.Lock()
 	s.f.envs = append(s.f.envs, opts.Env)
 	s.f.mu.Unlock()

@@ -280,6 +280,37 @@ func TestRun_RedactsOutputAndErrors(t *testing.T) {
 	}
 }
 
+// A call in flight when the cancellation's close overtakes it finds the
+// sandbox gone; With still reports the cancellation, its cause (stress
+// round 8 hit this order by chance in TestWith_ClosesOnEveryPath).
+func TestWith_CallAfterTheCancellationCloseReportsTheCancellation(t *testing.T) {
+	tpl := template(t)
+	spec, _ := tenantSpec(t, tpl, "acme", "s-1")
+	f := &fakeBackend{}
+	c, _ := newClient(t)
+	withFake(c, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	// The cancellation lands once the call has passed the helper's checks
+	// and hook, and its close completes before the backend looks.
+	f.beforeRun = func() {
+		cancel()
+		deadline := time.Now().Add(5 * time.Second)
+		for f.closes.Load() == 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if f.closes.Load() == 0 {
+			t.Error("the cancellation did not close the sandbox")
+		}
+	}
+	err := c.With(ctx, Request{Spec: spec, TenantID: "acme", SessionID: "s-1"}, func(ctx context.Context, sb *Sandbox) error {
+		_, err := sb.Run(ctx, []string{"true"}, RunOptions{})
+		return err
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want the cancellation, got %v", err)
+	}
+}
+
 // With closes on return, error, panic and cancellation; on cancellation at
 // once, while fn is still inside a call.
 func TestWith_ClosesOnEveryPath(t *testing.T) {

@@ -219,6 +219,7 @@ func (s *Sandbox) exec(ctx context.Context, r Record, opts RunOptions, c call, r
 	}
 	if err != nil {
 		err = classify(err, s.info.Backend, r.Op, s.secrets)
+		err = cancelledFirst(ctx, err)
 		s.finish(r, start, err)
 		return Result{}, err
 	}
@@ -378,6 +379,18 @@ func setError(r *Record, err error) {
 	}
 }
 
+// cancelledFirst: a call whose ctx was cancelled while it ran may find its
+// sandbox gone, when the cancellation also closed the sandbox (With does)
+// and the close overtook the call. The cancellation is then its cause, and
+// comes first: errors.Is(err, context.Canceled) holds, the audit records the
+// call as killed (cancelled), and the SandboxGone stays in the chain.
+func cancelledFirst(ctx context.Context, err error) error {
+	if ctx.Err() == nil || errors.Is(err, ctx.Err()) || !errors.Is(err, model.SandboxGone) {
+		return err
+	}
+	return errors.Join(context.Cause(ctx), err)
+}
+
 // eventOf maps an error to its audit event.
 func eventOf(err error, expires time.Time) string {
 	switch {
@@ -385,13 +398,15 @@ func eventOf(err error, expires time.Time) string {
 		return EventTimeout
 	case errors.Is(err, model.ResourceLimitExceeded):
 		return EventLimitExceeded
+	case errors.Is(err, context.Canceled):
+		// The caller cancelled; the command was killed with its sandbox
+		// (before SandboxGone: see cancelledFirst).
+		return EventKilled
 	case errors.Is(err, model.SandboxGone):
 		if !expires.IsZero() && !time.Now().Before(expires) || strings.Contains(err.Error(), "lifetime ended") {
 			return EventExpired
 		}
 		return EventGone
-	case errors.Is(err, context.Canceled):
-		return EventKilled // the caller cancelled; the command was killed with its sandbox
 	}
 	return EventFailed
 }

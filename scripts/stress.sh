@@ -6,8 +6,9 @@
 # the runs and the failures; exits 1 when any round of any package failed.
 # Not part of .ci/run: it takes long.
 #
-#   scripts/stress.sh                 # 10 rounds
-#   ROUNDS=3 scripts/stress.sh
+#   make stress                       # 10 rounds, after installing what the tests need
+#   scripts/stress.sh                 # the same, when make referee-deps analysers has run
+#   ROUNDS=3 make stress
 set -uo pipefail
 cd "$(dirname "$0")/.."
 

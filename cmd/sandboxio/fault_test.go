@@ -97,12 +97,12 @@ func TestFault_DaemonStoppedMidCreate(t *testing.T) {
 		// stops its containers before it closes its API, so the command can
 		// find the container stopped: that sandbox is gone, and SandboxGone
 		// (exit 69) says so truthfully.
-		clear := map[int]string{
+		wantErr := map[int]string{
 			exitBackend:       `BackendError: docker backend failed during (open|run): `,
 			exitCreateTimeout: `CreateTimeout: `,
 			exitGone:          `SandboxGone: sandbox [0-9a-f]{12} is gone: it ended during the command; `,
 		}[code]
-		if !regexp.MustCompile(`(?m)^sandboxio run: ` + clear).MatchString(stderr) {
+		if !regexp.MustCompile(`(?m)^sandboxio run: ` + wantErr).MatchString(stderr) {
 			t.Fatalf("exit %d without its clear error on stderr:\n%s", code, stderr)
 		}
 		reapAndCheck(t, "stopped")
