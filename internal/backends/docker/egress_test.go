@@ -2,6 +2,8 @@ package docker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -20,33 +22,41 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// probeBinary builds testdata/egressprobe once (static: CGO off) and
-// returns its bytes for upload into a sandbox.
-var probeBinary = sync.OnceValues(func() ([]byte, error) {
+// probeImage builds testdata/egressprobe (static: CGO off) and bakes it into
+// a local image, the test image plus /bin/egressprobe, tagged by the
+// binary's hash. Uploading it instead would not do: a sandbox's writable
+// paths are noexec.
+var probeImage = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "egressprobe")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "egressprobe")
-	cmd := exec.Command("go", "build", "-o", out, "./testdata/egressprobe")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./testdata/egressprobe")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go build egressprobe: %v: %s", err, b)
+		return "", fmt.Errorf("go build egressprobe: %v: %s", err, b)
 	}
-	return os.ReadFile(out)
+	bin, err := os.ReadFile(out)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(bin)
+	tag := "sandboxio/egressprobe:" + hex.EncodeToString(sum[:6])
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return tag, ensureImage(ctx, tag, DefaultBusybox, map[string][]byte{"bin/egressprobe": bin})
 })
 
-// uploadProbe puts the probe into the sandbox at /tmp/egressprobe.
-func uploadProbe(t *testing.T, sb *sandbox) {
+// withProbe runs the sandbox on the probe image.
+func withProbe(t testing.TB) func(*model.Spec) {
 	t.Helper()
-	bin, err := probeBinary()
+	tag, err := probeImage()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sb.Upload(context.Background(), "/tmp/egressprobe", bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	return func(s *model.Spec) { s.Image = tag }
 }
 
 // listener records every connection (TCP) or datagram (UDP) it gets.
@@ -137,14 +147,13 @@ func TestDenyEgressIsObservedAndNothingLeaves(t *testing.T) {
 	onHost, onGateway, udpHost := listenTCP(t, "0.0.0.0"), listenTCP(t, gw), listenUDP(t, "0.0.0.0")
 	port := func(l *listener) string { _, p, _ := net.SplitHostPort(l.addr); return p }
 
-	sb := open(t, b, testSpec(t))
+	sb := open(t, b, testSpec(t, withProbe(t)))
 	if sb.egress == nil {
 		t.Fatal("no egress observer under deny")
 	}
 	if got := strings.Fields(sh(t, sb, "ls /sys/class/net")); strings.Join(got, " ") != egress.Interface+" lo" {
 		t.Fatalf("interfaces under egress=deny: %q, want lo and the observer's %s only", got, egress.Interface)
 	}
-	uploadProbe(t, sb)
 	attempts := []string{
 		"tcp:" + net.JoinHostPort(host, port(onHost)),
 		"tcp:" + net.JoinHostPort(gw, port(onGateway)),
@@ -157,7 +166,7 @@ func TestDenyEgressIsObservedAndNothingLeaves(t *testing.T) {
 		"tcp:files.pythonhosted.org:443",
 		"dns:Example.COM",
 	}
-	out := sh(t, sb, "/tmp/egressprobe "+strings.Join(attempts, " "))
+	out := sh(t, sb, "egressprobe "+strings.Join(attempts, " "))
 	t.Logf("probe:\n%s", out)
 	for _, a := range attempts {
 		var want string
@@ -167,7 +176,7 @@ func TestDenyEgressIsObservedAndNothingLeaves(t *testing.T) {
 		case strings.HasPrefix(a, "dns:"), strings.Contains(a, "pythonhosted"):
 			want = a + " dns-failed" // refused by the observer, not timed out
 		case strings.Contains(a, "2606:") && !sb.egress.IPv6:
-			want = a + " ENETUNREACH" // no IPv6 in the namespace at all
+			want = a + " EADDRNOTAVAIL" // no IPv6 on the device: fails in the sandbox's kernel
 		default:
 			want = a + " ECONNREFUSED" // reset by the observer
 		}
@@ -224,7 +233,7 @@ func TestDenyEgressIsObservedAndNothingLeaves(t *testing.T) {
 func TestEgressFloodNeitherGrowsNorBlocksTeardown(t *testing.T) {
 	needDocker(t)
 	b := newTestBackend(t)
-	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t)})
+	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, withProbe(t))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,9 +247,8 @@ func TestEgressFloodNeitherGrowsNorBlocksTeardown(t *testing.T) {
 	if sb.egress == nil {
 		t.Fatal("no egress observer under deny")
 	}
-	uploadProbe(t, sb)
 	tunsBefore := tunFiles(t)
-	out := sh(t, sb, "/tmp/egressprobe flood:10000")
+	out := sh(t, sb, "egressprobe flood:10000")
 	if out != "flood ECONNREFUSED 10000" {
 		t.Fatalf("flood: %q, want every attempt refused at once", out)
 	}
@@ -255,7 +263,7 @@ func TestEgressFloodNeitherGrowsNorBlocksTeardown(t *testing.T) {
 	running := make(chan struct{})
 	go func() {
 		close(running)
-		_, _ = sb.Run(ctx, []string{"/tmp/egressprobe", "flood:100000"}, backends.RunOptions{Timeout: 60 * time.Second})
+		_, _ = sb.Run(ctx, []string{"egressprobe", "flood:100000"}, backends.RunOptions{Timeout: 60 * time.Second})
 	}()
 	<-running
 	time.Sleep(500 * time.Millisecond)
@@ -355,4 +363,52 @@ func TestRunscIsNotObserved(t *testing.T) {
 	})})
 	wantClass(t, err, model.CapabilityNotSupported, "")
 	waitGone(t, b, map[string]string{"case": "runsc-learn"}, 0)
+}
+
+// The observer gives the sandboxed code nothing: the same capabilities as
+// a deny sandbox without it (none), no interface but loopback and the
+// observer's point-to-point device, and no way to change that device, its
+// addresses or its routes.
+func TestObserverGivesTheSandboxNothing(t *testing.T) {
+	needDocker(t)
+	t.Parallel()
+	b := newTestBackend(t)
+	bare := newTestBackend(t)
+	bare.cfg.noObserver = true
+	caps := "grep ^Cap /proc/self/status"
+	observed, unobserved := open(t, b, testSpec(t)), open(t, bare, testSpec(t))
+	if observed.egress == nil || unobserved.egress != nil {
+		t.Fatalf("observers: %v %v", observed.egress, unobserved.egress)
+	}
+	with, without := sh(t, observed, caps), sh(t, unobserved, caps)
+	t.Logf("capabilities with the observer:\n%s", with)
+	if with != without || !strings.Contains(with, "CapEff:\t0000000000000000") {
+		t.Fatalf("capabilities with the observer:\n%s\nwithout:\n%s", with, without)
+	}
+	if got := sh(t, unobserved, "ls /sys/class/net"); got != "lo" {
+		t.Fatalf("interfaces without the observer: %q", got)
+	}
+	if got := strings.Fields(sh(t, observed, "ls /sys/class/net")); strings.Join(got, " ") != egress.Interface+" lo" {
+		t.Fatalf("interfaces with the observer: %q", got)
+	}
+	// A point-to-point device with no link-layer address: nothing to bridge.
+	if got := sh(t, observed, "cat /sys/class/net/"+egress.Interface+"/flags /sys/class/net/"+egress.Interface+"/type"); got != "0x1091\n65534" {
+		t.Fatalf("the device's flags and type: %q, want a TUN (0x1091 up, point-to-point, noarp, multicast; type 65534)", got)
+	}
+	for _, cmd := range []string{
+		"ip link set " + egress.Interface + " down",
+		"ip addr add 172.17.0.99/16 dev " + egress.Interface,
+		"ip route del default",
+		"ip route add 172.17.0.0/16 dev lo",
+		"ip link add x type dummy",
+		"echo 1 >/proc/sys/net/ipv4/ip_forward",
+	} {
+		res, err := observed.Run(context.Background(), []string{"sh", "-c", cmd}, backends.RunOptions{Timeout: 10 * time.Second})
+		if err != nil || res.ExitCode == 0 {
+			t.Errorf("%q in the sandbox: exit %d, %v (want refused)", cmd, res.ExitCode, err)
+		}
+	}
+	if got := sh(t, observed, "ip route; ip -6 route | grep default"); strings.Count(got, "default dev "+egress.Interface) != 2 || strings.Count(got, "\n") != 1 {
+		t.Fatalf("routes after the attempts: %q, want the IPv4 and IPv6 default routes into the observer only", got)
+	}
 }

@@ -21,10 +21,14 @@ import (
 // Interface is the observer's device as the sandbox sees it.
 const Interface = "egress0"
 
-// The sandbox's own addresses on Interface, from the documentation ranges
-// (RFC 5737, RFC 3849): they route nowhere, whatever the host's networks.
+// The sandbox's own addresses on Interface. IPv4: the IPv4 dummy address
+// (RFC 7600), meant for hosts with no address of their own; a documentation
+// address would not do, since hosts use those too (this project's machines
+// have 192.0.2.2), and a host address that is also the sandbox's own is one
+// the sandbox reaches on its loopback, unobserved. IPv6: the documentation
+// prefix (RFC 3849). Either routes nowhere.
 var (
-	sandboxAddr4 = netip.MustParseAddr("192.0.2.2")
+	sandboxAddr4 = netip.MustParseAddr("192.0.0.8")
 	sandboxAddr6 = netip.MustParseAddr("2001:db8::2")
 )
 
@@ -180,9 +184,12 @@ func (o *Observer) configure(tmp string, nsfd int) error {
 	if err := nl.defaultRoute(idx, false); err != nil {
 		return fmt.Errorf("egress observer: route: %w", err)
 	}
-	// IPv6 may be disabled in the namespace; then the sandbox has no IPv6
-	// route at all and there is nothing to observe.
-	o.IPv6 = nl.addAddr(idx, sandboxAddr6) == nil && nl.defaultRoute(idx, true) == nil
+	// Docker disables IPv6 in a container without an IPv6 network. On the
+	// observer's device it is enabled again, so that IPv6 attempts are
+	// observed too (they can reach nothing else either way); where that
+	// fails the sandbox has no IPv6 route, its IPv6 attempts fail in its own
+	// kernel and are not counted (IPv6 false).
+	o.IPv6 = enableIPv6(nsfd, Interface) == nil && nl.addAddr(idx, sandboxAddr6) == nil && nl.defaultRoute(idx, true) == nil
 	return nil
 }
 
@@ -212,6 +219,23 @@ func socket(nsfd int) (*rtnl, error) {
 		return nil, fmt.Errorf("egress observer: netlink: %w", r.err)
 	}
 	return newRtnl(r.fd)
+}
+
+// enableIPv6 clears disable_ipv6 for the interface name in the namespace
+// nsfd. The net sysctls a process opens are those of its network namespace,
+// so the file is opened from a thread moved into it (and discarded after, as
+// in socket).
+func enableIPv6(nsfd int, name string) error {
+	ch := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := unix.Setns(nsfd, unix.CLONE_NEWNET); err != nil {
+			ch <- err
+			return
+		}
+		ch <- os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("0\n"), 0)
+	}()
+	return <-ch
 }
 
 // read records and answers packets until the device goes: Close, or the

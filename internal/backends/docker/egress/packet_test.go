@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	src4 = netip.MustParseAddr("192.0.2.2")
+	src4 = netip.MustParseAddr("192.0.0.8")
 	dst4 = netip.MustParseAddr("203.0.113.7")
 	src6 = netip.MustParseAddr("2001:db8::2")
 	dst6 = netip.MustParseAddr("2001:db8:ffff::7")

@@ -107,6 +107,8 @@ func outcome(err error) string {
 			return "ENETUNREACH"
 		case syscall.EHOSTUNREACH:
 			return "EHOSTUNREACH"
+		case syscall.EADDRNOTAVAIL:
+			return "EADDRNOTAVAIL"
 		}
 		return "errno-" + strconv.Itoa(int(errno))
 	case errors.As(err, &dns):
