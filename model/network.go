@@ -33,6 +33,12 @@ const (
 	EgressKindUDP  = "udp"  // a UDP datagram other than a DNS query
 	EgressKindICMP = "icmp" // an ICMP or ICMPv6 echo request (ping)
 	EgressKindIP   = "ip"   // a packet of another IP protocol; Protocol names it
+	// A name on a TCP attempt already counted: the TLS server name or the
+	// HTTP Host its client sent first (where the observer reads it: HTTP and
+	// HTTPS ports). Name, Address and Port say which; these entries are not
+	// counted again in blocked_egress.
+	EgressKindTLS  = "tls"
+	EgressKindHTTP = "http"
 )
 
 // BlockedDestination is one distinct destination a sandbox tried to reach

@@ -45,6 +45,8 @@ func (d Destination) Label() string {
 	switch d.Kind {
 	case model.EgressKindTCP, model.EgressKindUDP:
 		return netip.AddrPortFrom(a, uint16(d.Port)).String()
+	case model.EgressKindTLS, model.EgressKindHTTP:
+		return safe(d.Name) + " at " + netip.AddrPortFrom(a, uint16(d.Port)).String()
 	case model.EgressKindIP:
 		return fmt.Sprintf("%s (protocol %d)", a, d.Protocol)
 	}
@@ -121,7 +123,9 @@ func Read(r io.Reader) (Report, error) {
 		var listed int64
 		for _, d := range rec.Destinations {
 			n := max(d.Count, 0)
-			listed += n
+			if d.Kind != model.EgressKindTLS && d.Kind != model.EgressKindHTTP {
+				listed += n // a name on a connection: counted by its tcp entry
+			}
 			d.Count = 0
 			if i, ok := merged[d]; ok {
 				rep.Destinations[i].Count += n
@@ -164,7 +168,10 @@ func (r Report) Allow() AllowLists {
 	seen := map[string]bool{}
 	for _, d := range r.Destinations {
 		switch d.Kind {
-		case model.EgressKindDNS:
+		case model.EgressKindDNS, model.EgressKindTLS, model.EgressKindHTTP:
+			// A name looked up, or sent first on a connection (TLS server
+			// name, HTTP Host): the connection's address is listed by its
+			// tcp entry.
 			if Domain(d.Name) && !seen[d.Name] {
 				a.Domains = append(a.Domains, d.Name)
 			} else if !Domain(d.Name) {

@@ -12,7 +12,7 @@ import (
 const sampleLog = `{"event":"created","sandbox_id":"a","blocked_egress":0}
 {"event":"exec","sandbox_id":"a","blocked_egress":5,"blocked_egress_destinations":[{"kind":"dns","name":"pypi.org","count":4},{"kind":"tcp","address":"1.1.1.1","port":443,"count":1}]}
 {"event":"killed","sandbox_id":"a","blocked_egress":7,"blocked_egress_destinations":[{"kind":"dns","name":"pypi.org","count":4},{"kind":"tcp","address":"1.1.1.1","port":443,"count":1},{"kind":"dns","name":"a\\034b\\036\\123x","count":1},{"kind":"udp","address":"2606:4700:4700::1111","port":123,"count":1}]}
-{"event":"exec","sandbox_id":"b","blocked_egress":3,"blocked_egress_destinations":[{"kind":"dns","name":"pypi.org","count":2},{"kind":"dns","name":"files.pythonhosted.org","count":1}]}
+{"event":"exec","sandbox_id":"b","blocked_egress":4,"blocked_egress_destinations":[{"kind":"dns","name":"pypi.org","count":2},{"kind":"dns","name":"files.pythonhosted.org","count":1},{"kind":"tcp","address":"162.159.140.245","port":443,"count":1},{"kind":"tls","name":"api.openai.com","address":"162.159.140.245","port":443,"count":1}]}
 {"event":"exec","sandbox_id":"c","blocked_egress":null}
 {"event":"refused","sandbox_id":null,"blocked_egress":null}
 not json
@@ -23,14 +23,14 @@ func TestReadAddsUpTheLastRecordOfEachSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Attempts != 10 || rep.Sandboxes != 2 || rep.NotReporting != 1 || rep.Skipped != 1 || rep.Unlisted != 0 {
+	if rep.Attempts != 11 || rep.Sandboxes != 2 || rep.NotReporting != 1 || rep.Skipped != 1 || rep.Unlisted != 0 {
 		t.Fatalf("report %+v", rep)
 	}
 	if d := rep.Destinations[0]; d.Name != "pypi.org" || d.Count != 6 {
 		t.Fatalf("first destination %+v, want pypi.org with 6", d)
 	}
 	a := rep.Allow()
-	if strings.Join(a.Domains, " ") != "pypi.org files.pythonhosted.org" || strings.Join(a.Addresses, " ") != "1.1.1.1 2606:4700:4700::1111" ||
+	if strings.Join(a.Domains, " ") != "pypi.org files.pythonhosted.org api.openai.com" || strings.Join(a.Addresses, " ") != "1.1.1.1 162.159.140.245 2606:4700:4700::1111" ||
 		len(a.Left) != 1 {
 		t.Fatalf("allow lists %+v", a)
 	}
@@ -43,10 +43,12 @@ func TestWriteIsPasteReady(t *testing.T) {
 	s := out.String()
 	t.Log(s)
 	for _, want := range []string{
-		"10 attempts from 2 sandboxes (1 more sandboxes on backends that do not report",
+		"11 attempts from 2 sandboxes (1 more sandboxes on backends that do not report",
 		"         6  dns   pypi.org\n",
 		"         1  tcp   1.1.1.1:443\n",
 		"  \"pypi.org\", # DNS name\n",
+		"         1  tls   api.openai.com at 162.159.140.245:443\n",
+		"  \"api.openai.com\", # DNS name\n",
 		"  \"1.1.1.1/32\",\n",
 		"  \"2606:4700:4700::1111/128\",\n",
 		"Modal takes no DNS names: pypi.org, files.pythonhosted.org",

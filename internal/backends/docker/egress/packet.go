@@ -123,9 +123,11 @@ func parseIPv6(b []byte) (p packet, ok bool) {
 
 // Inspect parses one packet the sandbox sent. ok is false for what is no
 // egress attempt: malformed packets, later fragments, TCP segments other than
-// a connection's first SYN, and the kernel's own neighbour discovery and
-// multicast membership reports. reply is a packet to write back (a TCP reset
-// or a DNS REFUSED answer), appended to buf, or nil.
+// a connection's first SYN (or, on a named port, its first data naming a
+// host: then the attempt is of kind tls or http, a name for a connection
+// already counted), and the kernel's own neighbour discovery and multicast
+// membership reports. reply is a packet to write back (a TCP reset or
+// SYN-ACK, or a DNS REFUSED answer), appended to buf, or nil.
 func Inspect(b []byte, buf []byte) (a Attempt, ok bool, reply []byte) {
 	p, ok := parseIP(b)
 	if !ok || !p.first {
@@ -166,24 +168,68 @@ func inspectTCP(p packet, a Attempt, buf []byte) (Attempt, bool, []byte) {
 	}
 	off := int(t[12]>>4) * 4
 	flags := t[13]
-	if off < 20 || off > len(t) || flags&tcpSYN == 0 || flags&(tcpACK|tcpRST) != 0 {
+	if off < 20 || off > len(t) || flags&tcpRST != 0 {
 		return a, false, nil
 	}
-	a.Kind, a.Port = model.EgressKindTCP, binary.BigEndian.Uint16(t[2:4])
-	seq := binary.BigEndian.Uint32(t[4:8])
+	a.Port = binary.BigEndian.Uint16(t[2:4])
+	seq, data := binary.BigEndian.Uint32(t[4:8]), uint32(len(t)-off)
+	if flags&tcpSYN == 0 {
+		// A later segment: only on a named port, where the observer
+		// accepted the connection. The reset takes its sequence number from
+		// the segment's acknowledgement (RFC 9293 3.10.7.1).
+		if !namedPort(a.Port) || flags&tcpACK == 0 || (data == 0 && flags&tcpFIN == 0) {
+			return a, false, nil
+		}
+		reply := tcpReply(buf, p, t, binary.BigEndian.Uint32(t[8:12]), seq+data+uint32(flags&tcpFIN), tcpRST|tcpACK)
+		kind, name, named := connName(t[off:])
+		if !named {
+			return a, false, reply
+		}
+		a.Kind, a.Name = kind, name
+		return a, true, reply
+	}
+	if flags&tcpACK != 0 {
+		return a, false, nil
+	}
+	a.Kind = model.EgressKindTCP
+	if namedPort(a.Port) {
+		// Accept, keeping no state: the sequence number is derived from the
+		// SYN's, and the segment that follows carries it back. Data on the
+		// SYN itself (TCP Fast Open) is not acknowledged.
+		return a, true, tcpReply(buf, p, t, seq^0x5eed0bad, seq+1, tcpSYN|tcpACK)
+	}
 	// The reset acknowledges the SYN (and any data or FIN with it), so the
 	// connecting side takes it at once: connect fails with ECONNREFUSED.
-	ack := seq + 1 + uint32(len(t)-off)
+	ack := seq + 1 + data
 	if flags&tcpFIN != 0 {
 		ack++
 	}
-	var h [20]byte
-	binary.BigEndian.PutUint16(h[0:2], a.Port)
+	return a, true, tcpReply(buf, p, t, 0, ack, tcpRST|tcpACK)
+}
+
+// tcpReply appends to buf a segment answering t (ports swapped) with seq,
+// ack and flags. A SYN-ACK carries an MSS option for the device's MTU, so
+// that a client's first segment (a TLS ClientHello) is as long as it can be.
+func tcpReply(buf []byte, p packet, t []byte, seq, ack uint32, flags byte) []byte {
+	var h [24]byte
+	copy(h[0:2], t[2:4])
 	copy(h[2:4], t[0:2])
+	binary.BigEndian.PutUint32(h[4:8], seq)
 	binary.BigEndian.PutUint32(h[8:12], ack)
-	h[12] = 5 << 4
-	h[13] = tcpRST | tcpACK
-	return a, true, buildIP(buf, p, protoTCP, h[:], nil, 16)
+	h[13] = flags
+	n := 20
+	if flags&tcpSYN != 0 {
+		mss := uint16(1500 - 40)
+		if p.v6 {
+			mss = 1500 - 60
+		}
+		h[20], h[21] = 2, 4
+		binary.BigEndian.PutUint16(h[22:24], mss)
+		binary.BigEndian.PutUint16(h[14:16], 65535) // window
+		n = 24
+	}
+	h[12] = byte(n/4) << 4
+	return buildIP(buf, p, protoTCP, h[:n], nil, 16)
 }
 
 func inspectUDP(p packet, a Attempt, buf []byte) (Attempt, bool, []byte) {

@@ -2,8 +2,12 @@ package egress
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/binary"
+	"fmt"
+	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,17 +97,92 @@ func checkReply(t *testing.T, reply []byte, from, to netip.Addr, proto uint8) []
 func TestTCPSynIsRecordedAndReset(t *testing.T) {
 	for _, fam := range []struct{ src, dst netip.Addr }{{src4, dst4}, {src6, dst6}} {
 		t.Run(fam.dst.String(), func(t *testing.T) {
-			pkt := ipPacket(fam.src, fam.dst, protoTCP, tcpSegment(40000, 443, 1000, tcpSYN))
+			pkt := ipPacket(fam.src, fam.dst, protoTCP, tcpSegment(40000, 5432, 1000, tcpSYN))
 			a, ok, reply := Inspect(pkt, nil)
-			if !ok || a.Kind != model.EgressKindTCP || a.Dst != fam.dst || a.Port != 443 {
+			if !ok || a.Kind != model.EgressKindTCP || a.Dst != fam.dst || a.Port != 5432 {
 				t.Fatalf("attempt %+v ok %v", a, ok)
 			}
 			rst := checkReply(t, reply, fam.dst, fam.src, protoTCP)
-			if binary.BigEndian.Uint16(rst[0:2]) != 443 || binary.BigEndian.Uint16(rst[2:4]) != 40000 ||
+			if binary.BigEndian.Uint16(rst[0:2]) != 5432 || binary.BigEndian.Uint16(rst[2:4]) != 40000 ||
 				rst[13] != tcpRST|tcpACK || binary.BigEndian.Uint32(rst[8:12]) != 1001 {
 				t.Fatalf("not a reset acknowledging the SYN: %x", rst)
 			}
 		})
+	}
+}
+
+// clientHello is the first flight of Go's own TLS client asking for name.
+func clientHello(t testing.TB, name string) []byte {
+	t.Helper()
+	c, s := net.Pipe()
+	go func() {
+		_ = tls.Client(c, &tls.Config{ServerName: name}).Handshake()
+	}()
+	buf := make([]byte, 16384)
+	n, err := s.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	c.Close()
+	return buf[:n]
+}
+
+// On HTTP and HTTPS ports the observer accepts the connection, with no
+// state, to read the name the client sends first (TLS server name, HTTP
+// Host), then resets it. The SYN is the attempt; the name is listed as a
+// tls or http entry for it.
+func TestNamedPortsAreAcceptedReadAndReset(t *testing.T) {
+	for _, fam := range []struct{ src, dst netip.Addr }{{src4, dst4}, {src6, dst6}} {
+		for _, c := range []struct {
+			port       uint16
+			data       []byte
+			kind, name string
+		}{
+			{443, clientHello(t, "API.OpenAI.com"), model.EgressKindTLS, "api.openai.com"},
+			{80, []byte("GET /simple/ HTTP/1.1\r\nUser-Agent: x\r\nhost: Registry.npmjs.org:80\r\n\r\n"), model.EgressKindHTTP, "registry.npmjs.org"},
+			{8080, []byte("POST / HTTP/1.1\r\nHost: [2001:db8::9]:8080\r\n\r\n"), model.EgressKindHTTP, `2001\058db8\058\0589`},
+		} {
+			t.Run(fmt.Sprint(fam.dst, c.port), func(t *testing.T) {
+				a, ok, reply := Inspect(ipPacket(fam.src, fam.dst, protoTCP, tcpSegment(40000, c.port, 1000, tcpSYN)), nil)
+				if !ok || a.Kind != model.EgressKindTCP || a.Port != c.port {
+					t.Fatalf("SYN: attempt %+v ok %v", a, ok)
+				}
+				synack := checkReply(t, reply, fam.dst, fam.src, protoTCP)
+				isn := binary.BigEndian.Uint32(synack[4:8])
+				if synack[13] != tcpSYN|tcpACK || binary.BigEndian.Uint32(synack[8:12]) != 1001 || synack[12]>>4 != 6 || synack[20] != 2 {
+					t.Fatalf("not a SYN-ACK with an MSS: %x", synack)
+				}
+				// The handshake's last ACK carries nothing: no attempt, no reply.
+				ack := tcpSegment(40000, c.port, 1001, tcpACK)
+				binary.BigEndian.PutUint32(ack[8:12], isn+1)
+				if _, ok, reply := Inspect(ipPacket(fam.src, fam.dst, protoTCP, ack), nil); ok || reply != nil {
+					t.Fatalf("the handshake's ACK: ok %v, reply %x", ok, reply)
+				}
+				data := append(ack, c.data...)
+				data[13] = tcpACK | 0x08 // PSH
+				a, ok, reply = Inspect(ipPacket(fam.src, fam.dst, protoTCP, data), nil)
+				if !ok || a.Kind != c.kind || a.Name != c.name || a.Dst != fam.dst || a.Port != c.port {
+					t.Fatalf("first data: attempt %+v ok %v, want %s %q", a, ok, c.kind, c.name)
+				}
+				rst := checkReply(t, reply, fam.dst, fam.src, protoTCP)
+				if rst[13] != tcpRST|tcpACK || binary.BigEndian.Uint32(rst[4:8]) != isn+1 || binary.BigEndian.Uint32(rst[8:12]) != 1001+uint32(len(c.data)) {
+					t.Fatalf("not a reset in the window: %x", rst)
+				}
+				// A FIN without data is reset too, and names nothing.
+				fin := slices.Clone(ack)
+				fin[13] = tcpACK | tcpFIN
+				if _, ok, reply := Inspect(ipPacket(fam.src, fam.dst, protoTCP, fin), nil); ok || reply == nil {
+					t.Fatalf("FIN: ok %v, reply %x", ok, reply)
+				}
+			})
+		}
+	}
+	r := NewRecord()
+	r.Add(Attempt{Kind: model.EgressKindTCP, Dst: dst4, Port: 443})
+	r.Add(Attempt{Kind: model.EgressKindTLS, Dst: dst4, Port: 443, Name: "pypi.org"})
+	if n, list := r.Snapshot(); n != 1 || len(list) != 2 || list[1].Name != "pypi.org" || list[1].Address != dst4.String() {
+		t.Fatalf("a name counted as a second attempt, or not listed: %d %+v", n, list)
 	}
 }
 
@@ -194,15 +273,25 @@ func FuzzInspect(f *testing.F) {
 	f.Add(ipPacket(src6, dst6, protoUDP, udpDatagram(1, 53, dnsQuery(2, "x.example", 28))))
 	f.Add(ipPacket(src6, dst6, 0, []byte{44, 0, 0, 0, 0, 0, 0, 0, 17, 0, 0, 0, 0, 0, 0, 0}))
 	f.Add([]byte{0x46, 0, 0, 24, 0, 0, 0x20, 0, 64, 6})
+	hello := tcpSegment(40000, 443, 7, tcpACK)
+	f.Add(ipPacket(src4, dst4, protoTCP, append(hello, clientHello(f, "pypi.org")...)))
+	f.Add(ipPacket(src6, dst6, protoTCP, append(tcpSegment(40000, 80, 7, tcpACK), "GET / HTTP/1.1\r\nHost: x\r\n\r\n"...)))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, ok, reply := Inspect(b, nil)
 		if !ok {
-			if reply != nil {
+			// Only a connection the observer accepted is answered without
+			// an attempt: reset, on a named port.
+			if p, _ := parseIP(b); reply != nil && (p.proto != protoTCP || len(p.l4) < 4 || !namedPort(binary.BigEndian.Uint16(p.l4[2:4]))) {
 				t.Fatalf("a reply to no attempt: %x", reply)
+			}
+			if reply != nil {
+				if p, _ := parseIP(b); checkReply(t, reply, p.dst, p.src, protoTCP)[13] != tcpRST|tcpACK {
+					t.Fatalf("not a reset: %x", reply)
+				}
 			}
 			return
 		}
-		if a.Kind == model.EgressKindDNS {
+		if a.Kind == model.EgressKindDNS || a.Kind == model.EgressKindTLS || a.Kind == model.EgressKindHTTP {
 			for _, c := range []byte(a.Name) {
 				if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte(`-_.\`, c) >= 0) {
 					t.Fatalf("name %q holds %q", a.Name, c)
@@ -220,6 +309,27 @@ func FuzzInspect(f *testing.F) {
 		checkReply(t, reply, p.dst, p.src, proto)
 		if len(reply) > 40+20+len(b) {
 			t.Fatalf("reply of %d bytes to a packet of %d", len(reply), len(b))
+		}
+	})
+}
+
+// FuzzConnName: no panic; a name is bounded and escaped.
+func FuzzConnName(f *testing.F) {
+	f.Add(clientHello(f, "pypi.org"))
+	f.Add([]byte("GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n"))
+	f.Add([]byte{22, 3, 1, 0, 5, 1, 0, 0, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		kind, name, ok := connName(b)
+		if !ok {
+			return
+		}
+		if kind != model.EgressKindTLS && kind != model.EgressKindHTTP || name == "" || len(name) > 4*maxName {
+			t.Fatalf("%s %q", kind, name)
+		}
+		for _, c := range []byte(name) {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte(`-_.\`, c) >= 0) {
+				t.Fatalf("name %q holds %q", name, c)
+			}
 		}
 	})
 }

@@ -34,7 +34,8 @@ func NewRecord() *Record {
 	return &Record{index: make(map[destKey]int, MaxDestinations)}
 }
 
-// Add counts one attempt.
+// Add counts one attempt. A tls or http attempt names a TCP attempt already
+// counted: it is listed, not counted again in the total.
 func (r *Record) Add(a Attempt) {
 	k := destKey{kind: a.Kind, name: a.Name, port: a.Port, proto: a.Proto}
 	if a.Kind != model.EgressKindDNS {
@@ -42,7 +43,9 @@ func (r *Record) Add(a Attempt) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.total++
+	if a.Kind != model.EgressKindTLS && a.Kind != model.EgressKindHTTP {
+		r.total++
+	}
 	if i, ok := r.index[k]; ok {
 		r.list[i].Count++
 		return

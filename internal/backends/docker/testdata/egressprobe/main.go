@@ -5,7 +5,9 @@
 //	tcp:HOST:PORT   connect (HOST may be a name, resolved by Go's own resolver)
 //	udp:IP:PORT     send one datagram
 //	dns:NAME        look the name up
-//	flood:N         N connects to distinct addresses in 10.0.0.0/8, port 80,
+//	tls:IP:PORT:NAME  a TLS handshake asking for the server name NAME
+//	http:IP:PORT:NAME an HTTP request with Host NAME (IP in brackets if IPv6)
+//	flood:N         N connects to distinct addresses in 10.0.0.0/8, port 5432,
 //	                16 at a time; prints how many ended in each way
 //
 // Built by the tests with CGO_ENABLED=0, so it needs nothing in the image.
@@ -13,6 +15,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -48,6 +51,9 @@ func main() {
 			_, err := r.LookupHost(ctx, rest)
 			cancel()
 			fmt.Println(a, outcome(err))
+		case "tls", "http":
+			i := strings.LastIndexByte(rest, ':')
+			fmt.Println(a, outcome(named(kind, rest[:i], rest[i+1:])))
 		case "flood":
 			n, _ := strconv.Atoi(rest)
 			flood(n)
@@ -55,6 +61,25 @@ func main() {
 			fmt.Println(a, "unknown")
 		}
 	}
+}
+
+// named connects to addr and sends what names host first: a TLS
+// ClientHello or an HTTP request; then it reads the answer.
+func named(kind, addr, host string) error {
+	c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	if kind == "tls" {
+		return tls.Client(c, &tls.Config{ServerName: host}).Handshake()
+	}
+	if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nUser-Agent: egressprobe\r\n\r\n", host); err != nil {
+		return err
+	}
+	_, err = c.Read(make([]byte, 512))
+	return err
 }
 
 func flood(n int) {
@@ -67,7 +92,7 @@ func flood(n int) {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				addr := fmt.Sprintf("10.%d.%d.%d:80", i>>16&255, i>>8&255, i&255)
+				addr := fmt.Sprintf("10.%d.%d.%d:5432", i>>16&255, i>>8&255, i&255)
 				c, err := net.DialTimeout("tcp", addr, 3*time.Second)
 				if err == nil {
 					c.Close()
@@ -107,6 +132,8 @@ func outcome(err error) string {
 			return "ENETUNREACH"
 		case syscall.EHOSTUNREACH:
 			return "EHOSTUNREACH"
+		case syscall.ECONNRESET:
+			return "ECONNRESET"
 		case syscall.EADDRNOTAVAIL:
 			return "EADDRNOTAVAIL"
 		}
