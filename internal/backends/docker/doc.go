@@ -27,19 +27,28 @@
 //     it into the container's network namespace (found through the
 //     container's init process, after checking that the process's cgroup
 //     names the container and that the namespace is not the backend's own),
-//     and there names it egress0, gives it a documentation address
-//     (192.0.2.2, 2001:db8::2) and the IPv4 and IPv6 default routes. The
+//     and there names it egress0, gives it the IPv4 dummy address 192.0.0.8
+//     (RFC 7600: an address of the host's own would be one the sandbox
+//     reaches on its loopback, unobserved) and 2001:db8::2, and the IPv4 and
+//     IPv6 default routes. Docker disables IPv6 in such a container; it is
+//     enabled on this device alone, so IPv6 attempts are observed too. The
 //     namespace must have held only lo, or nothing is attached.
 //   - A goroutine in the backend's process reads that device. Each packet is
 //     parsed (bounded, fuzzed: package egress), counted, and answered so the
-//     sandboxed code fails at once instead of timing out: a TCP SYN gets a
-//     reset (ECONNREFUSED), a DNS query a REFUSED answer. Nothing is ever
-//     forwarded: the observer has no socket and no route out, only the
-//     device's file, and it writes back into the sandbox alone. The first 32
-//     distinct destinations are kept (DNS names, TCP and UDP addresses and
-//     ports, pings, other protocols) with counts; past that only the total
-//     grows, so memory is bounded whatever the sandbox sends. The kernel's
-//     own neighbour discovery and multicast reports are not attempts.
+//     sandboxed code fails at once instead of timing out: a DNS query gets a
+//     REFUSED answer, a TCP SYN a reset (ECONNREFUSED). On the ports where
+//     the client speaks first and names its host (80, 443, 8000, 8080,
+//     8443) the SYN is answered with a SYN-ACK instead, keeping no state, so
+//     that the client's first data arrives: its TLS server name or HTTP Host
+//     is recorded (a tls or http entry naming the tcp attempt) and the
+//     connection reset (ECONNRESET). There a bare connect succeeds, with
+//     nothing behind it. Nothing is ever forwarded: the observer has no
+//     socket and no route out, only the device's file, and it writes back
+//     into the sandbox alone. The first 32 distinct destinations are kept
+//     (DNS names, TLS and HTTP names, TCP and UDP addresses and ports, pings,
+//     other protocols) with counts; past that only the total grows, so
+//     memory is bounded whatever the sandbox sends. The kernel's own
+//     neighbour discovery and multicast reports are not attempts.
 //
 // Why this shape. The sandboxed code gains nothing: it still has no
 // capability (CAP_NET_ADMIN is dropped, so it cannot change the device,

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -421,6 +422,24 @@ func TestObserverGivesTheSandboxNothing(t *testing.T) {
 	t.Logf("capabilities with the observer:\n%s", with)
 	if with != without || !strings.Contains(with, "CapEff:\t0000000000000000") {
 		t.Fatalf("capabilities with the observer:\n%s\nwithout:\n%s", with, without)
+	}
+	// Nothing was added outside the sandbox: the container is on no network
+	// but none, and no device of the observer's stayed in this namespace.
+	ins, err := b.cli.ContainerInspect(context.Background(), observed.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nets := slices.Collect(maps.Keys(ins.NetworkSettings.Networks)); len(nets) != 1 || nets[0] != "none" {
+		t.Fatalf("the observed container's networks: %v", nets)
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range ifs {
+		if strings.HasPrefix(i.Name, "sbxe") || i.Name == egress.Interface {
+			t.Fatalf("an observer's device stayed on the host: %s", i.Name)
+		}
 	}
 	if got := sh(t, unobserved, "ls /sys/class/net"); got != "lo" {
 		t.Fatalf("interfaces without the observer: %q", got)
