@@ -292,7 +292,7 @@ func TestEgressFloodNeitherGrowsNorBlocksTeardown(t *testing.T) {
 	}
 	in := sb.Info()
 	if in.BlockedEgress == nil || *in.BlockedEgress < 10000 || len(in.BlockedEgressDestinations) != egress.MaxDestinations {
-		t.Fatalf("after the flood: blocked_egress %v, %d destinations listed (want ≥ 10000, %d)", in.BlockedEgress, len(in.BlockedEgressDestinations), egress.MaxDestinations)
+		t.Fatalf("after the flood: blocked_egress %d, %d destinations listed (want ≥ 10000, %d)", deref(in.BlockedEgress), len(in.BlockedEgressDestinations), egress.MaxDestinations)
 	}
 
 	// Close in the middle of a second flood.
@@ -467,4 +467,11 @@ func TestObserverGivesTheSandboxNothing(t *testing.T) {
 	if got := sh(t, observed, "ip route; ip -6 route | grep default"); strings.Count(got, "default dev "+egress.Interface) != 2 || strings.Count(got, "\n") != 1 {
 		t.Fatalf("routes after the attempts: %q, want the IPv4 and IPv6 default routes into the observer only", got)
 	}
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
 }
