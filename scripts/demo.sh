@@ -129,11 +129,11 @@ say "sandboxio run ... -- dd if=/dev/zero of=/tmp/fill bs=1M count=1024"
 expect 68 "${run[@]}" --quiet -- dd if=/dev/zero of=/tmp/fill bs=1M count=1024
 
 step "egress is denied, and every attempt is seen: refused at once and counted in the audit record"
-say "sandboxio run ... -- sh -c 'nslookup pypi.org; nc -w 2 1.1.1.1 443'"
+say "sandboxio run ... -- sh -c 'nslookup pypi.org; nc -w 2 1.1.1.1 22'"
 # shellcheck disable=SC2016 # expanded inside the sandbox
 expect 0 "${run[@]}" --timeout 30s -- sh -c '
 nslookup pypi.org >/dev/null 2>&1 || echo "nslookup pypi.org: refused"
-nc -w 2 1.1.1.1 443 </dev/null 2>/dev/null || echo "connect 1.1.1.1:443: refused"'
+nc -w 2 1.1.1.1 22 </dev/null 2>/dev/null || echo "connect 1.1.1.1:22: refused"'
 say "sandboxio egress report audit.jsonl"
 expect 0 "$SANDBOXIO" egress report "$work/audit.jsonl"
 if ! grep -qF '"kind":"dns","name":"pypi.org"' "$work/audit.jsonl"; then
