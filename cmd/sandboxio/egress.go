@@ -21,7 +21,7 @@ func init() {
 		usage:   "egress report AUDIT.jsonl",
 		help: `Reads an audit log (sandboxio run --audit FILE, or the Go API's AuditLog) and prints the
 egress its sandboxes attempted and were refused: DNS names asked for, addresses and ports
-connected to, with counts, added up over every sandbox in the log. Then it prints an allow
+connected to (with the TLS server name or HTTP Host sent there), with counts, added up over every sandbox in the log. Then it prints an allow
 list to paste into a template on a backend that enforces one: domain names and addresses
 for E2B and Vercel, CIDR blocks for Modal (which takes no names; the names left out are
 said). Only plain domain names and addresses are put into a list.
