@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/egressreport"
@@ -42,7 +41,7 @@ func runEgressReport(_ context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "sandboxio egress report: give one audit log (JSON lines), or - for standard input")
 		return exitUsage
 	}
-	var r io.Reader = e.stdin
+	r := e.stdin
 	if args[0] != "-" {
 		f, err := os.Open(args[0])
 		if err != nil {

@@ -38,7 +38,7 @@ var probeImage = sync.OnceValues(func() (string, error) {
 	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./testdata/egressprobe")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build egressprobe: %v: %s", err, b)
+		return "", fmt.Errorf("go build egressprobe: %w: %s", err, b)
 	}
 	bin, err := os.ReadFile(out)
 	if err != nil {

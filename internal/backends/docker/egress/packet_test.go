@@ -159,7 +159,7 @@ func TestNamedPortsAreAcceptedReadAndReset(t *testing.T) {
 				if _, ok, reply := Inspect(ipPacket(fam.src, fam.dst, protoTCP, ack), nil); ok || reply != nil {
 					t.Fatalf("the handshake's ACK: ok %v, reply %x", ok, reply)
 				}
-				data := append(ack, c.data...)
+				data := append(slices.Clone(ack), c.data...)
 				data[13] = tcpACK | 0x08 // PSH
 				a, ok, reply = Inspect(ipPacket(fam.src, fam.dst, protoTCP, data), nil)
 				if !ok || a.Kind != c.kind || a.Name != c.name || a.Dst != fam.dst || a.Port != c.port {
@@ -293,7 +293,7 @@ func FuzzInspect(f *testing.F) {
 		}
 		if a.Kind == model.EgressKindDNS || a.Kind == model.EgressKindTLS || a.Kind == model.EgressKindHTTP {
 			for _, c := range []byte(a.Name) {
-				if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte(`-_.\`, c) >= 0) {
+				if !escapedByte(c) {
 					t.Fatalf("name %q holds %q", a.Name, c)
 				}
 			}
@@ -327,7 +327,7 @@ func FuzzConnName(f *testing.F) {
 			t.Fatalf("%s %q", kind, name)
 		}
 		for _, c := range []byte(name) {
-			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte(`-_.\`, c) >= 0) {
+			if !escapedByte(c) {
 				t.Fatalf("name %q holds %q", name, c)
 			}
 		}
@@ -351,4 +351,10 @@ func FuzzParseQuery(f *testing.F) {
 			t.Fatalf("answer %x", r)
 		}
 	})
+}
+
+// escapedByte says whether c may appear in a recorded name: lower-case
+// letters, digits, '-', '_', '.' and the escape's backslash.
+func escapedByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte(`-_.\`, c) >= 0
 }
