@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -38,6 +39,12 @@ func TestConformance(t *testing.T) {
 			l := listenTCP(t, "0.0.0.0")
 			_, port, _ := net.SplitHostPort(l.addr)
 			h.EgressTarget = net.JoinHostPort(bridgeGateway(t, b), port)
+			// What the capability data claims is what the suite checks.
+			c, ok := backends.Lookup("docker/" + rt)
+			if !ok {
+				t.Fatalf("no capability data for docker/%s", rt)
+			}
+			h.ObservesEgress = c.BlockedEgressReporting
 			t.Cleanup(func() {
 				if n := l.got.Load(); n != 0 {
 					t.Errorf("the host's listener got %d connections from deny sandboxes", n)
