@@ -71,7 +71,10 @@
 // What the observer adds to opening a sandbox (an inspect of the container
 // and a few netlink calls) is measured by BenchmarkOpenRunClose, which
 // reports backend/no-observer: open, run and close with and without it,
-// interleaved in one run. The budget is 15%.
+// interleaved in one run. The budget is 15%. Measured here, 30 rounds each on
+// 2 cores shared with other work (load average 11 to 12): medians 1.82 s
+// against 1.78 s (1.023), and in a second run 2.28 s against 2.47 s (0.924);
+// the observer's cost is below the noise of a loaded daemon.
 //
 // gVisor (runsc) is not observed: it answers the sandbox's packets in its own
 // network stack, which under --network=none has loopback only, so nothing
