@@ -50,7 +50,7 @@ type config struct {
 	teardownGrace time.Duration
 	watcher       bool
 	// noObserver leaves deny sandboxes unobserved (blocked_egress null):
-	// the benchmark's baseline, the cost of opening a sandbox without it.
+	// WithoutEgressObserver, and the benchmark's baseline.
 	noObserver bool
 }
 
@@ -66,6 +66,13 @@ func WithDiskStrategy(s string) Option { return func(c *config) { c.diskStrategy
 // WithoutWatcher disables the detached reaper process. Leftovers of a crashed
 // owner are then removed only at their lifetime or by Reap.
 func WithoutWatcher() Option { return func(c *config) { c.watcher = false } }
+
+// WithoutEgressObserver leaves deny sandboxes unobserved: network mode none
+// alone, loopback only, blocked_egress null. It is for embedders that stand
+// in for a backend which reports no blocked egress (the local conformance
+// servers of E2B, Modal, Vercel and Daytona), whose sandboxes must look like
+// that vendor's. Learn sandboxes are observed all the same.
+func WithoutEgressObserver() Option { return func(c *config) { c.noObserver = true } }
 
 type dockerBackend struct {
 	cli    *client.Client

@@ -61,8 +61,7 @@ func BenchmarkOpenRunClose(b *testing.B) {
 	runArgs := dockerRunArgs(p, labels)
 	// The same backend without the egress observer (deny is network mode
 	// none either way): what the observer costs an open.
-	bare := newTestBackend(b, WithDiskStrategy(DiskTmpfs))
-	bare.cfg.noObserver = true
+	bare := newTestBackend(b, WithDiskStrategy(DiskTmpfs), WithoutEgressObserver())
 
 	variants := []struct {
 		name string

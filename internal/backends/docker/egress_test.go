@@ -411,8 +411,7 @@ func TestObserverGivesTheSandboxNothing(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	b := newTestBackend(t)
-	bare := newTestBackend(t)
-	bare.cfg.noObserver = true
+	bare := newTestBackend(t, WithoutEgressObserver())
 	caps := "grep ^Cap /proc/self/status"
 	observed, unobserved := open(t, b, testSpec(t)), open(t, bare, testSpec(t))
 	if observed.egress == nil || unobserved.egress != nil {
