@@ -304,7 +304,15 @@ func TestEgressFloodNeitherGrowsNorBlocksTeardown(t *testing.T) {
 		_, _ = sb.Run(ctx, []string{"egressprobe", "flood:100000"}, backends.RunOptions{Timeout: 60 * time.Second})
 	}()
 	<-running
-	time.Sleep(500 * time.Millisecond)
+	// Close once the second flood is under way (the exec may take a while
+	// to start on a loaded host).
+	for deadline := time.Now().Add(30 * time.Second); *sb.Info().BlockedEgress <= 10000; {
+		if time.Now().After(deadline) {
+			t.Fatal("the second flood did not start within 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
 	err = sb.Close(context.Background())
 	closed = true
