@@ -115,6 +115,9 @@ const (
 	// IdleLifetimeWarning: the backend ends a sandbox only after it has
 	// been idle for its lifetime (Daytona), not at an absolute deadline.
 	IdleLifetimeWarning WarningClass = "IdleLifetimeWarning"
+	// EgressLearnWarning: egress = "learn" lets nothing out; it records the
+	// attempts, for discovering an allow list.
+	EgressLearnWarning WarningClass = "EgressLearnWarning"
 )
 
 // Warning is a finding that does not stop the operation.

@@ -14,25 +14,61 @@ import data.sandboxio.lib
 # the index decides without evaluating the rule.
 
 # METADATA
-# title: egress learning mode is not available
+# title: egress learning needs a backend that observes blocked egress
 # description: >-
-#   egress = "learn" (record the destinations a sandbox tries to reach and
-#   suggest an allow list) is planned for a later version. Until then it is
-#   refused; it is never quietly treated as "deny", which would leave the
-#   user believing something is being recorded.
+#   egress = "learn" denies all egress exactly as "deny" does, and records
+#   what the sandbox tried to reach (DNS names, addresses and ports) in the
+#   audit record, for `sandboxio egress report` to turn into an allow list.
+#   Only a backend that observes blocked attempts can keep that record:
+#   Docker with the runc runtime. Elsewhere learn is refused, never quietly
+#   treated as "deny", which would leave the user believing something is
+#   being recorded. A network policy with no backend is decided with the
+#   template that uses it.
 # custom:
 #   id: SBX-NET-001
 #   class: CapabilityNotSupported
 #   attribute: network.egress
 #   fix: >-
-#     Set egress to "deny" (the default), optionally with an allow list on a
-#     backend that enforces one, or to "allow" for trusted code only.
+#     Run the learning sandbox on Docker with the runc runtime (backend
+#     "docker://", runtime "runc"), then write the allow list the report
+#     prints into the template on the backend that enforces it; or set egress
+#     to "deny" (the default).
 deny contains f if {
 	input.network.egress == "learn"
+	input.capabilities
+	not input.capabilities.blocked_egress_reporting == true
 	f := lib.finding(rego.metadata.rule(), msg_learn)
 }
 
-msg_learn := `egress = "learn" (egress learning mode) is not available in this version of sandboxio; it is refused rather than treated as "deny"`
+msg_learn := sprintf(
+	`backend %s does not observe blocked egress, so egress = "learn" could record nothing there; it is refused rather than treated as "deny". Learning works on %s`,
+	[lib.backend_key, lib.join_and(learn_backends)],
+)
+
+learn_backends := [lib.describe_backend(key) |
+	some key, d in data.capabilities.backends
+	d.blocked_egress_reporting
+]
+
+# METADATA
+# title: egress learning lets nothing out
+# description: >-
+#   egress = "learn" is for discovering which hosts code needs. The sandbox
+#   reaches nothing, exactly as under "deny": code that needs the network
+#   fails there, and every attempt is recorded in the audit log. It is not a
+#   mode to run a workload in.
+# custom:
+#   id: SBX-NET-012
+#   class: EgressLearnWarning
+#   attribute: network.egress
+#   fix: >-
+#     Run the code once with learn, print the allow list with `sandboxio
+#     egress report AUDIT.jsonl`, and put it on a template whose backend
+#     enforces allow lists (E2B, Modal, Vercel) with egress = "deny".
+warn contains f if {
+	input.network.egress == "learn"
+	f := lib.finding(rego.metadata.rule(), `egress = "learn": nothing leaves this sandbox; its attempts are only recorded, for an allow list (sandboxio egress report)`)
+}
 
 # METADATA
 # title: unknown egress mode

@@ -10,26 +10,43 @@ allowlist_keys := {key | some key, d in data.capabilities.backends; d.network.al
 # --- SBX-NET-001: egress = "learn" ----------------------------------------
 
 test_learn_refused if {
-	fs := network.deny with input as fx.network_input("docker/runc", {"egress": "learn"})
+	fs := network.deny with input as fx.network_input("docker/runsc", {"egress": "learn"})
 	fx.has(fs, "SBX-NET-001", "CapabilityNotSupported", "network.egress")
+	fx.mentions(fs, "SBX-NET-001", "docker/runsc")
+	fx.mentions(fs, "SBX-NET-001", "docker with runtime runc")
 	fx.lacks(fs, "SBX-NET-002")
 }
 
-test_learn_refused_on_every_backend if {
+# Learn only where the backend observes blocked egress: refused on every
+# other backend, never degraded to deny.
+test_learn_refused_where_not_observed if {
 	every key in fx.backend_keys {
 		fs := network.deny with input as fx.network_input(key, {"egress": "learn"})
-		fx.has(fs, "SBX-NET-001", "CapabilityNotSupported", "network.egress")
+		observes := data.capabilities.backends[key].blocked_egress_reporting
+		observes == (count([f | some f in fs; f.id == "SBX-NET-001"]) == 0)
 	}
 }
 
-test_learn_refused_without_backend if {
+test_learn_accepted_on_docker_runc_and_warned if {
+	fs := network.deny with input as fx.network_input("docker/runc", {"egress": "learn"})
+	count(fs) == 0
+	ws := network.warn with input as fx.network_input("docker/runc", {"egress": "learn"})
+	fx.has(ws, "SBX-NET-012", "EgressLearnWarning", "network.egress")
+}
+
+test_learn_without_backend_decided_with_the_template if {
 	fs := network.deny with input as fx.network_only({"egress": "learn"})
-	fx.has(fs, "SBX-NET-001", "CapabilityNotSupported", "network.egress")
+	fx.lacks(fs, "SBX-NET-001")
 }
 
 test_learn_refused_in_template if {
 	fs := network.deny with input as fx.template_with("e2b", {"network": {"egress": "learn"}})
 	fx.has(fs, "SBX-NET-001", "CapabilityNotSupported", "network.egress")
+}
+
+test_learn_accepted_in_docker_template if {
+	fs := network.deny with input as fx.template_with("docker/runc", {"network": {"egress": "learn"}})
+	fx.lacks(fs, "SBX-NET-001")
 }
 
 test_deny_and_allow_not_learn if {

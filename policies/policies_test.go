@@ -103,7 +103,7 @@ var (
 	packageName = regexp.MustCompile(`^data\.sandboxio\.[a-z]+$`)
 	warnings    = []model.WarningClass{
 		model.UnverifiedIsolationWarning, model.OrphanedSandboxWarning,
-		model.OpenEgressWarning, model.SecretInEnvWarning, model.IdleLifetimeWarning,
+		model.OpenEgressWarning, model.SecretInEnvWarning, model.IdleLifetimeWarning, model.EgressLearnWarning,
 	}
 )
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -51,27 +52,31 @@ type Record struct {
 	DiskCapStrategy string               `json:"disk_cap_strategy"`
 	PidsCapStrategy string               `json:"pids_cap_strategy"`
 	Timeouts        Timeouts             `json:"timeouts"`
-	// BlockedEgress counts egress attempts the backend blocked; null where
-	// the backend does not report them (Docker's network mode none drops
-	// packets without counting).
-	BlockedEgress *int64   `json:"blocked_egress"`
-	ExitCode      *int     `json:"exit_code"`
-	DurationMS    float64  `json:"duration_ms"`
-	AgeMS         *float64 `json:"sandbox_age_ms,omitempty"`
-	SecretNames   []string `json:"secret_names"`
-	Command       []string `json:"command,omitempty"`
-	Lang          string   `json:"lang,omitempty"`
-	CodeSHA256    string   `json:"code_sha256,omitempty"`
-	Path          string   `json:"path,omitempty"`
-	Bytes         *int     `json:"bytes,omitempty"`
-	Reason        string   `json:"reason,omitempty"`
-	DryRun        bool     `json:"dry_run,omitempty"`
-	ErrorClass    string   `json:"error_class,omitempty"`
-	Rule          string   `json:"rule,omitempty"`
-	Attribute     string   `json:"attribute,omitempty"`
-	Limit         string   `json:"limit,omitempty"`
-	Error         string   `json:"error,omitempty"`
-	Warnings      []string `json:"warnings,omitempty"`
+	// BlockedEgress counts the egress attempts the backend blocked in this
+	// sandbox so far; null where the backend does not report them (Docker
+	// reports them under runc, with deny or learn; see package docker).
+	BlockedEgress *int64 `json:"blocked_egress"`
+	// BlockedEgressDestinations are the first distinct destinations of
+	// those attempts (at most 32), each with its count; names and addresses
+	// chosen by the sandboxed code, redacted like every string here.
+	BlockedEgressDestinations []model.BlockedDestination `json:"blocked_egress_destinations,omitempty"`
+	ExitCode                  *int                       `json:"exit_code"`
+	DurationMS                float64                    `json:"duration_ms"`
+	AgeMS                     *float64                   `json:"sandbox_age_ms,omitempty"`
+	SecretNames               []string                   `json:"secret_names"`
+	Command                   []string                   `json:"command,omitempty"`
+	Lang                      string                     `json:"lang,omitempty"`
+	CodeSHA256                string                     `json:"code_sha256,omitempty"`
+	Path                      string                     `json:"path,omitempty"`
+	Bytes                     *int                       `json:"bytes,omitempty"`
+	Reason                    string                     `json:"reason,omitempty"`
+	DryRun                    bool                       `json:"dry_run,omitempty"`
+	ErrorClass                string                     `json:"error_class,omitempty"`
+	Rule                      string                     `json:"rule,omitempty"`
+	Attribute                 string                     `json:"attribute,omitempty"`
+	Limit                     string                     `json:"limit,omitempty"`
+	Error                     string                     `json:"error,omitempty"`
+	Warnings                  []string                   `json:"warnings,omitempty"`
 	// Source says how an open got its sandbox: SourcePool (claimed from a
 	// warm pool; ClaimMS is how long the claim took on the backend) or
 	// SourceCold (created for the open).
@@ -194,6 +199,9 @@ func (c *Client) trail(s *Sandbox) {
 	line := func(event, reason string) []byte {
 		r := s.record(event, "watch")
 		r.Time, r.AgeMS, r.Reason = backends.TrailTime, nil, gone+reason
+		// Rendered now, written later by a watcher that observes nothing:
+		// a count of now would be taken for the final one.
+		r.BlockedEgress, r.BlockedEgressDestinations = nil, nil
 		_, b := a.render(r, s.secrets)
 		return b
 	}
@@ -263,6 +271,14 @@ func redactRecord(r Record, s Secrets) Record {
 		n.Allow = list(n.Allow)
 		r.Network = &n
 	}
+	if r.BlockedEgressDestinations != nil {
+		ds := make([]model.BlockedDestination, len(r.BlockedEgressDestinations))
+		for i, d := range r.BlockedEgressDestinations {
+			d.Kind, d.Name, d.Address = str(d.Kind), redactName(d.Name, s), str(d.Address)
+			ds[i] = d
+		}
+		r.BlockedEgressDestinations = ds
+	}
 	r.DiskCapStrategy = str(r.DiskCapStrategy)
 	r.PidsCapStrategy = str(r.PidsCapStrategy)
 	r.SecretNames = list(r.SecretNames)
@@ -278,6 +294,41 @@ func redactRecord(r Record, s Secrets) Record {
 	r.Error = str(r.Error)
 	r.Warnings = list(r.Warnings)
 	return r
+}
+
+// redactName redacts a DNS name the egress observer recorded. Sandboxed code
+// can put a secret it was given into a name it looks up; the observer
+// records names in lower case with some bytes escaped, so each secret is
+// looked for as it is and as the observer would have written it, ignoring
+// case. (A secret the code encodes first cannot be recognised: the names are
+// the code's choice.)
+func redactName(name string, s Secrets) string {
+	name = s.RedactString(name)
+	lower := asciiLower(name)
+	for _, v := range s.sortedValues() {
+		for _, form := range []string{asciiLower(v), egress.EscapeName(v)} {
+			for from := 0; form != "" && from < len(lower); {
+				i := strings.Index(lower[from:], form)
+				if i < 0 {
+					break
+				}
+				i += from
+				name = name[:i] + Redacted + name[i+len(form):]
+				lower = lower[:i] + Redacted + lower[i+len(form):]
+				from = i + len(Redacted)
+			}
+		}
+	}
+	return name
+}
+
+func asciiLower(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}, s)
 }
 
 // redactLine is the backstop after encoding. redactRecord leaves no secret

@@ -115,8 +115,11 @@
 // timeout, limit_exceeded, killed, expired, gone, orphaned, refused, failed.
 // Each record carries the sandbox id, backend, tier, tenant, session, labels,
 // the network policy in effect, caps with the disk-cap and pids-cap
-// strategies, timeouts, blocked_egress (null where the backend does not
-// report it), exit code and durations, and secret names but never values.
+// strategies, timeouts, blocked_egress (the sandbox's blocked egress
+// attempts so far, with blocked_egress_destinations, the first distinct
+// destinations and their counts; null where the backend does not report
+// them: Docker reports them under runc), exit code and durations, and
+// secret names but never values.
 //
 // A process that dies without closing its sandboxes (SIGKILL, a crash)
 // writes no last record itself. When the AuditLog is a file, the Docker

@@ -146,7 +146,7 @@ func TestDocker_OpenRunUploadClose(t *testing.T) {
 	}
 	created := recs[0]
 	if created["sandbox_id"] != sb.ID() || created["tier"] != "CONTAINER" || created["tenant_id"] != "acme" || created["session_id"] != "s-42" ||
-		created["blocked_egress"] != nil || created["spec_sha256"] != sum || created["exit_code"] != nil {
+		created["blocked_egress"] != float64(0) || created["spec_sha256"] != sum || created["exit_code"] != nil {
 		t.Fatalf("created record: %v", created)
 	}
 	if n := created["network"].(map[string]any); n["egress"] != "deny" {

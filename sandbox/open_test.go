@@ -69,7 +69,9 @@ func TestOpen_RefusalsProvisionNothing(t *testing.T) {
 			"", ConfigurationError, "SBX-SPC-005", false},
 		{"edited to no backend", Request{Spec: edit(`"backend":"docker://"`, `"backend":""`), TenantID: "acme", SessionID: "s-1"},
 			"", ConfigurationError, "SBX-DSN-001", false},
-		{"edited to learn egress", Request{Spec: edit(`"egress":"deny"`, `"egress":"learn"`), TenantID: "acme", SessionID: "s-1"}, "", CapabilityNotSupported, "SBX-NET-001", false},
+		// Learning is accepted only where blocked egress is observed (runc).
+		{"edited to learn egress on runsc", Request{Spec: bytes.Replace(gvisorJSON, []byte(`"egress":"deny"`), []byte(`"egress":"learn"`), 1),
+			TenantID: "acme", SessionID: "s-1"}, "", CapabilityNotSupported, "SBX-NET-001", false},
 		{"another tenant's spec", Request{Spec: perTenant, SpecSHA256: sum, TenantID: "globex", SessionID: "s-1"}, "", ConfigurationError, "SBX-SPC-004", false},
 		{"another session's spec", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-2"}, "", ConfigurationError, "SBX-SPC-004", false},
 		{"reserved label edited", Request{Spec: edit(`"sandboxio.tenant_id":"acme"`, `"sandboxio.tenant_id":"globex"`), TenantID: "acme", SessionID: "s-1"},

@@ -39,7 +39,10 @@ type Info struct {
 	Lifetime        time.Duration
 	Created         time.Time
 	Expires         time.Time
-	BlockedEgress   *int64 // nil where the backend does not report it
+	BlockedEgress   *int64 // nil where the backend does not report it; as of the call to Info
+	// BlockedEgressDestinations are the first distinct destinations of the
+	// blocked attempts, with counts.
+	BlockedEgressDestinations []model.BlockedDestination
 }
 
 // RunOptions bound and shape one command.
@@ -117,7 +120,18 @@ func (s *Sandbox) ID() string { return s.info.ID }
 func (s *Sandbox) Info() Info {
 	in := s.info
 	in.Labels = maps.Clone(in.Labels)
+	in.BlockedEgress, in.BlockedEgressDestinations = s.blockedEgress()
 	return in
+}
+
+// blockedEgress is what the backend reports of the sandbox's blocked egress
+// now (it counts as long as the sandbox runs).
+func (s *Sandbox) blockedEgress() (*int64, []model.BlockedDestination) {
+	if s.b == nil {
+		return s.info.BlockedEgress, nil
+	}
+	in := s.b.Info()
+	return in.BlockedEgress, in.BlockedEgressDestinations
 }
 
 // Run runs a command to completion within its timeout.
@@ -295,6 +309,7 @@ func (s *Sandbox) onBackendWarning(w model.Warning) {
 // finish audits a call that ended, successfully or not.
 func (s *Sandbox) finish(r Record, start time.Time, err error) {
 	r.DurationMS = ms(time.Since(start))
+	r.BlockedEgress, r.BlockedEgressDestinations = s.blockedEgress()
 	if err != nil {
 		r.Event = eventOf(err, s.info.Expires)
 		setError(&r, err)
@@ -312,7 +327,7 @@ func (s *Sandbox) record(event, op string) Record {
 	r.SandboxID = ptr(s.info.ID)
 	r.Tier = s.info.Tier
 	r.DiskCapStrategy, r.PidsCapStrategy = s.info.DiskCapStrategy, s.info.PidsCapStrategy
-	r.BlockedEgress = s.info.BlockedEgress
+	r.BlockedEgress, r.BlockedEgressDestinations = s.blockedEgress()
 	if !s.info.Created.IsZero() {
 		r.AgeMS = ptr(ms(time.Since(s.info.Created)))
 	}

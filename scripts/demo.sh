@@ -128,6 +128,19 @@ step "a write past the disk cap: ResourceLimitExceeded(disk), exit 68"
 say "sandboxio run ... -- dd if=/dev/zero of=/tmp/fill bs=1M count=1024"
 expect 68 "${run[@]}" --quiet -- dd if=/dev/zero of=/tmp/fill bs=1M count=1024
 
+step "egress is denied, and every attempt is seen: refused at once and counted in the audit record"
+say "sandboxio run ... -- sh -c 'nslookup pypi.org; nc -w 2 1.1.1.1 22'"
+# shellcheck disable=SC2016 # expanded inside the sandbox
+expect 0 "${run[@]}" --timeout 30s -- sh -c '
+nslookup pypi.org >/dev/null 2>&1 || echo "nslookup pypi.org: refused"
+nc -w 2 1.1.1.1 22 </dev/null 2>/dev/null || echo "connect 1.1.1.1:22: refused"'
+say "sandboxio egress report audit.jsonl"
+expect 0 "$SANDBOXIO" egress report "$work/audit.jsonl"
+if ! grep -qF '"kind":"dns","name":"pypi.org"' "$work/audit.jsonl"; then
+	echo "demo: no blocked attempt to pypi.org in the audit records" >&2
+	exit 1
+fi
+
 step "an edited spec is refused before anything is provisioned: exit 64"
 sed 's/"memory_mb":256/"memory_mb":8192/' "$work/spec.json" >"$work/edited.json"
 say "sandboxio run --spec edited.json --spec-sha256 $spec_sha ..."
@@ -142,10 +155,12 @@ if grep -qF "$DEMO_API_KEY" "$work/audit.jsonl"; then
 fi
 if command -v jq >/dev/null 2>&1; then
 	jq -c '{event, op, sandbox: (.sandbox_id // "" | .[0:12]), tenant_id, session_id, tier, network: .network.egress,
-		exit_code, ms: (.duration_ms | floor), error_class, limit, rule}
+		exit_code, blocked_egress, ms: (.duration_ms | floor), error_class, limit, rule}
 		| with_entries(select(.value != null and .value != ""))' "$work/audit.jsonl"
 	echo "one full record:"
 	jq . <(head -n 1 "$work/audit.jsonl")
+	echo "a blocked attempt in a record:"
+	jq -c 'select(.blocked_egress > 0) | {event, op, blocked_egress, blocked_egress_destinations}' "$work/audit.jsonl" | head -n 1
 else
 	cat "$work/audit.jsonl"
 fi

@@ -16,12 +16,12 @@ import (
 func TestHostileTeamPolicies_CheckAndRunFailClosed(t *testing.T) {
 	dir := t.TempDir()
 	refused := writeFile(t, dir, "plan.json", plan("hostile", map[string]any{
-		"runtime":         "runc",
+		"runtime":         "runsc",
 		"network":         map[string]any{"egress": "learn", "allow": []any{"151.101.0.0/16"}},
 		"resources":       map[string]any{"cpu": 0, "memory_mb": -1, "disk_mb": 1024, "pids": 256},
 		"timeout_seconds": 0,
 	}))
-	spec, sum := specFile(t, "acme", "s-1", func(x *inputs.Template) { x.Egress = "learn" })
+	spec, sum := specFile(t, "acme", "s-1", func(x *inputs.Template) { x.Egress, x.Runtime = "learn", "runsc" })
 	for _, c := range hostile.Cases() {
 		if c.Slow {
 			continue // the engine's test spends the budget once; here it would be once per resource

@@ -49,7 +49,8 @@ and while the sandbox starts; --quiet drops it.
 --audit appends one JSON record per event (created, exec, timeout, limit_exceeded,
 killed, expired, gone, orphaned, refused, failed) with the sandbox id, backend, tier,
 tenant, session, labels, network policy, caps and disk-cap strategy, timeouts,
-blocked_egress, exit code and durations.`,
+blocked_egress (with its destinations; see sandboxio egress report), exit code and
+durations.`,
 		exitCodes: runExitCodesHelp,
 		setup: func(fs *flag.FlagSet) runFunc {
 			f := &runFlags{commandName: "run"}

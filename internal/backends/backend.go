@@ -59,7 +59,10 @@ type Info struct {
 	DiskCapStrategy string // how the disk cap is enforced on this backend/daemon
 	PidsCapStrategy string // how the process ceiling is enforced (runtimes differ)
 	BlockedEgress   *int64 // nil where the backend does not report it
-	Running         bool
+	// BlockedEgressDestinations are the first distinct destinations of
+	// those attempts, with counts (nil where BlockedEgress is).
+	BlockedEgressDestinations []model.BlockedDestination
+	Running                   bool
 }
 
 // Sandbox is one provisioned sandbox.

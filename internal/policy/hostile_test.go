@@ -20,11 +20,11 @@ import (
 )
 
 // refusedEverywhere is one template that breaks many built-in rules at once:
-// egress learn, an allow list on runc, cpu 0, memory -1 and timeout 0.
+// egress learn and an allow list on runsc, cpu 0, memory -1 and timeout 0.
 func refusedEverywhere() policy.Input {
 	in := templateInput()
-	in.Backend = dockerRef("runc")
-	in.Template.Runtime = "runc"
+	in.Backend = dockerRef("runsc") // learn is refused there (it is accepted on runc)
+	in.Template.Runtime = "runsc"
 	in.Template.RequireIsolation = ""
 	in.Template.TimeoutSeconds = 0
 	n := *in.Network

@@ -183,7 +183,7 @@ func TestCheck_BuiltinRefusals(t *testing.T) {
 		templateChange("credential", map[string]any{"backend": "e2b://user:hunter2@"}),
 		templateChange("open", map[string]any{"network": map[string]any{"egress": "allow", "allow": []any{}}}),
 		change{addr: "sandboxio_network_policy.p", mode: "managed", typ: "sandboxio_network_policy", name: "p", actions: []string{"create"},
-			after: map[string]any{"egress": "learn", "allow": []any{}, "backend": nil}},
+			after: map[string]any{"egress": "learn", "allow": []any{}, "backend": "e2b://"}},
 		change{addr: "sandboxio_resource_caps.c", mode: "managed", typ: "sandboxio_resource_caps", name: "c", actions: []string{"update"},
 			after: map[string]any{"cpu": 1, "memory_mb": 0, "disk_mb": 1024, "pids": 256, "backend": nil}},
 		change{addr: "sandboxio_template.gone", mode: "managed", typ: "sandboxio_template", name: "gone", actions: []string{"delete"}},

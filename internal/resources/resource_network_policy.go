@@ -60,8 +60,9 @@ func (r *networkPolicyResource) Schema(_ context.Context, _ resource.SchemaReque
 				Optional: true,
 				Computed: true,
 				MarkdownDescription: "`deny` (the default: no outbound connections, except `allow` entries where the backend " +
-					"supports allow lists) or `allow` (open egress, an explicit opt-in that is warned about). `learn` is not " +
-					"available in this version and is refused.",
+					"supports allow lists), `allow` (open egress, an explicit opt-in that is warned about) or `learn` (deny, and every " +
+					"blocked attempt recorded in the audit log for `sandboxio egress report`; only where the backend observes blocked " +
+					"egress, Docker with runc, and refused elsewhere).",
 			},
 			"allow": schema.ListAttribute{
 				ElementType: types.StringType,

@@ -78,8 +78,8 @@ func TestAccNetworkPolicy_OpenEgressAccepted(t *testing.T) {
 
 func TestAccNetworkPolicy_Refused(t *testing.T) {
 	runRefusals(t, []refusal{
-		{"learn", networkPolicyConfig("docker://", `  egress = "learn"`), "CapabilityNotSupported", "SBX-NET-001"},
-		{"learn without backend", networkPolicyConfig("", `  egress = "learn"`), "CapabilityNotSupported", "SBX-NET-001"},
+		{"learn on e2b", networkPolicyConfig("e2b://", `  egress = "learn"`), "CapabilityNotSupported", "SBX-NET-001"},
+		{"learn on runsc", templateConfig("docker://", "  runtime = \"runsc\"\n  network = { egress = \"learn\" }"), "CapabilityNotSupported", "SBX-NET-001"},
 		{"unknown egress", networkPolicyConfig("", `  egress = "open"`), "ConfigurationError", "SBX-NET-002"},
 		{"allow list on docker default", networkPolicyConfig("docker://", `  allow = ["151.101.0.0/16"]`), "CapabilityNotSupported", "SBX-NET-003"},
 		{"allow list on daytona", networkPolicyConfig("", "  backend = \"daytona://\"\n  allow = [\"10.0.0.0/8\"]"), "CapabilityNotSupported", "SBX-NET-003"},
@@ -87,5 +87,19 @@ func TestAccNetworkPolicy_Refused(t *testing.T) {
 		{"domain on modal", networkPolicyConfig("modal://agents", `  allow = ["pypi.org"]`), "CapabilityNotSupported", "SBX-NET-005"},
 		{"malformed entry", networkPolicyConfig("e2b://", `  allow = ["not a host!"]`), "ConfigurationError", "SBX-NET-006"},
 		{"credential in backend", networkPolicyConfig("", `  backend = "e2b://?api_key=abc"`), "ConfigurationError", "SBX-DSN-003"},
+	})
+}
+
+// Learning is accepted where the backend observes blocked egress (Docker
+// with runc), with a warning that it lets nothing out.
+func TestAccNetworkPolicy_LearnOnDocker(t *testing.T) {
+	unitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			// Plan only: an apply would look for the image on the daemon.
+			Config:             templateConfig("docker://", "  network = { egress = \"learn\" }"),
+			PlanOnly:           true,
+			ExpectNonEmptyPlan: true,
+		}},
 	})
 }

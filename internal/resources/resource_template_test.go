@@ -259,7 +259,8 @@ func TestAccTemplate_Refused(t *testing.T) {
 	runRefusals(t, []refusal{
 		{"unknown scheme", templateConfig("", `  backend = "lxc://"`), "ConfigurationError", "SBX-DSN-001"},
 		{"credential in DSN", templateConfig("", `  backend = "e2b://user:hunter2@"`), "ConfigurationError", "SBX-DSN-003"},
-		{"learn", templateConfig("docker://", `  network = { egress = "learn" }`), "CapabilityNotSupported", "SBX-NET-001"},
+		{"learn on runsc", templateConfig("docker://", "  runtime = \"runsc\"\n  network = { egress = \"learn\" }"), "CapabilityNotSupported", "SBX-NET-001"},
+		{"learn on e2b", templateConfig("e2b://", `  network = { egress = "learn" }`), "CapabilityNotSupported", "SBX-NET-001"},
 		{"allow list on docker", templateConfig("docker://", `  network = { allow = ["151.101.0.0/16"] }`), "CapabilityNotSupported", "SBX-NET-003"},
 		{"open egress on runsc", templateConfig("docker://", "  runtime = \"runsc\"\n  network = { egress = \"allow\" }"), "CapabilityNotSupported", "SBX-NET-010"},
 		{"zero memory", templateConfig("docker://", `  resources = { memory_mb = 0 }`), "ConfigurationError", "SBX-RES-001"},

@@ -19,7 +19,7 @@ provider "sandboxio" {
 resource "sandboxio_template" "t" {
   name            = "hostile"
   image           = "busybox:latest"
-  runtime         = "runc"
+  runtime         = "runsc"
   timeout_seconds = 0
   network         = { egress = "learn", allow = ["151.101.0.0/16"] }
   resources       = { cpu = 0, memory_mb = -1 }

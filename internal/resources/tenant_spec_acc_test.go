@@ -114,8 +114,11 @@ func TestAccTenantSandbox_IsolationTierOverclaimed(t *testing.T) {
 	planRefused(t, handSpec(map[string]string{"isolation_tier": `"MICROVM"`}), "ConfigurationError", "SBX-SPC-005")
 }
 
+// Learning is refused where the backend does not observe blocked egress
+// (runsc), never degraded to deny.
 func TestAccTenantSandbox_EgressLearn(t *testing.T) {
-	planRefused(t, handSpec(map[string]string{"network": `{ egress = "learn", allow = [] }`}), "CapabilityNotSupported", "SBX-NET-001")
+	planRefused(t, handSpec(map[string]string{"network": `{ egress = "learn", allow = [] }`, "runtime": `"runsc"`, "isolation_tier": `"GVISOR"`}),
+		"CapabilityNotSupported", "SBX-NET-001")
 }
 
 func TestAccTenantSandbox_CPUZero(t *testing.T) {

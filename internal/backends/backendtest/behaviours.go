@@ -493,15 +493,36 @@ func typedErrors(t *testing.T, e *env) {
 	e.wantClass(t, err, model.ConfigurationError, "an unknown language")
 	e.wantClass(t, o.sb.Upload(ctx, "relative/path", []byte("x"), 0o644), model.ConfigurationError, "an upload to a relative path")
 
-	for _, c := range []struct {
+	learn := func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: model.EgressLearn}.Normalized() }
+	refused := []struct {
 		what string
 		mod  func(*model.Spec)
 	}{
 		{"a zero pids cap", func(s *model.Spec) { s.Resources.Pids = 0 }},
 		{"a zero lifetime", func(s *model.Spec) { s.LifetimeSeconds = 0 }},
-		{`egress "learn"`, func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: model.EgressLearn}.Normalized() }},
 		{"a missing image or template", func(s *model.Spec) { s.Image = "sandboxio/no-such-image-" + e.runID + ":conformance" }},
-	} {
+	}
+	if (o.sb.Info().BlockedEgress != nil) != e.h.ObservesEgress {
+		t.Errorf("a deny sandbox reports blocked_egress %v; the harness says the backend observes egress: %v", o.sb.Info().BlockedEgress, e.h.ObservesEgress)
+	}
+	if e.h.ObservesEgress {
+		spec, _ := e.spec(t, learn)
+		sb, err := e.h.Backend.Create(ctx, backends.CreateRequest{Spec: spec})
+		if err != nil {
+			t.Errorf(`egress "learn" on a backend that observes egress: %v`, err)
+		} else {
+			if sb.Info().BlockedEgress == nil {
+				t.Errorf(`egress "learn": the sandbox reports no blocked_egress`)
+			}
+			_ = sb.Close(ctx)
+		}
+	} else {
+		refused = append(refused, struct {
+			what string
+			mod  func(*model.Spec)
+		}{`egress "learn"`, learn})
+	}
+	for _, c := range refused {
 		spec, labels := e.spec(t, c.mod)
 		sb, err := e.h.Backend.Create(ctx, backends.CreateRequest{Spec: spec})
 		if err == nil {

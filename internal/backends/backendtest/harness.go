@@ -31,6 +31,11 @@ type Harness struct {
 	// EgressTarget is host:port of a TCP listener a sandbox with open egress
 	// reaches; used when a deny sandbox still shows a network interface.
 	EgressTarget string
+	// ObservesEgress says the backend reports blocked egress (Info's
+	// BlockedEgress) and so accepts egress "learn"; otherwise learn must be
+	// refused and BlockedEgress stay nil. It must match the backend's
+	// capability data (blocked_egress_reporting).
+	ObservesEgress bool
 	// Caps are the caps the caps behaviour opens with; zero means
 	// {CPU: 0.5, MemoryMB: 96, DiskMB: 64, Pids: 64}.
 	Caps model.Caps

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/disksplit"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -49,6 +50,9 @@ type config struct {
 	diskStrategy  string
 	teardownGrace time.Duration
 	watcher       bool
+	// noObserver leaves deny sandboxes unobserved (blocked_egress null):
+	// WithoutEgressObserver, and the benchmark's baseline.
+	noObserver bool
 }
 
 // Option configures the backend.
@@ -63,6 +67,13 @@ func WithDiskStrategy(s string) Option { return func(c *config) { c.diskStrategy
 // WithoutWatcher disables the detached reaper process. Leftovers of a crashed
 // owner are then removed only at their lifetime or by Reap.
 func WithoutWatcher() Option { return func(c *config) { c.watcher = false } }
+
+// WithoutEgressObserver leaves deny sandboxes unobserved: network mode none
+// alone, loopback only, blocked_egress null. It is for embedders that stand
+// in for a backend which reports no blocked egress (the local conformance
+// servers of E2B, Modal, Vercel and Daytona), whose sandboxes must look like
+// that vendor's. Learn sandboxes are observed all the same.
+func WithoutEgressObserver() Option { return func(c *config) { c.noObserver = true } }
 
 type dockerBackend struct {
 	cli    *client.Client
@@ -580,12 +591,49 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 		diskCap:     diskDescription(c.strategy, p.tier, p.caps.DiskMB),
 		pidsCap:     pidsDescription(p.tier, p.caps.Pids),
 	}
+	if err := b.attachObserver(ctx, s, p); err != nil {
+		return nil, err
+	}
 	if p.networkMode == "bridge" && p.onWarning != nil {
 		w := backends.RuleWarning(model.OpenEgressWarning, rules.NetOpenEgress, "network.egress")
 		w.SandboxID, w.Labels = id, s.Info().Labels
 		p.onWarning(w)
 	}
 	return s, nil
+}
+
+// attachObserver gives a deny or learn sandbox under runc its egress
+// observer. Deny holds without one (network mode none): that sandbox then
+// just reports no count (blocked_egress null). Learn promises a record, so a
+// learn sandbox without its observer is removed and the create fails.
+func (b *dockerBackend) attachObserver(ctx context.Context, s *sandbox, p createPlan) error {
+	if !p.observe || (!p.learn && b.cfg.noObserver) {
+		return nil
+	}
+	o, err := b.observe(ctx, s.id)
+	if err == nil {
+		s.egress = o
+		return nil
+	}
+	if p.learn {
+		b.discard(ctx, s.id, s.name)
+		return fmt.Errorf("egress learn: %w", err)
+	}
+	tracef("egress observer of %s not attached: %v", short(s.id), err)
+	return nil
+}
+
+// observe attaches the egress observer to a started container, in its
+// network namespace (that of its init process).
+func (b *dockerBackend) observe(ctx context.Context, id string) (*egress.Observer, error) {
+	ins, err := b.cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("container inspect: %w", err)
+	}
+	if ins.State == nil || !ins.State.Running || ins.HostConfig == nil || ins.HostConfig.NetworkMode != "none" {
+		return nil, fmt.Errorf("egress observer: the container is not running in network mode none")
+	}
+	return egress.Attach(ins.State.Pid, id)
 }
 
 // sandboxLabels are the container's labels: the plan's, the owner's, and

@@ -18,7 +18,7 @@ func TestValidateBackstopsUseCatalogueText(t *testing.T) {
 		mod  func(*model.Spec)
 		rule string
 	}{
-		{"learn mode", func(s *model.Spec) { s.Network.Egress = model.EgressLearn }, "SBX-NET-001"},
+		{"learn mode on runsc", func(s *model.Spec) { s.Network.Egress, s.Runtime = model.EgressLearn, "runsc" }, "SBX-NET-001"},
 		{"unknown egress", func(s *model.Spec) { s.Network.Egress = "block" }, "SBX-NET-002"},
 		{"allow list", func(s *model.Spec) { s.Network.Allow = []string{"151.101.0.0/16"} }, "SBX-NET-003"},
 		{"require UNKNOWN", func(s *model.Spec) { s.RequireIsolation = model.TierUnknown }, "SBX-ISO-001"},

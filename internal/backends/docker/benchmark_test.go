@@ -59,26 +59,17 @@ func BenchmarkOpenRunClose(b *testing.B) {
 		labelExpires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "test": "bench-raw"}
 	cfg, hc := containerConfig(p, DiskTmpfs, p.networkMode, labels)
 	runArgs := dockerRunArgs(p, labels)
+	// The same backend without the egress observer (deny is network mode
+	// none either way): what the observer costs an open.
+	bare := newTestBackend(b, WithDiskStrategy(DiskTmpfs), WithoutEgressObserver())
 
 	variants := []struct {
 		name string
 		run  func() error
 	}{
-		{"backend", func() error {
-			sb, err := be.Create(ctx, backends.CreateRequest{Spec: spec})
-			if err != nil {
-				return err
-			}
-			res, err := sb.Run(ctx, []string{"true"}, backends.RunOptions{})
-			if err == nil && res.ExitCode != 0 {
-				err = fmt.Errorf("exit %d", res.ExitCode)
-			}
-			if cerr := sb.Close(ctx); err == nil {
-				err = cerr
-			}
-			return err
-		}},
+		{"backend", func() error { return openRunClose(ctx, be, spec) }},
 		{"raw-api", func() error { return rawapi.OpenRunClose(ctx, be.cli, cfg, hc) }},
+		{"backend-no-observer", func() error { return openRunClose(ctx, bare, spec) }},
 		{"docker-run", func() error {
 			out, err := exec.Command("docker", runArgs...).CombinedOutput()
 			if err != nil {
@@ -113,10 +104,33 @@ func BenchmarkOpenRunClose(b *testing.B) {
 		b.ReportMetric(ms(med[k]), variants[k].name+"-ms")
 	}
 	b.ReportMetric(float64(med[0])/float64(med[1]), "backend/raw")
-	b.ReportMetric(float64(med[0])/float64(med[2]), "backend/docker-run")
-	b.Logf("medians over %d: backend %s, raw API %s, docker run --rm %s; backend/raw %.3f, backend/docker-run %.3f",
-		b.N, med[0].Round(100*time.Microsecond), med[1].Round(100*time.Microsecond), med[2].Round(100*time.Microsecond),
-		float64(med[0])/float64(med[1]), float64(med[0])/float64(med[2]))
+	b.ReportMetric(float64(med[0])/float64(med[2]), "backend/no-observer")
+	b.ReportMetric(float64(med[0])/float64(med[3]), "backend/docker-run")
+	b.Logf("medians over %d: backend %s, raw API %s, backend without egress observer %s, docker run --rm %s; backend/raw %.3f, backend/no-observer %.3f, backend/docker-run %.3f",
+		b.N, med[0].Round(100*time.Microsecond), med[1].Round(100*time.Microsecond), med[2].Round(100*time.Microsecond), med[3].Round(100*time.Microsecond),
+		float64(med[0])/float64(med[1]), float64(med[0])/float64(med[2]), float64(med[0])/float64(med[3]))
+}
+
+// openRunClose opens a sandbox, runs true in it and closes it.
+func openRunClose(ctx context.Context, be *dockerBackend, spec model.Spec) error {
+	sb, err := be.Create(ctx, backends.CreateRequest{Spec: spec})
+	if err != nil {
+		return err
+	}
+	if sb.(*sandbox).egress == nil && !be.cfg.noObserver {
+		err = fmt.Errorf("no egress observer")
+	}
+	res, rerr := sb.Run(ctx, []string{"true"}, backends.RunOptions{})
+	if err == nil && rerr != nil {
+		err = rerr
+	}
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d", res.ExitCode)
+	}
+	if cerr := sb.Close(ctx); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func BenchmarkRun(b *testing.B) {

@@ -2,9 +2,11 @@ package docker
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -31,6 +33,23 @@ func TestConformance(t *testing.T) {
 					return observeContainer(ctx, b, id, rt)
 				},
 			}
+			// Under runc the egress observer's device is in the sandbox
+			// beside lo: the suite then connects to a listener on the host
+			// (at the Docker bridge's gateway), which must get nothing.
+			l := listenTCP(t, "0.0.0.0")
+			_, port, _ := net.SplitHostPort(l.addr)
+			h.EgressTarget = net.JoinHostPort(bridgeGateway(t, b), port)
+			// What the capability data claims is what the suite checks.
+			c, ok := backends.Lookup("docker/" + rt)
+			if !ok {
+				t.Fatalf("no capability data for docker/%s", rt)
+			}
+			h.ObservesEgress = c.BlockedEgressReporting
+			t.Cleanup(func() {
+				if n := l.got.Load(); n != 0 {
+					t.Errorf("the host's listener got %d connections from deny sandboxes", n)
+				}
+			})
 			if rt == "runsc" {
 				h.Only = []backendtest.Behaviour{backendtest.ExecTimeoutB, backendtest.NetworkDeny, backendtest.CapsB, backendtest.Secrets, backendtest.LifetimeB}
 				// gVisor's execs are slow to start on a loaded host; one

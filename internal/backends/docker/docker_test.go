@@ -30,8 +30,14 @@ func TestDenyEgressLeavesOnlyLoopback(t *testing.T) {
 			needRuntime(t, rt)
 			t.Parallel()
 			sb := open(t, newTestBackend(t), testSpec(t, withRuntime(rt)))
-			if got := sh(t, sb, "ls /sys/class/net"); got != "lo" {
-				t.Fatalf("interfaces under egress=deny: %q, want only lo", got)
+			// Under runc the egress observer's device holds the default
+			// routes; it reaches nothing (egress_test.go).
+			want := "egress0 lo"
+			if rt == "runsc" {
+				want = "lo"
+			}
+			if got := strings.Join(strings.Fields(sh(t, sb, "ls /sys/class/net")), " "); got != want {
+				t.Fatalf("interfaces under egress=deny: %q, want %q", got, want)
 			}
 		})
 	}

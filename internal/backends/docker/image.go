@@ -7,8 +7,10 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,6 +38,14 @@ var fallbackApplets = []string{
 // environment points at, building it from a static busybox binary when it
 // does not. It is idempotent and needs no registry.
 func EnsureLocalImage(ctx context.Context, tag, busybox string) error {
+	return ensureImage(ctx, tag, busybox, nil)
+}
+
+// ensureImage is EnsureLocalImage with extra files (path in the image:
+// content, mode 0755) added to the root filesystem: the tests bake their
+// own static helpers into an image this way, since a sandbox's writable
+// paths are noexec.
+func ensureImage(ctx context.Context, tag, busybox string, extra map[string][]byte) error {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return fmt.Errorf("docker client: %w", err)
@@ -46,7 +56,7 @@ func EnsureLocalImage(ctx context.Context, tag, busybox string) error {
 	} else if !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("image inspect: %w", err)
 	}
-	rootfs, err := busyboxRootfs(busybox)
+	rootfs, err := busyboxRootfs(busybox, extra)
 	if err != nil {
 		return err
 	}
@@ -70,7 +80,7 @@ func EnsureLocalImage(ctx context.Context, tag, busybox string) error {
 
 // busyboxRootfs builds the root filesystem tar: the binary, a link for
 // every applet, the mount points and writable directories a sandbox uses.
-func busyboxRootfs(busybox string) ([]byte, error) {
+func busyboxRootfs(busybox string, extra map[string][]byte) ([]byte, error) {
 	bin, err := os.ReadFile(busybox)
 	if err != nil {
 		return nil, fmt.Errorf("busybox: %w (install Debian's busybox-static)", err)
@@ -129,6 +139,11 @@ func busyboxRootfs(busybox string) ([]byte, error) {
 	}
 	if err := file("etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n")); err != nil {
 		return nil, fmt.Errorf("rootfs tar: %w", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(extra)) {
+		if err := file(name, 0o755, extra[name]); err != nil {
+			return nil, fmt.Errorf("rootfs tar: %w", err)
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("rootfs tar: %w", err)

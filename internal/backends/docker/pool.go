@@ -185,6 +185,7 @@ func (w *warm) remove(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.b.cfg.teardownGrace)
 	defer cancel()
 	err := w.b.removeContainer(rctx, w.s.id)
+	w.s.stopObserver()
 	w.b.events.forget(w.s.id)
 	return err
 }
@@ -277,6 +278,10 @@ func (w *warm) claimedSandbox(p createPlan, name string, claimed time.Time) *san
 		callTimeout: p.callTimeout, created: claimed, expires: claimed.Add(p.lifetime),
 		labels: labels, secrets: p.secrets, shell: ws.shell, onWarning: p.onWarning,
 		diskCap: ws.diskCap, pidsCap: ws.pidsCap,
+		// The observer attached at creation goes with the sandbox: the
+		// tenant's attempts are counted from the claim (none before it,
+		// a warm sandbox runs nothing).
+		egress: ws.egress,
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -62,6 +63,10 @@ type sandbox struct {
 	oomSeen int   // daemon OOM events already attributed to a command
 
 	trailed atomic.Bool // the watcher holds an audit trail for it (trail.go)
+
+	// egress observes what the sandbox tries to send under deny (nil where
+	// it is not observed: open egress, gVisor). See package egress.
+	egress *egress.Observer
 }
 
 // String and GoString keep secrets out of any formatted output.
@@ -75,7 +80,7 @@ func (s *sandbox) Info() backends.Info {
 	s.mu.Lock()
 	gone := s.gone != nil
 	s.mu.Unlock()
-	return backends.Info{
+	in := backends.Info{
 		ID:              s.id,
 		Backend:         Name,
 		Tier:            s.tier,
@@ -85,6 +90,19 @@ func (s *sandbox) Info() backends.Info {
 		DiskCapStrategy: s.diskCap,
 		PidsCapStrategy: s.pidsCap,
 		Running:         !gone && time.Now().Before(s.expires),
+	}
+	if s.egress != nil {
+		n, dests := s.egress.Record().Snapshot()
+		in.BlockedEgress, in.BlockedEgressDestinations = &n, dests
+	}
+	return in
+}
+
+// stopObserver ends the egress observer, once the sandbox is over; what it
+// recorded stays in Info.
+func (s *sandbox) stopObserver() {
+	if s.egress != nil {
+		s.egress.Close()
 	}
 }
 
@@ -217,6 +235,7 @@ func (s *sandbox) died(ctx context.Context, started time.Time, cause error, stde
 	gone.Err = cause
 	s.markGone(gone)
 	s.b.events.forget(s.id)
+	s.stopObserver()
 	switch {
 	case oom:
 		return s.memoryError("the sandbox was killed for running out of memory", gone)
@@ -652,7 +671,11 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 // Kill, lifetime or reaper, is success.
 func (s *sandbox) Kill(ctx context.Context) error {
 	s.markGone(s.goneError("it was killed"))
-	if err := s.b.removeContainer(ctx, s.id); err != nil {
+	err := s.b.removeContainer(ctx, s.id)
+	// Whether or not the removal is confirmed: a sandbox left without its
+	// observer has no route at all, which denies as much.
+	s.stopObserver()
+	if err != nil {
 		return err
 	}
 	s.b.events.forget(s.id)
@@ -682,6 +705,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 		}
 		s.b.events.forget(s.id)
 	}
+	s.stopObserver()
 	s.forgetTrail() // the caller audits the close, whatever its outcome
 	if err == nil {
 		return nil

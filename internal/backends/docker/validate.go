@@ -32,6 +32,10 @@ type createPlan struct {
 	secrets       []string // NAME=value for every declared secret; exec-only
 	onWarning     func(model.Warning)
 	binds         []Bind // host directories bound in (CreateWithBinds only)
+	// observe: the sandbox's denied egress is observed and reported (deny
+	// and learn under runc); learn: the report was asked for, so a sandbox
+	// whose observer cannot be attached is not created.
+	observe, learn bool
 	// A warm sandbox of a pool (CreateWarm): how long it waits for a claim,
 	// and the digest of its template spec.
 	warmIdle     time.Duration
@@ -120,6 +124,13 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 			return p, err
 		}
 	}
+	// gVisor answers the sandbox's packets in its own network stack, which
+	// under --network=none has loopback only: nothing reaches the
+	// namespace the observer would watch (see doc.go).
+	p.observe = p.networkMode == "none" && p.tier == model.TierContainer
+	if p.learn && !p.observe {
+		return p, gap(rules.NetLearn, "network.egress", fmt.Sprintf(`egress "learn" on runtime %s, where blocked egress is not observed`, p.runtime))
+	}
 	return p, nil
 }
 
@@ -157,7 +168,8 @@ func (p *createPlan) planNetwork() error {
 	case model.EgressAllow:
 		p.networkMode = "bridge"
 	case model.EgressLearn:
-		return gap(rules.NetLearn, "network.egress", `egress "learn"`)
+		// Deny plus a record: the same network mode, observed.
+		p.networkMode, p.learn = "none", true
 	default:
 		return gap(rules.NetEgressMode, "network.egress", fmt.Sprintf("egress %q", n.Egress))
 	}

@@ -42,7 +42,7 @@ func TestRefusedBeforeAnyAPICall(t *testing.T) {
 	}{
 		{"allow list on docker", func(s *model.Spec) { s.Network.Allow = []string{"151.101.0.0/16"} }, nil, model.CapabilityNotSupported, "network.allow"},
 		{"allow list with open egress", func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: "allow", Allow: []string{"10.0.0.0/8"}} }, nil, model.CapabilityNotSupported, "network.allow"},
-		{"learn mode", func(s *model.Spec) { s.Network.Egress = model.EgressLearn }, nil, model.CapabilityNotSupported, "network.egress"},
+		{"learn mode on runsc", func(s *model.Spec) { s.Network.Egress, s.Runtime = model.EgressLearn, "runsc" }, nil, model.CapabilityNotSupported, "network.egress"},
 		{"unknown egress", func(s *model.Spec) { s.Network.Egress = "block" }, nil, model.ConfigurationError, "network.egress"},
 		{"zero memory", func(s *model.Spec) { s.Resources.MemoryMB = 0 }, nil, model.ConfigurationError, "resources.memory_mb"},
 		{"negative pids", func(s *model.Spec) { s.Resources.Pids = -1 }, nil, model.ConfigurationError, "resources.pids"},
@@ -358,6 +358,24 @@ func TestContainerConfigBoundsEveryWritableMount(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// Learn is deny (network mode none) with the observer required; deny is
+// observed under runc only.
+func TestLearnIsObservedDeny(t *testing.T) {
+	for _, c := range []struct {
+		egress, runtime string
+		observe, learn  bool
+	}{
+		{model.EgressLearn, "runc", true, true},
+		{model.EgressDeny, "runc", true, false},
+		{model.EgressDeny, "runsc", false, false},
+	} {
+		p, err := validate(backends.CreateRequest{Spec: testSpec(t, func(s *model.Spec) { s.Network.Egress, s.Runtime = c.egress, c.runtime })}, true)
+		if err != nil || p.networkMode != "none" || p.observe != c.observe || p.learn != c.learn {
+			t.Errorf("%s on %s: network mode %q, observe %v, learn %v, err %v", c.egress, c.runtime, p.networkMode, p.observe, p.learn, err)
 		}
 	}
 }

@@ -46,7 +46,7 @@ const TestSnapshot = "sandboxio-busybox"
 func NewTestServer(t testing.TB, key string, minute time.Duration) *Server {
 	t.Helper()
 	NeedDocker(t)
-	d, err := docker.New()
+	d, err := docker.New(docker.WithoutEgressObserver())
 	if err != nil {
 		t.Fatal(err)
 	}

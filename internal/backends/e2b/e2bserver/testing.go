@@ -45,7 +45,7 @@ const TestTemplate = "base"
 func NewTestServer(t testing.TB, key string) *Server {
 	t.Helper()
 	NeedDocker(t)
-	d, err := docker.New()
+	d, err := docker.New(docker.WithoutEgressObserver())
 	if err != nil {
 		t.Fatal(err)
 	}

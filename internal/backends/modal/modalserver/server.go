@@ -69,7 +69,7 @@ type Options struct {
 	TokenID, TokenSecret string   // the one valid credential
 	Apps                 []string // apps that exist, in every environment
 	Environments         []string // environments that exist; "" (the default) always does
-	// Backend opens the local Docker sandboxes; nil opens docker.New().
+	// Backend opens the local Docker sandboxes; nil opens docker.New(docker.WithoutEgressObserver()): a Modal sandbox reports no blocked egress.
 	Backend backends.Backend
 	// Runtime is the Docker runtime the sandboxes use (runc when empty).
 	Runtime string
@@ -156,7 +156,7 @@ func Start(opts Options) (*Server, error) {
 	}
 	s.backend = opts.Backend
 	if s.backend == nil {
-		b, err := docker.New()
+		b, err := docker.New(docker.WithoutEgressObserver())
 		if err != nil {
 			return nil, fmt.Errorf("modalserver: docker: %w", err)
 		}

@@ -68,7 +68,7 @@ func OIDCToken(team, project, nonce string) string {
 func NewTestServer(t testing.TB, tokens ...string) *Server {
 	t.Helper()
 	NeedDocker(t)
-	d, err := docker.New()
+	d, err := docker.New(docker.WithoutEgressObserver())
 	if err != nil {
 		t.Fatal(err)
 	}

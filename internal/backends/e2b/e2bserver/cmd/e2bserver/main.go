@@ -40,7 +40,7 @@ func run(addr, tpl, busybox, urlFile string) error {
 	if err := e2bserver.EnsureTemplateImage(ctx, busybox); err != nil {
 		return err
 	}
-	d, err := docker.New()
+	d, err := docker.New(docker.WithoutEgressObserver())
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,484 @@
+package docker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/network"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// probeImage builds testdata/egressprobe (static: CGO off) and bakes it into
+// a local image, the test image plus /bin/egressprobe, tagged by the
+// binary's hash. Uploading it instead would not do: a sandbox's writable
+// paths are noexec.
+var probeImage = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "egressprobe")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "egressprobe")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./testdata/egressprobe")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build egressprobe: %w: %s", err, b)
+	}
+	bin, err := os.ReadFile(out)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(bin)
+	tag := "sandboxio/egressprobe:" + hex.EncodeToString(sum[:6])
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return tag, ensureImage(ctx, tag, DefaultBusybox, map[string][]byte{"bin/egressprobe": bin})
+})
+
+// withProbe runs the sandbox on the probe image.
+func withProbe(t testing.TB) func(*model.Spec) {
+	t.Helper()
+	tag, err := probeImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(s *model.Spec) { s.Image = tag }
+}
+
+// listener records every connection (TCP) or datagram (UDP) it gets.
+type listener struct {
+	addr string
+	got  atomic.Int64
+	stop func()
+}
+
+func listenTCP(t *testing.T, host string) *listener {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &listener{addr: l.Addr().String(), stop: func() { l.Close() }}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			r.got.Add(1)
+			c.Close()
+		}
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// listenTCPPort is listenTCP on a given port.
+func listenTCPPort(t *testing.T, host, port string) *listener {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		t.Fatalf("a listener on %s:%s: %v", host, port, err)
+	}
+	r := &listener{addr: l.Addr().String(), stop: func() { l.Close() }}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			r.got.Add(1)
+			c.Close()
+		}
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func listenUDP(t *testing.T, host string) *listener {
+	t.Helper()
+	c, err := net.ListenPacket("udp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &listener{addr: c.LocalAddr().String(), stop: func() { c.Close() }}
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := c.ReadFrom(buf); err != nil {
+				return
+			}
+			r.got.Add(1)
+		}
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// hostAddr is an address of this host other than loopback and the Docker
+// bridge's, which a sandbox could try.
+func hostAddr(t *testing.T, not string) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && ip.IP.String() != not {
+			return ip.IP.String()
+		}
+	}
+	t.Fatalf("no host address other than loopback and %s in %v", not, addrs)
+	return ""
+}
+
+func bridgeGateway(t *testing.T, b *dockerBackend) string {
+	t.Helper()
+	n, err := b.cli.NetworkInspect(context.Background(), "bridge", network.InspectOptions{})
+	if err != nil || len(n.IPAM.Config) == 0 || n.IPAM.Config[0].Gateway == "" {
+		t.Fatalf("the Docker bridge's gateway: %v %+v", err, n.IPAM)
+	}
+	return n.IPAM.Config[0].Gateway
+}
+
+// Under deny, code that resolves names and connects to the host, the
+// Docker bridge's gateway and the Internet gets nothing through: listeners
+// on the host and on the gateway record no connection and no datagram. Every
+// attempt is answered at once by the observer (ECONNREFUSED, a refused
+// lookup), counted, and its destination listed.
+func TestDenyEgressIsObservedAndNothingLeaves(t *testing.T) {
+	needDocker(t)
+	t.Parallel()
+	b := newTestBackend(t)
+	gw := bridgeGateway(t, b)
+	host := hostAddr(t, gw)
+	onHost, onGateway, udpHost := listenTCP(t, "0.0.0.0"), listenTCP(t, gw), listenUDP(t, "0.0.0.0")
+	// On ports where the observer accepts the connection to read the name
+	// the client sends first (and then resets it).
+	httpsOnGateway, httpOnHost := listenTCPPort(t, gw, "8443"), listenTCPPort(t, host, "8080")
+	port := func(l *listener) string { _, p, _ := net.SplitHostPort(l.addr); return p }
+
+	sb := open(t, b, testSpec(t, withProbe(t)))
+	if sb.egress == nil {
+		t.Fatal("no egress observer under deny")
+	}
+	if got := strings.Fields(sh(t, sb, "ls /sys/class/net")); strings.Join(got, " ") != egress.Interface+" lo" {
+		t.Fatalf("interfaces under egress=deny: %q, want lo and the observer's %s only", got, egress.Interface)
+	}
+	attempts := []string{
+		"tcp:" + net.JoinHostPort(host, port(onHost)),
+		"tcp:" + net.JoinHostPort(gw, port(onGateway)),
+		"tcp:" + net.JoinHostPort(gw, port(onHost)),
+		"tcp:1.1.1.1:443",
+		"tcp:[2606:4700:4700::1111]:443",
+		"udp:" + net.JoinHostPort(host, port(udpHost)),
+		"udp:" + net.JoinHostPort(gw, port(udpHost)),
+		"dns:pypi.org",
+		"tcp:files.pythonhosted.org:443",
+		"dns:Example.COM",
+		"tls:" + httpsOnGateway.addr + ":API.openai.com",
+		"http:" + httpOnHost.addr + ":registry.npmjs.org",
+		"tls:1.1.1.1:443:one.one.one.one",
+	}
+	out := sh(t, sb, "egressprobe "+strings.Join(attempts, " "))
+	t.Logf("probe:\n%s", out)
+	for _, a := range attempts {
+		var want string
+		switch {
+		case strings.HasPrefix(a, "udp:"):
+			want = a + " ok" // a datagram is sent; it goes nowhere
+		case strings.HasPrefix(a, "tls:"), strings.HasPrefix(a, "http:"):
+			want = a + " ECONNRESET" // accepted, read, then reset by the observer
+		case strings.HasSuffix(a, ":443") && !strings.Contains(a, "pythonhosted"):
+			// Accepted by the observer, to read a name that never comes;
+			// the probe closes and is reset: nothing is behind it.
+			want = a + " ok"
+		case strings.HasPrefix(a, "dns:"), strings.Contains(a, "pythonhosted"):
+			want = a + " dns-failed" // refused by the observer, not timed out
+		case strings.Contains(a, "2606:") && !sb.egress.IPv6:
+			want = a + " EADDRNOTAVAIL" // no IPv6 on the device: fails in the sandbox's kernel
+		default:
+			want = a + " ECONNREFUSED" // reset by the observer
+		}
+		if !strings.Contains(out+"\n", want+"\n") {
+			t.Errorf("want %q in the probe's output", want)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // anything in flight to the listeners
+	for name, l := range map[string]*listener{"host": onHost, "gateway": onGateway, "udp on host": udpHost, "gateway's 8443": httpsOnGateway, "host's 8080": httpOnHost} {
+		if n := l.got.Load(); n != 0 {
+			t.Errorf("the listener on the %s (%s) got %d connections or datagrams from a deny sandbox", name, l.addr, n)
+		}
+	}
+
+	in := sb.Info()
+	if in.BlockedEgress == nil {
+		t.Fatal("blocked_egress not reported")
+	}
+	seen := map[string]int64{}
+	for _, d := range in.BlockedEgressDestinations {
+		k := strings.Join(slices.DeleteFunc([]string{d.Kind, d.Name, d.Address, fmt.Sprint(d.Port)}, func(s string) bool { return s == "" || s == "0" }), " ")
+		seen[k] = d.Count
+	}
+	t.Logf("blocked_egress %d: %v", *in.BlockedEgress, seen)
+	want := []string{
+		"tcp " + host + " " + port(onHost), "tcp " + gw + " " + port(onGateway), "tcp 1.1.1.1 443",
+		"udp " + host + " " + port(udpHost), "udp " + gw + " " + port(udpHost),
+		"dns pypi.org", "dns files.pythonhosted.org", "dns example.com",
+		"tcp " + gw + " 8443", "tls api.openai.com " + gw + " 8443",
+		"tcp " + host + " 8080", "http registry.npmjs.org " + host + " 8080",
+		"tls one.one.one.one 1.1.1.1 443",
+	}
+	if sb.egress.IPv6 {
+		want = append(want, "tcp 2606:4700:4700::1111 443")
+	}
+	var sum int64
+	for _, k := range want {
+		if seen[k] == 0 {
+			t.Errorf("destination %q not recorded", k)
+		}
+	}
+	for k, n := range seen {
+		if !strings.HasPrefix(k, "tls ") && !strings.HasPrefix(k, "http ") { // names of TCP attempts counted
+			sum += n
+		}
+	}
+	if *in.BlockedEgress < int64(len(want)) || sum > *in.BlockedEgress {
+		t.Errorf("blocked_egress %d for %d destinations listed with %d attempts", *in.BlockedEgress, len(want), sum)
+	}
+}
+
+// A flood of 10,000 connection attempts is answered and counted with
+// bounded memory, and does not hold up the sandbox's teardown: Close,
+// called while a second flood runs, returns within the grace, and the
+// observer's reader, device and file are gone with the sandbox.
+func TestEgressFloodNeitherGrowsNorBlocksTeardown(t *testing.T) {
+	needDocker(t)
+	b := newTestBackend(t)
+	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, withProbe(t))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := sbi.(*sandbox)
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			_ = sb.Close(context.Background())
+		}
+	})
+	if sb.egress == nil {
+		t.Fatal("no egress observer under deny")
+	}
+	tunsBefore := tunFiles(t)
+	out := sh(t, sb, "egressprobe flood:10000")
+	if out != "flood ECONNREFUSED 10000" {
+		t.Fatalf("flood: %q, want every attempt refused at once", out)
+	}
+	in := sb.Info()
+	if in.BlockedEgress == nil || *in.BlockedEgress < 10000 || len(in.BlockedEgressDestinations) != egress.MaxDestinations {
+		t.Fatalf("after the flood: blocked_egress %d, %d destinations listed (want ≥ 10000, %d)", deref(in.BlockedEgress), len(in.BlockedEgressDestinations), egress.MaxDestinations)
+	}
+
+	// Close in the middle of a second flood.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	running := make(chan struct{})
+	go func() {
+		close(running)
+		_, _ = sb.Run(ctx, []string{"egressprobe", "flood:100000"}, backends.RunOptions{Timeout: 60 * time.Second})
+	}()
+	<-running
+	// Close once the second flood is under way (the exec may take a while
+	// to start on a loaded host).
+	for deadline := time.Now().Add(30 * time.Second); *sb.Info().BlockedEgress <= 10000; {
+		if time.Now().After(deadline) {
+			t.Fatal("the second flood did not start within 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	err = sb.Close(context.Background())
+	closed = true
+	took := time.Since(start)
+	if err != nil || took > model.TeardownGrace {
+		t.Fatalf("close during a flood: %v after %s", err, took)
+	}
+	select {
+	case <-sb.egress.Done():
+	case <-time.After(time.Second):
+		t.Fatal("the observer's reader still runs after Close")
+	}
+	if after := tunFiles(t); after >= tunsBefore {
+		t.Fatalf("this process holds %d TUN files after Close, %d before", after, tunsBefore)
+	}
+	if n := *sb.Info().BlockedEgress; n <= 10000 {
+		t.Errorf("blocked_egress %d after the second flood, want more than 10000", n)
+	}
+	waitGone(t, b, map[string]string{"test": labelSafe(t.Name())}, 10*time.Second)
+}
+
+// tunFiles counts this process's open /dev/net/tun files.
+func tunFiles(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && l == "/dev/net/tun" {
+			n++
+		}
+	}
+	return n
+}
+
+// A sandbox whose observer is never closed by its owner (its lifetime ends
+// first) does not keep the observer: the namespace goes with the container,
+// the device with it, and the reader ends.
+func TestObserverEndsWithTheContainer(t *testing.T) {
+	needDocker(t)
+	t.Parallel()
+	b := newTestBackend(t)
+	sb := open(t, b, testSpec(t))
+	if sb.egress == nil {
+		t.Fatal("no egress observer under deny")
+	}
+	if err := b.cli.ContainerKill(context.Background(), sb.id, "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-sb.egress.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the observer's reader still runs 10 s after its container was killed")
+	}
+}
+
+// gVisor answers the sandbox's packets in its own network stack: under
+// --network=none it has loopback only, and nothing reaches the namespace an
+// observer would watch. So runsc sandboxes are not observed (blocked_egress
+// null), and learn is refused there.
+func TestRunscIsNotObserved(t *testing.T) {
+	needRuntime(t, "runsc")
+	t.Parallel()
+	b := newTestBackend(t)
+	sb := open(t, b, testSpec(t, withRuntime("runsc")))
+	if sb.egress != nil || sb.Info().BlockedEgress != nil {
+		t.Fatal("a runsc sandbox claims an egress observer")
+	}
+	if got := sh(t, sb, "ls /sys/class/net"); got != "lo" {
+		t.Fatalf("interfaces under runsc: %q", got)
+	}
+	// Shown, not assumed: an observer attached by hand to the namespace of
+	// the runsc container sees nothing of what the sandbox sends, and the
+	// sandbox does not see its device.
+	ins, err := b.cli.ContainerInspect(context.Background(), sb.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := egress.Attach(ins.State.Pid, sb.id); err != nil {
+		t.Logf("the observer cannot even attach under runsc: %v", err)
+	} else {
+		defer o.Close()
+		out := sh(t, sb, "ls /sys/class/net; nslookup pypi.org >/dev/null 2>&1; nc -w 2 1.1.1.1 443 </dev/null; echo tried")
+		if n, _ := o.Record().Snapshot(); n != 0 || strings.Contains(out, egress.Interface) {
+			t.Fatalf("under runsc the observer saw %d attempts; the sandbox lists: %q", n, out)
+		}
+		t.Logf("runsc sandbox with an observer attached to its container's namespace: %q, 0 attempts seen", out)
+	}
+	_, err = b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, withRuntime("runsc"), func(s *model.Spec) {
+		s.Network = model.NetworkPolicy{Egress: model.EgressLearn}
+		s.Labels["case"] = "runsc-learn"
+	})})
+	wantClass(t, err, model.CapabilityNotSupported, "")
+	waitGone(t, b, map[string]string{"case": "runsc-learn"}, 0)
+}
+
+// The observer gives the sandboxed code nothing: the same capabilities as
+// a deny sandbox without it (none), no interface but loopback and the
+// observer's point-to-point device, and no way to change that device, its
+// addresses or its routes.
+func TestObserverGivesTheSandboxNothing(t *testing.T) {
+	needDocker(t)
+	t.Parallel()
+	b := newTestBackend(t)
+	bare := newTestBackend(t, WithoutEgressObserver())
+	caps := "grep ^Cap /proc/self/status"
+	observed, unobserved := open(t, b, testSpec(t)), open(t, bare, testSpec(t))
+	if observed.egress == nil || unobserved.egress != nil {
+		t.Fatalf("observers: %v %v", observed.egress, unobserved.egress)
+	}
+	with, without := sh(t, observed, caps), sh(t, unobserved, caps)
+	t.Logf("capabilities with the observer:\n%s", with)
+	if with != without || !strings.Contains(with, "CapEff:\t0000000000000000") {
+		t.Fatalf("capabilities with the observer:\n%s\nwithout:\n%s", with, without)
+	}
+	// Nothing was added outside the sandbox: the container is on no network
+	// but none, and no device of the observer's stayed in this namespace.
+	ins, err := b.cli.ContainerInspect(context.Background(), observed.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nets := slices.Collect(maps.Keys(ins.NetworkSettings.Networks)); len(nets) != 1 || nets[0] != "none" {
+		t.Fatalf("the observed container's networks: %v", nets)
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range ifs {
+		if strings.HasPrefix(i.Name, "sbxe") || i.Name == egress.Interface {
+			t.Fatalf("an observer's device stayed on the host: %s", i.Name)
+		}
+	}
+	if got := sh(t, unobserved, "ls /sys/class/net"); got != "lo" {
+		t.Fatalf("interfaces without the observer: %q", got)
+	}
+	if got := strings.Fields(sh(t, observed, "ls /sys/class/net")); strings.Join(got, " ") != egress.Interface+" lo" {
+		t.Fatalf("interfaces with the observer: %q", got)
+	}
+	// A point-to-point device with no link-layer address: nothing to bridge.
+	if got := sh(t, observed, "cat /sys/class/net/"+egress.Interface+"/flags /sys/class/net/"+egress.Interface+"/type"); got != "0x1091\n65534" {
+		t.Fatalf("the device's flags and type: %q, want a TUN (0x1091 up, point-to-point, noarp, multicast; type 65534)", got)
+	}
+	for _, cmd := range []string{
+		"ip link set " + egress.Interface + " down",
+		"ip addr add 172.17.0.99/16 dev " + egress.Interface,
+		"ip route del default",
+		"ip route add 172.17.0.0/16 dev lo",
+		"ip link add x type dummy",
+		"echo 1 >/proc/sys/net/ipv4/ip_forward",
+	} {
+		res, err := observed.Run(context.Background(), []string{"sh", "-c", cmd}, backends.RunOptions{Timeout: 10 * time.Second})
+		if err != nil || res.ExitCode == 0 {
+			t.Errorf("%q in the sandbox: exit %d, %v (want refused)", cmd, res.ExitCode, err)
+		}
+	}
+	if got := sh(t, observed, "ip route; ip -6 route | grep default"); strings.Count(got, "default dev "+egress.Interface) != 2 || strings.Count(got, "\n") != 1 {
+		t.Fatalf("routes after the attempts: %q, want the IPv4 and IPv6 default routes into the observer only", got)
+	}
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
