@@ -482,3 +482,43 @@ func deref(p *int64) int64 {
 	}
 	return *p
 }
+
+// A pooled sandbox is observed like a cold one: the observer attached when
+// the warm sandbox was created goes with the claim, so the tenant's
+// attempts are counted (a claim that dropped it reported null: seen), and a
+// warm sandbox discarded unclaimed leaves no observer running (removing the
+// container ends its namespace, so this holds even without the close).
+func TestWarmSandboxKeepsItsEgressObserver(t *testing.T) {
+	needDocker(t)
+	b := newTestBackend(t)
+	spec := testSpec(t, withProbe(t))
+	w := newWarm(t, b, spec, time.Minute)
+	if w.s.egress == nil {
+		t.Fatal("a warm sandbox under deny has no egress observer")
+	}
+	sb := claimOf(t, w, spec)
+	if out := sh(t, sb, "egressprobe tcp:1.1.1.1:22"); out != "tcp:1.1.1.1:22 ECONNREFUSED" {
+		t.Fatalf("probe: %q", out)
+	}
+	in := sb.Info()
+	if in.BlockedEgress == nil || *in.BlockedEgress < 1 {
+		t.Fatalf("claimed sandbox: blocked_egress %v, want at least 1", in.BlockedEgress)
+	}
+	found := false
+	for _, d := range in.BlockedEgressDestinations {
+		found = found || (d.Address == "1.1.1.1" && d.Port == 22)
+	}
+	if !found {
+		t.Fatalf("claimed sandbox's destinations %+v lack 1.1.1.1:22", in.BlockedEgressDestinations)
+	}
+
+	w2 := newWarm(t, b, spec, time.Minute)
+	if err := w2.Discard(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w2.s.egress.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a discarded warm sandbox's observer still runs")
+	}
+}
