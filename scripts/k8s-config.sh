@@ -172,7 +172,8 @@ mkimage() {
 # The tarballs are deterministic, so they are kept in the cache, keyed by
 # the binaries' directory.
 build_images() {
-	local r a cached=$K8S_CACHE/images-$(basename "$K8S_BIN")
+	local r a cached
+	cached=$K8S_CACHE/images-$(basename "$K8S_BIN")
 	if [ -f "$cached/busybox.tar" ] && [ -f "$cached/pause.tar" ]; then
 		cp "$cached/pause.tar" "$cached/busybox.tar" "$K8S_RUN/images/"
 		return 0

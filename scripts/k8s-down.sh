@@ -39,6 +39,7 @@ stop() { # SECONDS NAME...
 drain_pods() {
 	local i
 	k8s_pid kubelet >/dev/null && k8s_pid kube-apiserver >/dev/null || return 0
+	# shellcheck disable=SC2034 # read by k8s_kubectl (k8s-lib.sh)
 	K8S_BIN=$(cat "$K8S_RUN/bin-dir")
 	k8s_kubectl delete pods --all -A --grace-period=0 --force --wait=false >/dev/null 2>&1 || return 0
 	for ((i = 0; i < 100; i++)); do
@@ -84,7 +85,7 @@ kill_leftovers() {
 		pid=${pid%/cmdline}
 		[ "$pid" = $$ ] || kill -KILL "$pid" 2>/dev/null
 	done
-	for p in $(find /sys/fs/cgroup/*/kubepods -name cgroup.procs 2>/dev/null); do
+	find /sys/fs/cgroup/*/kubepods -name cgroup.procs 2>/dev/null | while read -r p; do
 		while read -r pid; do kill -KILL "$pid" 2>/dev/null; done <"$p"
 	done
 	sleep 0.3

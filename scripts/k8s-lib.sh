@@ -1,4 +1,6 @@
 # shellcheck shell=bash
+# The settings are read by the scripts that source this file.
+# shellcheck disable=SC2034
 # Shared settings of scripts/k8s-up.sh, k8s-down.sh and
 # k8s-side-effects-test.sh: one single-node test cluster per machine.
 # Sourced, not run.
