@@ -10,7 +10,7 @@
 #   scripts/stress.sh                 # the same, when make referee-deps analysers has run
 #   ROUNDS=3 make stress
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 ROUNDS=${ROUNDS:-10}
 PKGS=(./internal/backends/docker/ ./sandbox/ ./cmd/sandboxio/)
