@@ -70,26 +70,10 @@ type listener struct {
 
 func listenTCP(t *testing.T, host string) *listener {
 	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &listener{addr: l.Addr().String(), stop: func() { l.Close() }}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			r.got.Add(1)
-			c.Close()
-		}
-	}()
-	t.Cleanup(r.stop)
-	return r
+	return listenTCPPort(t, host, "0")
 }
 
-// listenTCPPort is listenTCP on a given port.
+// listenTCPPort listens on a given port (0: any free one).
 func listenTCPPort(t *testing.T, host, port string) *listener {
 	t.Helper()
 	l, err := net.Listen("tcp", net.JoinHostPort(host, port))
