@@ -439,13 +439,7 @@ func (c *Client) Open(ctx context.Context, req Request) (*Sandbox, error) {
 	start := time.Now()
 	p, err := c.prepare(ctx, req)
 	if err != nil {
-		secrets := req.Secrets
-		if me := (*model.Error)(nil); errors.As(err, &me) && me.Rule == rules.ShortSecret {
-			secrets = secrets.redactable()
-		}
-		err = redactError(err, secrets)
-		c.audit(refusalRecord(req, p, start, err), secrets)
-		return nil, err
+		return nil, c.refused(req, p, start, err)
 	}
 	k := key{p.spec.TenantID, p.spec.SessionID}
 	if err := c.reserve(k); err != nil {
@@ -469,6 +463,56 @@ func (c *Client) Open(ctx context.Context, req Request) (*Sandbox, error) {
 			Fix: "open sandboxes with a new client; the sandbox provisioned meanwhile was removed", Err: cerr}
 	}
 	return sb, err
+}
+
+// refused audits a request refused by prepare, and returns the refusal
+// redacted.
+func (c *Client) refused(req Request, p plan, start time.Time, err error) error {
+	secrets := req.Secrets
+	if me := (*model.Error)(nil); errors.As(err, &me) && me.Rule == rules.ShortSecret {
+		secrets = secrets.redactable()
+	}
+	err = redactError(err, secrets)
+	c.audit(refusalRecord(req, p, start, err), secrets)
+	return err
+}
+
+// Decision is what the checks that need no backend decided for a request:
+// what a sandbox opened for it will be, as far as that is known before any
+// backend is asked. An Open of the request enforces every part of it.
+type Decision struct {
+	Backend             string // the DSN scheme
+	TenantID, SessionID string
+	Template            string
+	// Tier is the isolation tier the spec states, which the open requires
+	// the live backend to give (it is refused otherwise); "" when the spec
+	// states none: the tier is then known only once the sandbox is open.
+	Tier        model.Tier
+	Network     model.NetworkPolicy
+	CallTimeout time.Duration
+	Lifetime    time.Duration
+	// Pooled is set when a warm pool of the client keeps sandboxes of the
+	// request's template: an Open claims one when one is ready.
+	Pooled bool
+}
+
+// Decide runs every check of Open that needs no backend (the spec, its
+// digest, the tenant binding, the secrets, the policy bundle) and returns
+// the decision, or the refusal Open would give, audited as Open audits it.
+// Nothing is provisioned and no backend is asked: an Open of the same
+// request can still be refused by the live backend (require_isolation, a
+// session held by another process) or fail to reach it.
+func (c *Client) Decide(ctx context.Context, req Request) (Decision, error) {
+	p, err := c.prepare(ctx, req)
+	if err != nil {
+		return Decision{}, c.refused(req, p, time.Now(), err)
+	}
+	d := Decision{Backend: p.scheme, TenantID: p.spec.TenantID, SessionID: p.spec.SessionID, Template: p.spec.Name,
+		Tier: p.spec.IsolationTier, Network: p.spec.Network.Normalized(), CallTimeout: p.callTimeout, Lifetime: p.lifetime}
+	if p.templateDigest != "" {
+		d.Pooled = c.pools[p.templateDigest] != nil
+	}
+	return d, nil
 }
 
 func (c *Client) reserve(k key) error {

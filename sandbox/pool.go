@@ -99,6 +99,7 @@ type pool struct {
 	ready    []*warmEntry
 	creating int
 	closed   bool
+	filled   bool // the pool has been full once (announced to Progress)
 	failures int // consecutive, for the backoff
 	retryAt  time.Time
 	// holdUntil: no refill starts before, after a claim (refillDelay).
@@ -280,6 +281,7 @@ func (pl *pool) fill() {
 func (pl *pool) createOne() {
 	defer pl.wg.Done()
 	e, err := pl.newEntry()
+	announce := false
 	pl.mu.Lock()
 	pl.creating--
 	closed := pl.closed
@@ -292,8 +294,15 @@ func (pl *pool) createOne() {
 	case !closed:
 		pl.failures = 0
 		pl.ready = append(pl.ready, e)
+		announce = !pl.filled && len(pl.ready) == pl.size
+		pl.filled = pl.filled || announce
 	}
 	pl.mu.Unlock()
+	if announce && pl.c.cfg.Progress != nil {
+		// Once, when it first gets there: a terminal (and a test) can see
+		// that claims are served from now on.
+		pl.c.cfg.Progress(fmt.Sprintf("warm pool %s: %d of %d sandboxes ready", pl.plan.spec.Name, pl.size, pl.size))
+	}
 	if err == nil && closed {
 		pl.discard(e)
 	}

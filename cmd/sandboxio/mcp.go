@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/mcpserver"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
 
@@ -152,35 +154,153 @@ func (m *mcpFlags) run(ctx context.Context, e *env, f *runFlags, args []string) 
 	}
 	defer s.close()
 	approval.Secrets = s.req.Secrets
-	var served bool
-	err := s.client.With(ctx, s.req, func(ctx context.Context, sb *sandbox.Sandbox) error {
-		served = true
-		srv := mcpserver.New(mcpserver.Options{Sandbox: sb, Secrets: s.req.Secrets, Version: version,
-			Timeout: f.timeout, Workdir: f.workdir, HeadBytes: m.head, TailBytes: m.tail})
-		if ln != nil {
-			return m.serveHTTP(ctx, e, ln, srv, sb)
-		}
-		fmt.Fprintf(e.stderr, "sandboxio mcp: serving %s over stdio\n", sb)
-		err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}, MaxLineLength: mcpserver.MaxMessageBytes})
+	// The policy decides now, before serving: a refusal it knows ends the
+	// server with its exit code, as an open would. The sandbox is opened
+	// at the first tool call that needs it, when a warm sandbox may be
+	// ready.
+	dec, err := s.client.Decide(ctx, s.req)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sandboxio mcp: %s\n", classLine(err))
+		return exitFor(err)
+	}
+	lz := &lazySandbox{client: s.client, req: s.req, ctx: ctx, stderr: e.stderr, ended: make(chan struct{})}
+	srv := mcpserver.New(mcpserver.Options{Sandbox: lz, Decision: dec, Secrets: s.req.Secrets, Version: version,
+		Timeout: f.timeout, Workdir: f.workdir, HeadBytes: m.head, TailBytes: m.tail})
+	what := fmt.Sprintf("tenant %s session %s (%s backend; the sandbox opens at the first tool call", dec.TenantID, dec.SessionID, dec.Backend)
+	if dec.Pooled {
+		what += ", from the warm pool when one is ready"
+	}
+	what += ")"
+	if ln != nil {
+		err = m.serveHTTP(ctx, e, ln, srv, what)
+	} else {
+		fmt.Fprintf(e.stderr, "sandboxio mcp: serving %s over stdio\n", what)
+		err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}, MaxLineLength: mcpserver.MaxMessageBytes})
 		if ctx.Err() == nil {
-			return nil // the client closed the stream: the session is over
+			err = nil // the client closed the stream: the session is over
 		}
-		return err
-	})
+	}
+	opened, openErr, closeErr := lz.end()
 	if ctx.Err() != nil {
-		fmt.Fprintf(e.stderr, "sandboxio mcp: interrupted; the sandbox was removed\n")
+		fmt.Fprintf(e.stderr, "sandboxio mcp: interrupted; %s\n", removed(opened))
 		return exitInterrupted
 	}
 	var oe *sandbox.OrphanedError
 	switch {
-	case err != nil && served && errors.As(err, &oe):
+	case closeErr != nil && errors.As(closeErr, &oe):
 		return exitOK // warned on stderr and audited; the lifetime and reap remove it
-	case err != nil:
+	case closeErr != nil:
+		err = closeErr
+	case err == nil && !opened && openErr != nil:
+		// Every open failed, and each failure was the tool call's error.
+		err = openErr
+	}
+	if err != nil {
 		fmt.Fprintf(e.stderr, "sandboxio mcp: %s\n", classLine(err))
 		return exitFor(err)
 	}
-	fmt.Fprintf(e.stderr, "sandboxio mcp: the client disconnected; the sandbox was removed\n")
+	fmt.Fprintf(e.stderr, "sandboxio mcp: the client disconnected; %s\n", removed(opened))
 	return exitOK
+}
+
+func removed(opened bool) string {
+	if opened {
+		return "the sandbox was removed"
+	}
+	return "no sandbox was opened"
+}
+
+// lazySandbox is the session's sandbox, opened at the first call that needs
+// it (from the warm pool when one is ready, cold otherwise) and held open by
+// Client.With until the session ends, so that it is closed on every path:
+// the client disconnecting, and ctx ending (SIGTERM), which closes it at
+// once even while a call runs. Concurrent first calls open one sandbox: the
+// others wait for it. An open that fails is that call's error; the next call
+// tries again.
+type lazySandbox struct {
+	client *sandbox.Client
+	req    sandbox.Request
+	ctx    context.Context // the server's: the sandbox lives until it ends
+	stderr io.Writer
+
+	mu      sync.Mutex
+	sb      *sandbox.Sandbox
+	ended   chan struct{} // closed by end: With closes the sandbox
+	stopped bool
+	done    chan struct{} // closed when With returned, with err set
+	err     error         // With's: a close error
+	openErr error         // the last failed open
+}
+
+// get returns the session's sandbox, opening it first if need be.
+func (l *lazySandbox) get() (*sandbox.Sandbox, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.sb != nil:
+		return l.sb, nil
+	case l.stopped:
+		return nil, &model.Error{Class: model.SandboxGone, Message: "the MCP session is over", Fix: "start the server again"}
+	}
+	opened := make(chan *sandbox.Sandbox, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		l.err = l.client.With(l.ctx, l.req, func(_ context.Context, sb *sandbox.Sandbox) error {
+			opened <- sb
+			<-l.ended
+			return nil
+		})
+	}()
+	select {
+	case sb := <-opened:
+		l.sb, l.done = sb, done
+		fmt.Fprintf(l.stderr, "sandboxio mcp: opened %s\n", sb)
+		return sb, nil
+	case <-done:
+		l.openErr = l.err
+		fmt.Fprintf(l.stderr, "sandboxio mcp: the sandbox could not be opened: %s\n", classLine(l.err))
+		return nil, l.err
+	}
+}
+
+// end ends the session: the sandbox, if one was opened, is closed. It
+// reports whether one was, the last failed open, and the close's error.
+func (l *lazySandbox) end() (opened bool, openErr, closeErr error) {
+	l.mu.Lock()
+	l.stopped = true
+	close(l.ended)
+	done := l.done
+	l.mu.Unlock()
+	if done == nil {
+		return false, l.openErr, nil
+	}
+	<-done
+	return true, nil, l.err
+}
+
+func (l *lazySandbox) Run(ctx context.Context, cmd []string, opts sandbox.RunOptions) (sandbox.Result, error) {
+	sb, err := l.get()
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	return sb.Run(ctx, cmd, opts)
+}
+
+func (l *lazySandbox) RunCode(ctx context.Context, lang, code string, opts sandbox.RunOptions) (sandbox.Result, error) {
+	sb, err := l.get()
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	return sb.RunCode(ctx, lang, code, opts)
+}
+
+func (l *lazySandbox) Upload(ctx context.Context, path string, content []byte, mode fs.FileMode) error {
+	sb, err := l.get()
+	if err != nil {
+		return err
+	}
+	return sb.Upload(ctx, path, content, mode)
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -223,7 +343,7 @@ func listenLoopback(ctx context.Context, addr string) (net.Listener, error) {
 // ends it, it idles past --idle-timeout, or ctx ends. A second session is
 // refused while the first is served, and after it: the sandbox is the first
 // session's, and it is removed when that session ends.
-func (m *mcpFlags) serveHTTP(ctx context.Context, e *env, ln net.Listener, srv *mcp.Server, sb *sandbox.Sandbox) error {
+func (m *mcpFlags) serveHTTP(ctx context.Context, e *env, ln net.Listener, srv *mcp.Server, what string) error {
 	var mu sync.Mutex
 	claimed := false
 	ended := make(chan struct{})
@@ -249,7 +369,7 @@ func (m *mcpFlags) serveHTTP(ctx context.Context, e *env, ln net.Listener, srv *
 		handler.ServeHTTP(w, r)
 	})
 	hs := &http.Server{Handler: gate, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(e.stderr, "sandboxio mcp: serving %s over streamable HTTP at http://%s/\n", sb, ln.Addr())
+	fmt.Fprintf(e.stderr, "sandboxio mcp: serving %s over streamable HTTP at http://%s/\n", what, ln.Addr())
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	var err error

@@ -129,8 +129,8 @@ func TestMCP_DisconnectClosesTheSandbox(t *testing.T) {
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	cs, cmd, stderr := startMCP(t, []string{"MCP_TEST_SECRET=" + canary},
 		"--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", session, "--audit", audit)
-	if n := countLabelled(t, "sandboxio.session_id="+session); n != 1 {
-		t.Fatalf("%d containers for the session while serving, want 1", n)
+	if n := countLabelled(t, "sandboxio.session_id="+session); n != 0 {
+		t.Fatalf("%d containers for the session before the first tool call, want 0", n)
 	}
 	var seen strings.Builder
 	for _, c := range []struct {
@@ -146,6 +146,9 @@ func TestMCP_DisconnectClosesTheSandbox(t *testing.T) {
 	} {
 		res, text := callText(t, cs, c.tool, c.args)
 		fmt.Fprintf(&seen, "%s %v: %s %v\n", c.tool, res.IsError, text, res.StructuredContent)
+	}
+	if n := countLabelled(t, "sandboxio.session_id="+session); n != 1 {
+		t.Fatalf("%d containers for the session while serving, want 1", n)
 	}
 	if !strings.Contains(seen.String(), "[REDACTED]") {
 		t.Errorf("no redaction seen; the secret did not reach the sandbox?\n%s", seen.String())

@@ -13,9 +13,11 @@
 // helper redacts them from output and errors, and this package redacts every
 // string it returns once more.
 //
-// The server holds one sandbox for one tenant session. It does not open or
-// close it: the caller (`sandboxio mcp`) opens it before serving and closes it
-// when the client disconnects or the process is told to stop.
+// The server serves one sandbox for one tenant session. It does not open or
+// close it: the caller (`sandboxio mcp`) gives a Sandbox that opens at the
+// first call that needs it, and closes it when the client disconnects or the
+// process is told to stop. What the server tells the host before that (its
+// instructions) comes from the policy decision, never from an open sandbox.
 package mcpserver
 
 import (
@@ -37,12 +39,14 @@ type Sandbox interface {
 	Run(ctx context.Context, cmd []string, opts sandbox.RunOptions) (sandbox.Result, error)
 	RunCode(ctx context.Context, lang, code string, opts sandbox.RunOptions) (sandbox.Result, error)
 	Upload(ctx context.Context, path string, content []byte, mode fs.FileMode) error
-	Info() sandbox.Info
 }
 
 // Options configure a server.
 type Options struct {
 	Sandbox Sandbox
+	// Decision is what the policy decided for the session's sandbox
+	// (sandbox.Client.Decide): the instructions say it.
+	Decision sandbox.Decision
 	// Secrets are the sandbox's secrets: every string a result holds is
 	// redacted with them once more before it leaves.
 	Secrets sandbox.Secrets
@@ -102,23 +106,29 @@ func New(o Options) *mcp.Server {
 }
 
 // instructions tell the host what the sandbox is: whose, how isolated, and
-// what its network policy allows.
+// what its network policy allows. They are sent before the sandbox is open,
+// so they say only what the policy decided and the open enforces.
 func (s *server) instructions() string {
-	in := s.o.Sandbox.Info()
-	egress := in.Network.Egress
+	d := s.o.Decision
+	egress := d.Network.Egress
 	if egress == "" {
 		egress = "deny"
 	}
-	if len(in.Network.Allow) > 0 {
-		egress += " except " + strings.Join(in.Network.Allow, ", ")
+	if len(d.Network.Allow) > 0 {
+		egress += " except " + strings.Join(d.Network.Allow, ", ")
 	}
-	return s.redact(fmt.Sprintf(`Runs commands and programs in one sandbox (%s backend, isolation tier %s) for tenant %q session %q.
-Files persist across calls until the session ends; the sandbox is removed when the client disconnects.
+	tier := "isolation tier " + string(d.Tier)
+	if d.Tier == "" {
+		tier = "isolation tier known once it is open"
+	}
+	return s.redact(fmt.Sprintf(`Runs commands and programs in one sandbox (%s backend, %s) for tenant %q session %q.
+The sandbox is opened at the first call that needs it; files persist across calls until the session ends,
+and the sandbox is removed when the client disconnects.
 Network egress: %s. Each call is bounded by %s and passes the policy's pre-execution checks.
 Results show the exit code and the head and tail of each stream; a longer stream is kept in full
 as a file under %s in the sandbox, and the result names it: read it with read_file.
 Prefer writing a program that does the work and prints a short summary over many small calls.`,
-		in.Backend, in.Tier, in.TenantID, in.SessionID, egress, in.CallTimeout, s.o.OutputDir))
+		d.Backend, tier, d.TenantID, d.SessionID, egress, d.CallTimeout, s.o.OutputDir))
 }
 
 // redact replaces every secret value in text.
