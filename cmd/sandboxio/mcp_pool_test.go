@@ -19,7 +19,14 @@ import (
 
 // poolSpecFile writes a template spec that declares a warm pool, labelled
 // test=name, and returns its path and digest.
-func poolSpecFile(t *testing.T, name string, wp model.WarmPool) (string, string) {
+func poolSpecFile(t testing.TB, name string, wp model.WarmPool) (string, string) {
+	t.Helper()
+	return templateSpecFile(t, name, &wp)
+}
+
+// templateSpecFile writes the template spec of poolSpecFile, with the warm
+// pool wp (none when nil).
+func templateSpecFile(t testing.TB, name string, wp *model.WarmPool) (string, string) {
 	t.Helper()
 	timeout, lifetime, disk := int64(30), int64(120), int64(64)
 	tpl := inputs.Template{
@@ -27,7 +34,7 @@ func poolSpecFile(t *testing.T, name string, wp model.WarmPool) (string, string)
 		TimeoutSeconds: &timeout, LifetimeSeconds: &lifetime,
 		Caps:     model.CapsRequest{DiskMB: &disk},
 		Labels:   map[string]string{"test_run": runID, "test": name},
-		WarmPool: &wp,
+		WarmPool: wp,
 	}
 	spec, _, err := tpl.Build("")
 	if err != nil {
