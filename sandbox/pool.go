@@ -100,7 +100,7 @@ type pool struct {
 	creating int
 	closed   bool
 	filled   bool // the pool has been full once (announced to Progress)
-	failures int // consecutive, for the backoff
+	failures int  // consecutive, for the backoff
 	retryAt  time.Time
 	// holdUntil: no refill starts before, after a claim (refillDelay).
 	holdUntil time.Time

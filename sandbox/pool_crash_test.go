@@ -151,11 +151,21 @@ func TestPoolCrashLeavesNothingAfterReap(t *testing.T) {
 	}
 
 	c, _ := newClient(t)
+	// Without the tenant, its labels cannot say whose it is: it is listed
+	// as bound by its name, with neither tenant nor session.
+	dry, err := c.Reap(ctx, ReapOptions{Backend: "docker://", DryRun: true, Labels: map[string]string{"test": labelSafe(t.Name())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dry) != 1 || dry[0].ID != claimed || dry[0].TenantID != "" || dry[0].SessionID != "" || dry[0].Labels[model.ReservedLabelPrefix+"binding"] != "name" {
+		t.Fatalf("reap --dry-run without the tenant: %+v", dry)
+	}
+	// By tenant alone: the tenant, and the session read back from the name.
 	byTenant, err := c.Reap(ctx, ReapOptions{Backend: "docker://", Labels: map[string]string{model.LabelTenantID: "acme", "test": labelSafe(t.Name())}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(byTenant) != 1 || byTenant[0].ID != claimed || byTenant[0].TenantID != "acme" || byTenant[0].Reason != "owner gone" {
+	if len(byTenant) != 1 || byTenant[0].ID != claimed || byTenant[0].TenantID != "acme" || byTenant[0].SessionID != labelSafe(t.Name()) || byTenant[0].Reason != "owner gone" {
 		t.Fatalf("reap by tenant: %+v", byTenant)
 	}
 	waitNoneLabelled(t, cli, label, 30*time.Second)

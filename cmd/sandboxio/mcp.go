@@ -22,10 +22,16 @@ import (
 const mcpHelp = `Serves one sandbox to an agent host over the Model Context Protocol: on standard input
 and output (the default, for a host that starts the server as a subprocess), or over
 streamable HTTP on a loopback address (--http 127.0.0.1:PORT; any other address is
-refused). The sandbox is opened from the spec exactly as ` + "`sandboxio run`" + ` opens one (the
-same checks before anything is provisioned, the same flags, the same exit codes when
-it is refused) for one tenant and session, and it serves one MCP session: one client,
-never two, never another tenant.
+refused). It serves one sandbox for one tenant and session, and one MCP session: one
+client, never two, never another tenant. As it starts, it runs the checks of
+` + "`sandboxio run`" + ` that need no backend (the spec's sha256, the tenant binding, the secrets,
+the policy bundle): a refusal exits with the same code as run, before serving. The
+sandbox itself is opened, with the live backend's checks (require_isolation, one
+sandbox per tenant and session), at the first tool call that needs it; an open that
+is refused or fails there is that call's error (class, rule, attribute, fix), and the
+next call tries again. The MCP instructions, sent before that, come from the policy
+decision: backend, the tier the spec states (which the open enforces), egress, tenant,
+session and call timeout.
 
   sandboxio mcp --spec spec.json --spec-sha256 "$(terraform output -raw tenant_spec_sha256)" \
       --tenant acme --session s-42 --audit audit.jsonl
@@ -59,17 +65,18 @@ the audit record; the call runs.
 
 The sandbox is removed when the client disconnects (standard input closes; over HTTP,
 the client ends its session, or sends nothing for --idle-timeout), and on SIGTERM or
-SIGINT, within the teardown grace; --audit records it. The sandbox's lifetime_seconds
-runs from the start of the server: past it, calls fail with SandboxGone and the host
-should start the server again.
+SIGINT, within the teardown grace; --audit records it. A session that ends before any
+tool call opened no sandbox. The sandbox's lifetime_seconds runs from its open (the
+claim, for a warm one): past it, calls fail with SandboxGone and the host should start
+the server again.
 
 Warm pool: when --spec is a template spec whose warm_pool is set (and no --label is
-given), the server keeps that pool while it runs: the session's sandbox is claimed from
-it when one is ready, cold otherwise (the audit record says which). The pool is drained
-(every warm sandbox removed) when the server ends, on disconnect and on SIGTERM alike.
-The one session's sandbox is opened as the server starts, usually before a warm sandbox
-is ready, and then cold: for now the pool adds warm sandboxes without shortening that
-open.
+given), the server starts that pool as it starts and keeps it while it runs. The first
+tool call claims the session's sandbox from it when a warm one is ready, and opens cold
+otherwise (an empty pool is never an error); the audit record of the open says which
+(source pool or cold, with claim_ms). A progress line says when the pool is first full.
+The pool is drained (every warm sandbox removed) when the server ends, on disconnect
+and on SIGTERM alike.
 
 Standard output carries the protocol only: progress lines and warnings go to standard
 error, and --audit - and --spec - are refused in stdio mode.
@@ -78,10 +85,12 @@ error, and --audit - and --spec - are refused in stdio mode.
 
 // mcpExitCodesHelp ends the help of mcp.
 const mcpExitCodesHelp = `Exit codes:
-  0      the client disconnected; the sandbox was removed
+  0      the client disconnected; the sandbox (if one was opened) was removed
   2      usage or input error (bad flags, unreadable spec, a non-loopback --http address)
-  64-70  refused or failed before serving, one code per error class, as for run
-         (see sandboxio run --help); nothing is left provisioned
+  64-70  refused before serving, one code per error class, as for run (see sandboxio
+         run --help); nothing is left provisioned. Also at the end of a session in
+         which every open failed (each failure was that tool call's error): the
+         class of the last one
   130    interrupted (SIGINT, SIGTERM); the sandbox was removed`
 
 // mcpFlags are the flags of mcp beside the run flags.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
 
@@ -38,7 +39,11 @@ after it stopped answering; CI runs it after Docker jobs.
   sandboxio reap --label sandboxio.tenant_id=acme
 
 Each sandbox is printed with its id, tenant, session, template and the reason (expired,
-owner gone); --json prints a JSON array instead. --audit appends one record per
+owner gone); --json prints a JSON array instead. A warm sandbox claimed on Docker
+carries its tenant and session in its name, not its labels (label
+sandboxio.binding=name): a sweep by --label sandboxio.tenant_id=ID shows both (the
+session read back from the name, and believed only when the name's digest matches
+that tenant and session); any other sweep prints them as unknown. --audit appends one record per
 sandbox (event expired, or orphaned for a dead owner).`,
 		exitCodes: reapExitCodesHelp,
 		setup:     setupReap,
@@ -137,9 +142,28 @@ func printReaped(w io.Writer, reaped []sandbox.Reaped, dryRun bool) {
 		verb = "would remove"
 	}
 	for _, r := range reaped {
+		tenant, session, reason := orDash(r.TenantID), orDash(r.SessionID), r.Reason
+		if r.Labels[bindingLabel] == "name" && (r.TenantID == "" || r.SessionID == "") {
+			// A claimed warm sandbox (Docker): its tenant and session are
+			// in its name, which only a sweep by tenant reads back.
+			tenant, session = orUnknown(r.TenantID), orUnknown(r.SessionID)
+			reason += "; bound by its name: sweep with --label " + model.LabelTenantID + "=ID to see its tenant and session"
+		}
 		fmt.Fprintf(w, "%s %s backend=%s tenant=%s session=%s template=%s (%s)\n",
-			verb, shortID(r.ID), r.Backend, orDash(r.TenantID), orDash(r.SessionID), orDash(r.Template), r.Reason)
+			verb, shortID(r.ID), r.Backend, tenant, session, orDash(r.Template), reason)
 	}
+}
+
+// bindingLabel marks a sandbox whose tenant and session are bound by
+// something other than its labels ("name": a claimed warm sandbox on
+// Docker, whose name carries them).
+const bindingLabel = model.ReservedLabelPrefix + "binding"
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 // openAudit opens the --audit destination: none for "", stdout for "-",

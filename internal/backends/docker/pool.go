@@ -455,7 +455,10 @@ func (b *dockerBackend) listClaimed(ctx context.Context, labels map[string]strin
 		}
 		c.Labels = maps.Clone(c.Labels)
 		c.Labels[model.LabelTenantID] = tenant
-		if bySession {
+		if !bySession {
+			session = sessionOfName(b.cfg.scope, tenant, name)
+		}
+		if session != "" {
 			c.Labels[model.LabelSessionID] = session
 		}
 		c.Labels[labelBinding] = bindingName

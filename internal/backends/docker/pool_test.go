@@ -103,8 +103,9 @@ func TestWarmClaimBindsByName(t *testing.T) {
 		for _, in := range infos {
 			if in.ID == sb.id {
 				found = true
-				if in.Labels[model.LabelTenantID] != spec.TenantID || in.Labels[labelBinding] != bindingName {
-					t.Fatalf("listed labels: %v", in.Labels)
+				// The session too, by tenant alone: read back from the name.
+				if in.Labels[model.LabelTenantID] != spec.TenantID || in.Labels[model.LabelSessionID] != spec.SessionID || in.Labels[labelBinding] != bindingName {
+					t.Fatalf("listed by %v, labels: %v", labels, in.Labels)
 				}
 			}
 		}

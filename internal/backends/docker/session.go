@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -28,17 +30,49 @@ const ScopeEnv = "SANDBOXIO_DOCKER_SCOPE"
 // derived from them (and the scope) alone, so that the daemon itself refuses
 // a second container of that name (409 Conflict), whichever process or host
 // creates it, and whether the sandbox was created for the session or claimed
-// from a warm pool (a claim renames the pooled container to this name). The
-// ids are hashed, so any string makes a valid Docker name and the name
-// reveals neither; the first part hashes the tenant alone, so that the
-// sandboxes of one tenant can be listed by name (see tenantNamePrefix). It
-// is "" when the spec has no tenant or session (the backend used directly):
-// such a sandbox gets a random name.
+// from a warm pool (a claim renames the pooled container to this name). It
+// is the tenant's prefix (a digest of the tenant alone, so that the
+// sandboxes of one tenant can be listed by name: see tenantNamePrefix), a
+// digest of scope, tenant and session, then the session id itself when it
+// is one the policy accepts (SBX-TEN-002: letters, digits, ".", "_", "-",
+// which Docker names allow), so that a claimed sandbox, whose labels cannot
+// say its session, shows it in its name (see sessionOfName). The tenant id
+// never appears. Any other string (the backend used directly) gets the
+// digests alone, a valid Docker name. It is "" when the spec has no tenant
+// or session (the backend used directly): such a sandbox gets a random name.
 func sessionName(scope, tenant, session string) string {
 	if tenant == "" || session == "" {
 		return ""
 	}
-	return tenantNamePrefix(scope, tenant) + nameHash("sandboxio tenant session v1", scope, tenant, session)[:32]
+	name := tenantNamePrefix(scope, tenant) + nameHash("sandboxio tenant session v1", scope, tenant, session)[:32]
+	if sessionInName.MatchString(session) {
+		name += "-" + session
+	}
+	return name
+}
+
+// sessionInName is the policy's rule for a session id (SBX-TEN-002), which
+// is within Docker's rule for a name.
+var sessionInName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// sessionOfName returns the session of a container named for one of the
+// tenant's sessions, read from its name and accepted only when the name is
+// exactly the one sessionName derives for the tenant and that session: a
+// name is chosen by the process that creates or claims the sandbox, never
+// by the code in it, and a session that does not hash to the name's digest
+// under this tenant (and scope) is not believed. "" when the name does not
+// say.
+func sessionOfName(scope, tenant, name string) string {
+	prefix := tenantNamePrefix(scope, tenant)
+	rest, ok := strings.CutPrefix(name, prefix)
+	if !ok || len(rest) < 34 || rest[32] != '-' {
+		return ""
+	}
+	session := rest[33:]
+	if sessionName(scope, tenant, session) != name {
+		return ""
+	}
+	return session
 }
 
 // tenantNamePrefix is the start of the names of every sandbox of a tenant.

@@ -26,7 +26,7 @@ func TestSessionName(t *testing.T) {
 		{"", "acme/../x", "s 1;rm -rf"}, {"", "ünïcödé", strings.Repeat("x", 4096)}, {"", "a", "bs-1"}, {"", "ab", "s-1"},
 	} {
 		n := sessionName(c[0], c[1], c[2])
-		if !dockerName.MatchString(n) || len(n) > 64 {
+		if !dockerName.MatchString(n) || len(n) > 64+1+128 {
 			t.Fatalf("%q is not a valid Docker name (%v)", n, c)
 		}
 		if len(c[1]) > 4 && strings.Contains(n, c[1]) {
@@ -42,6 +42,50 @@ func TestSessionName(t *testing.T) {
 	}
 	if sessionName("", "", "s-1") != "" || sessionName("", "acme", "") != "" {
 		t.Fatal("a spec without a tenant or session must get a random name")
+	}
+}
+
+// The session of a sandbox named for it is read back from the name only
+// under its own tenant and scope, and only when the name's digest is that
+// of the tenant and the session the name ends with: a name edited to
+// another session, or read under another tenant, says nothing.
+func TestSessionOfName(t *testing.T) {
+	long := strings.Repeat("s", 128)
+	for _, session := range []string{"s-1", "S.2_x", long} {
+		n := sessionName("", "acme", session)
+		if !strings.HasSuffix(n, "-"+session) {
+			t.Fatalf("%q does not end with its session %q", n, session)
+		}
+		if got := sessionOfName("", "acme", n); got != session {
+			t.Fatalf("sessionOfName(%q) = %q, want %q", n, got, session)
+		}
+		if got := sessionOfName("", "globex", n); got != "" {
+			t.Fatalf("read under another tenant: %q", got)
+		}
+		if got := sessionOfName("other", "acme", n); got != "" {
+			t.Fatalf("read under another scope: %q", got)
+		}
+	}
+	n := sessionName("", "acme", "s-1")
+	for _, forged := range []string{
+		strings.TrimSuffix(n, "s-1") + "s-2", // another session, the digest of s-1
+		strings.TrimSuffix(n, "-s-1"),        // no session
+		strings.TrimSuffix(n, "-s-1") + "-",  // an empty one
+		n + "x", n[:len(n)-5] + "0-s-1",      // a changed digest
+		sessionName("", "globex", "s-1"), // another tenant's
+		"sandboxio-s-" + strings.Repeat("0", 12) + "-" + strings.Repeat("0", 32) + "-s-1",
+	} {
+		if got := sessionOfName("", "acme", forged); got != "" {
+			t.Errorf("sessionOfName(%q) = %q, want none", forged, got)
+		}
+	}
+	// A session the policy refuses (the backend used directly) is not
+	// put in the name; it cannot be read back.
+	for _, session := range []string{"s 1;rm -rf", "-s", strings.Repeat("x", 129), "ünï"} {
+		n := sessionName("", "acme", session)
+		if strings.HasSuffix(n, "-"+session) || sessionOfName("", "acme", n) != "" {
+			t.Errorf("%q: name %q", session, n)
+		}
 	}
 }
 
