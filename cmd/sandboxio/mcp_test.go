@@ -208,3 +208,22 @@ func TestMCP_SIGTERMClosesTheSandbox(t *testing.T) {
 	waitGone(t, "sandboxio.session_id="+session)
 	checkClosedRecord(t, audit, "cancelled")
 }
+
+// A refusal of the policy bundle is known before any open: the server
+// refuses at start, with the class's exit code, the rule and the attribute
+// on stderr and in the audit record, nothing on standard output, and
+// nothing provisioned (the backend is never asked: the daemon is
+// unreachable here).
+func TestMCPCLI_PolicyRefusalAtStart(t *testing.T) {
+	spec, sum := templateSpecFile(t, "mcp-policy-refused", nil)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/sandboxio-test.sock")
+	code, out, errOut := cli(t, "", "mcp", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", "-not a session", "--audit", audit)
+	if code != exitConfiguration || out != "" || !strings.Contains(errOut, "sandboxio mcp: ConfigurationError") || !strings.Contains(errOut, "SBX-TEN-002") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 64 naming SBX-TEN-002", code, out, errOut)
+	}
+	recs := auditLines(t, audit)
+	if len(recs) != 1 || recs[0]["event"] != "refused" || recs[0]["rule"] != "SBX-TEN-002" || recs[0]["attribute"] != "session_id" || recs[0]["sandbox_id"] != nil {
+		t.Fatalf("audit: %v", recs)
+	}
+}
