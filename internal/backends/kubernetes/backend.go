@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -46,9 +48,14 @@ type k8sBackend struct {
 	nodes map[string]nodeFacts // what a probe showed of a node, by name
 }
 
+// quietClient silences client-go's own logging (klog): it writes stream
+// errors this backend handles (an exec cut short) to the caller's stderr.
+var quietClient = sync.OnceFunc(func() { klog.SetLogger(logr.Discard()) })
+
 // Open returns the backend for a DSN's context and namespace. It makes no
 // API call.
 func Open(d backends.DSN) (*k8sBackend, error) {
+	quietClient()
 	if d.Scheme != Name {
 		return nil, fmt.Errorf("kubernetes: DSN scheme %q", d.Scheme)
 	}

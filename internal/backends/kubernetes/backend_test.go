@@ -265,7 +265,7 @@ func TestAccSecretsNotInEtcdOrAudit(t *testing.T) {
 		t.Fatalf("the secret inside the sandbox is %q", got)
 	}
 	// And in a command's process environment, read from /proc.
-	if got := sh(t, s, `tr '\0' '\n' < /proc/self/environ | grep API_TOKEN`); got != "API_TOKEN="+canary {
+	if got := sh(t, s, `tr '\0' '\n' < /proc/$$/environ | grep API_TOKEN`); got != "API_TOKEN="+canary {
 		t.Errorf("environ: %q", got)
 	}
 	run := os.Getenv("SANDBOXIO_K8S_RUN")

@@ -31,6 +31,7 @@ var errOverflow = errors.New("output limit exceeded")
 type capWriter struct {
 	max  int
 	sink io.Writer
+	stop func(error) // ends the stream on an overflow or a sink's error
 	mu   sync.Mutex
 	n    int
 	buf  bytes.Buffer
@@ -41,6 +42,7 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.n+len(p) > c.max {
+		c.stop(errOverflow)
 		return 0, errOverflow
 	}
 	c.n += len(p)
@@ -51,7 +53,9 @@ func (c *capWriter) Write(p []byte) (int, error) {
 		c.keep.Write(p[:min(room, len(p))])
 	}
 	if _, err := c.sink.Write(p); err != nil {
-		return 0, fmt.Errorf("writing the command's output: %w", err)
+		err = fmt.Errorf("writing the command's output: %w", err)
+		c.stop(err)
+		return 0, err
 	}
 	return len(p), nil
 }
@@ -189,10 +193,14 @@ func (b *k8sBackend) exec(ctx context.Context, pod string, cmd []string, stdin [
 	if err != nil {
 		return res, err
 	}
-	so := &capWriter{max: maxOutput, sink: out.stdout}
-	se := &capWriter{max: maxOutput, sink: out.stderr}
+	// A writer's error does not end remotecommand's stream (it logs it and
+	// goes on reading): an overflow or a failing sink cancels the stream.
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	so := &capWriter{max: maxOutput, sink: out.stdout, stop: cancel}
+	se := &capWriter{max: maxOutput, sink: out.stderr, stop: cancel}
 	mw := &markerWriter{next: se, done: !wrapped}
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: in, Stdout: so, Stderr: mw})
+	err = ex.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: in, Stdout: so, Stderr: mw})
 	res.stdout, res.stderr, res.errSeen, res.pid = so.bytes(), se.bytes(), se.seen(), mw.sessionID()
 	var code utilexec.CodeExitError
 	switch {
@@ -201,14 +209,11 @@ func (b *k8sBackend) exec(ctx context.Context, pod string, cmd []string, stdin [
 	case errors.As(err, &code):
 		res.exitCode = code.ExitStatus()
 		return res, nil
-	case errors.Is(err, errOverflow):
-		res.stopped = errOverflow
-		return res, nil
 	case ctx.Err() != nil:
 		res.stopped = ctx.Err()
 		return res, nil
-	case strings.Contains(err.Error(), "writing the command's output"):
-		res.stopped = err
+	case context.Cause(sctx) != nil:
+		res.stopped = context.Cause(sctx)
 		return res, nil
 	}
 	return res, apiError("exec", err)

@@ -165,4 +165,3 @@ func sortVolumes(vols []corev1.Volume, mounts []corev1.VolumeMount) {
 }
 
 func ptr[T any](v T) *T { return &v }
-

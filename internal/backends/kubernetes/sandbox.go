@@ -99,13 +99,13 @@ func (s *sandbox) whyGone(ctx context.Context, cause error) error {
 	pod, err := s.b.cs.CoreV1().Pods(s.b.namespace).Get(ictx, s.name, metav1.GetOptions{})
 	var gone *model.Error
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err) || (err == nil && pod.DeletionTimestamp != nil && time.Now().Before(s.expires)):
 		gone = s.goneError("its pod was deleted", "open a new sandbox; this one was deleted from outside before its lifetime ended (by an operator, `sandboxio reap`, or the cluster evicting it)")
 	case err != nil:
 		return nil
 	case pod.Status.Reason == "DeadlineExceeded" || !time.Now().Before(s.expires):
 		gone = s.expiredError()
-	case pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded || !anyRunning(pod):
+	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded || !anyRunning(pod):
 		why := strings.TrimSpace(pod.Status.Reason + " " + pod.Status.Message)
 		if why == "" {
 			why = "its container is not running"
