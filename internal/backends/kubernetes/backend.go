@@ -118,7 +118,8 @@ func apiError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// List returns the sandboxes carrying every one of the labels.
+// List returns the sandboxes carrying every one of the labels; pods that
+// have ended are not listed (Reap finds them).
 func (b *k8sBackend) List(ctx context.Context, want map[string]string) ([]backends.Info, error) {
 	pods, err := b.listPods(ctx, want)
 	if err != nil {
@@ -126,6 +127,12 @@ func (b *k8sBackend) List(ctx context.Context, want map[string]string) ([]backen
 	}
 	out := make([]backends.Info, 0, len(pods))
 	for i := range pods {
+		// A pod that has ended (its lifetime, activeDeadlineSeconds, or a
+		// failure) runs no process and is no sandbox any more; its object
+		// stays in the API until `sandboxio reap` deletes it.
+		if ph := pods[i].Status.Phase; ph == corev1.PodFailed || ph == corev1.PodSucceeded {
+			continue
+		}
 		out = append(out, infoFromPod(&pods[i]))
 	}
 	return out, nil

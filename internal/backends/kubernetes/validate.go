@@ -132,6 +132,11 @@ func (p *createPlan) planCaps() error {
 	if err := c.CheckBounds(backends.CapBounds()); err != nil {
 		return backends.BackstopOf(Name, err)
 	}
+	// Kubernetes has no per-container process limit: the node's
+	// podPidsLimit is the ceiling (measured at create), whatever pids says.
+	if c.Pids != model.DefaultCaps().Pids {
+		return gap(rules.ResNotSettable, "resources.pids", fmt.Sprintf("pids %d, where the ceiling is the node's podPidsLimit", c.Pids))
+	}
 	p.caps = c
 	return nil
 }
