@@ -402,3 +402,35 @@ func TestAccReap(t *testing.T) {
 	}
 	waitNoPods(t, b, sel2)
 }
+
+// `sandboxio reap` with no backend opens kubernetes with no context and no
+// namespace: the current context, every namespace.
+func TestAccReapSweepsEveryNamespace(t *testing.T) {
+	b := needCluster(t)
+	tn := tenant(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+testDSN(""), helperEnv+"_TENANT="+tn)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	if !strings.HasPrefix(line, "id ") {
+		t.Fatalf("helper: %q", line)
+	}
+	sweep, err := Open(backends.DSN{Scheme: Name, Options: map[string]string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := map[string]string{model.LabelTenantID: tn}
+	r, err := sweep.Reap(context.Background(), backends.ReapOptions{Labels: sel})
+	if err != nil || len(r) != 1 || r[0].Reason != "owner gone" {
+		t.Fatalf("sweep: %+v %v", r, err)
+	}
+	waitNoPods(t, b, sel)
+}

@@ -27,6 +27,10 @@ func (b *k8sBackend) Create(ctx context.Context, req backends.CreateRequest) (ba
 	if err != nil {
 		return nil, err
 	}
+	if b.namespace == "" {
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+			Message: "no namespace to create the sandbox pod in", Fix: "open the backend with kubernetes://CONTEXT/NAMESPACE"}
+	}
 	cctx, cancel := context.WithTimeout(ctx, p.createTimeout)
 	defer cancel()
 	s, err := b.create(cctx, p)
@@ -180,7 +184,13 @@ func (b *k8sBackend) discard(ctx context.Context, name string) {
 // API server forgets the pod before the kubelet has killed anything, and its
 // absence would prove nothing. Gone already is success.
 func (b *k8sBackend) deletePod(ctx context.Context, name string) error {
-	err := b.cs.CoreV1().Pods(b.namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(1))})
+	return b.deletePodIn(ctx, b.namespace, name)
+}
+
+// deletePodIn is deletePod in a namespace of its own (a sweep of every
+// namespace by reap).
+func (b *k8sBackend) deletePodIn(ctx context.Context, ns, name string) error {
+	err := b.cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(1))})
 	if err == nil || apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -51,7 +51,6 @@ func parseProbe(out []byte) (map[string]string, bool) {
 type verified struct {
 	tier    model.Tier
 	pidsCap string
-	diskCap string
 	swap    string
 }
 

@@ -9,7 +9,9 @@ import (
 
 // Reap deletes the sandbox pods whose lifetime has passed or whose owner
 // process is gone (owners on this host; others by lifetime only). A pod of
-// this very process is never reaped for its owner.
+// this very process is never reaped for its owner. A backend opened with no
+// namespace (`sandboxio reap` sweeping every backend) sweeps every
+// namespace the kubeconfig's current context may list.
 func (b *k8sBackend) Reap(ctx context.Context, opts backends.ReapOptions) ([]backends.Reaped, error) {
 	now := opts.Now
 	if now.IsZero() {
@@ -33,7 +35,7 @@ func (b *k8sBackend) Reap(ctx context.Context, opts backends.ReapOptions) ([]bac
 			continue
 		}
 		if !opts.DryRun {
-			if err := b.deletePod(ctx, p.Name); err != nil {
+			if err := b.deletePodIn(ctx, p.Namespace, p.Name); err != nil {
 				if firstErr == nil {
 					firstErr = err
 				}

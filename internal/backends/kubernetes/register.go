@@ -20,7 +20,7 @@ func init() {
 			Env:     []string{"KUBECONFIG"},
 			EnvHelp: "KUBECONFIG (the kubeconfig holding CONTEXT; CONTEXT in-cluster uses the pod's service account)",
 			Options: map[string]backends.DSNOption{
-				"runtime_class": backends.DSNOption{Help: "a RuntimeClass name", Check: checkRuntimeClass},
+				"runtime_class": {Help: "a RuntimeClass name", Check: checkRuntimeClass},
 			},
 		},
 		Open:        func(d backends.DSN) (backends.Backend, error) { return Open(d) },

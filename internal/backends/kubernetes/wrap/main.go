@@ -21,6 +21,7 @@ package main
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -172,7 +173,7 @@ func run(args []string) int {
 	}
 	err = syscall.Exec(path, args, full)
 	fmt.Fprintf(os.Stderr, "sh: %s: %v\n", args[0], err)
-	if err == syscall.ENOENT {
+	if errors.Is(err, syscall.ENOENT) {
 		return 127
 	}
 	return 126
