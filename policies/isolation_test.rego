@@ -228,7 +228,7 @@ test_unknown_scheme_refused if {
 	fs := isolation.deny with input as unknown_scheme
 	fx.has(fs, "SBX-ISO-005", "ConfigurationError", "backend")
 	fx.mentions(fs, "SBX-ISO-005", `"firecracker"`)
-	fx.fix_mentions(fs, "SBX-ISO-005", "daytona, docker, e2b, modal and vercel")
+	fx.fix_mentions(fs, "SBX-ISO-005", "daytona, docker, e2b, kubernetes, modal and vercel")
 	fx.count_of(fs, "SBX-ISO-005") == 1
 }
 

@@ -300,7 +300,8 @@ warn contains f if {
 #   class: CapabilityNotSupported
 #   attribute: network.egress
 #   fix: >-
-#     Use a backend that blocks egress (every built-in backend does), or set
+#     Use a backend that blocks egress (every built-in backend but kubernetes,
+#     which does not yet prove an enforcement on the cluster), or set
 #     egress = "allow" explicitly if open egress is acceptable for this code.
 deny contains f if {
 	input.network.egress == "deny"

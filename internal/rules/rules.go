@@ -71,6 +71,7 @@ const (
 	NetAllowKind       = "SBX-NET-005" // an allow-list entry of a kind the backend does not take
 	NetOpenEgress      = "SBX-NET-007" // open egress (warning)
 	NetOpenUnsupported = "SBX-NET-010" // open egress on a backend that cannot give it
+	NetDenyUnsupported = "SBX-NET-008" // deny on a backend that cannot deny egress
 
 	ResCap         = "SBX-RES-001" // a cap unset, zero, negative or out of range
 	ResTemplateCap = "SBX-RES-002" // a cap set per sandbox on a backend whose template fixes it
@@ -83,10 +84,11 @@ const (
 	TmoLifetime = "SBX-TMO-002" // a lifetime unset, zero, negative or above the ceiling
 	TmoAboveMax = "SBX-TMO-003" // a lifetime above the backend's maximum
 
-	IsoUnknown    = "SBX-ISO-001" // UNKNOWN required
-	IsoNotATier   = "SBX-ISO-002" // require_isolation is not a tier
-	IsoBelow      = "SBX-ISO-003" // the backend does not give the required tier
-	IsoNoCapsData = "SBX-ISO-005" // a backend or runtime without a capability description
+	IsoUnknown          = "SBX-ISO-001" // UNKNOWN required
+	IsoNotATier         = "SBX-ISO-002" // require_isolation is not a tier
+	IsoBelow            = "SBX-ISO-003" // the backend does not give the required tier
+	IsoNoCapsData       = "SBX-ISO-005" // a backend or runtime without a capability description
+	IsoRuntimeElsewhere = "SBX-ISO-006" // a runtime on a backend other than Docker
 
 	LblReserved  = "SBX-LBL-001" // a label under the reserved prefix
 	LblMalformed = "SBX-LBL-002" // a malformed label key

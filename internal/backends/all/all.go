@@ -7,9 +7,10 @@
 package all
 
 import (
-	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/daytona" // daytona://
-	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"  // docker://
-	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b"     // e2b://
-	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/modal"   // modal://APP
-	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vercel"  // vercel://TEAM/PROJECT
+	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/daytona"    // daytona://
+	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"     // docker://
+	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b"        // e2b://
+	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/kubernetes" // kubernetes://CONTEXT/NAMESPACE
+	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/modal"      // modal://APP
+	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vercel"     // vercel://TEAM/PROJECT
 )

@@ -61,7 +61,7 @@ func TestRegisteredBackendReachesEveryPart(t *testing.T) {
 	if _, err := backends.ParseDSN("throwaway://?token=x"); err == nil || !strings.Contains(err.Error(), "THROWAWAY_TOKEN") {
 		t.Errorf("a credential in the DSN: %v", err)
 	}
-	if _, err := backends.ParseDSN("nope://"); err == nil || !strings.Contains(err.Error(), "daytona://, throwaway://") {
+	if _, err := backends.ParseDSN("nope://"); err == nil || !strings.Contains(err.Error(), "kubernetes://CONTEXT/NAMESPACE, throwaway://") {
 		t.Errorf("an unknown scheme's fix lists the registered forms in order: %v", err)
 	}
 

@@ -1,8 +1,54 @@
-// Package kubernetes will hold the Kubernetes backend
-// (kubernetes://CONTEXT/NAMESPACE). For now it holds only its design notes:
-// nothing here is registered, so no DSN reaches it and the policy bundle
-// still has no capability data for it. The test cluster it will be tested
-// on is brought up by scripts/k8s-up.sh (see k8s/README.md).
+// Package kubernetes is the Kubernetes backend (kubernetes://CONTEXT/NAMESPACE):
+// one hardened pod per sandbox, on the cluster of a kubeconfig context
+// (KUBECONFIG) or in-cluster, in the DSN's namespace. The test cluster it
+// is tested on is brought up by scripts/k8s-up.sh (see k8s/README.md);
+// scripts/k8s-wrap-image.sh imports the wrapper's image into it, and
+// `make test-k8s` runs the tests against it.
+//
+// # What is built, and what is not yet
+//
+// Built: the pod (all capabilities dropped, no privilege escalation,
+// RuntimeDefault seccomp, no host namespaces, no service-account token or
+// service links, read-only root with memory-backed emptyDir volumes sized
+// from disk_mb, requests = limits), activeDeadlineSeconds as the lifetime,
+// execs through the wrapper (package wrap, below), the limits and the tier
+// shown from inside every pod before it is handed out, secrets over the
+// exec's stdin, and reap by label and owner. Not built: the egress probes
+// described below, so deny (the default), learn and allow lists are
+// refused (SBX-NET-008, SBX-NET-003) and only egress = "allow" opens;
+// agent-sandbox Sandboxes; warm pools; isolation between tenants' pods
+// under open egress (no NetworkPolicy enforcer on the test cluster).
+//
+// # The wrapper
+//
+// The user's image may have no shell. An init container copies a small
+// static Go binary (package wrap, built with CGO_ENABLED=0 into the image
+// WrapImage, never pulled) into a memory-backed emptyDir that the sandbox
+// container mounts read-only at /.sandboxio. The container's command is
+// the wrapper holding it open (it reaps orphans as PID 1); every exec runs
+// it: `run` reads the exec block (working directory and environment,
+// secrets included) from stdin, starts a session, reports its id and
+// replaces itself with the command, which gets the rest of stdin; `kill`
+// kills a session after a timeout; `put` writes an upload; `probe` reports
+// what the pod shows from inside; `stat` the OOM kill count. The probe
+// runs before the sandbox is handed out, so nothing the user runs can have
+// touched what it reads.
+//
+// # Limits and tier, shown from inside
+//
+// The probe reads /proc/self/status (CapEff 0, NoNewPrivs 1, Seccomp 2),
+// the root filesystem's read-only flag, the memory cgroup (its limit equal
+// to memory_mb, and memsw equal to it on cgroup v1, memory.swap.max 0 on
+// v2, or no swap on the node) and measures the process ceiling: Kubernetes
+// has no per-container limit, only the kubelet's podPidsLimit on the pod's
+// cgroup, which the container cannot read on cgroup v1; a child creates
+// threads until the kernel refuses one with EAGAIN, once per node and
+// backend (cached ten minutes). resources.pids other than the default is
+// refused. What cannot be shown is refused with the reason and the pod
+// removed. A pod that sees the node's own kernel is CONTAINER whatever its
+// RuntimeClass (the DSN's runtime_class option) is called; any other
+// kernel is UNKNOWN (UnverifiedIsolationWarning), since this probe cannot
+// tell a sandbox kernel from a VM.
 //
 // # What a cluster is trusted with
 //
@@ -60,11 +106,9 @@
 // A secret value is never part of an API object and never part of a
 // command line. Pod environment variables and Secret objects are stored in
 // etcd; an exec's argv appears in the API server's audit log and in the
-// kubelet's request URL. So the values travel over an exec's standard
-// input: the command (fixed, naming no value) writes them to a file on a
-// memory-backed emptyDir readable only inside the pod, and each later exec
-// runs under a fixed wrapper that loads that file into the command's
-// environment. A test puts a canary in a secret and shows it is absent
+// kubelet's request URL. So the values travel over each exec's standard
+// input, in the wrapper's exec block ahead of the command's own input, and
+// are never written anywhere in the pod. A test puts a canary in a secret and shows it is absent
 // from `etcdctl get --prefix /` and from the API server's logs, audit log
 // included (the test cluster logs every request body), yet present inside
 // the sandbox.

@@ -1,0 +1,228 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Create provisions one sandbox pod, waits for it to run, and shows from
+// inside it that what was asked for holds; a pod that does not is removed
+// and the create refused.
+func (b *k8sBackend) Create(ctx context.Context, req backends.CreateRequest) (backends.Sandbox, error) {
+	p, err := b.validate(req, true)
+	if err != nil {
+		return nil, err
+	}
+	if b.namespace == "" {
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+			Message: "no namespace to create the sandbox pod in", Fix: "open the backend with kubernetes://CONTEXT/NAMESPACE"}
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.createTimeout)
+	defer cancel()
+	s, err := b.create(cctx, p)
+	if err == nil {
+		return s, nil
+	}
+	if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return nil, &model.Error{Class: model.CreateTimeout,
+			Message: fmt.Sprintf("the sandbox pod was not ready within %s; it is being removed", p.createTimeout),
+			Fix:     "raise timeout_seconds (or the create timeout), or check the cluster's load and the pod's events", Err: err}
+	}
+	return nil, err
+}
+
+func (b *k8sBackend) create(ctx context.Context, p createPlan) (*sandbox, error) {
+	name := "sandboxio-" + randomHex(6)
+	created := time.Now()
+	expires := created.Add(p.lifetime)
+	lbls := maps.Clone(p.labels)
+	lbls[labelOwner] = b.owner.ID
+	ann := b.owner.annotations()
+	ann[annExpires] = expires.UTC().Format(time.RFC3339)
+	ann[annTier] = string(p.tier)
+	ann[annDiskCap] = diskDescription(p.caps.DiskMB)
+	pod := podFor(p, name, lbls, ann)
+	if _, err := b.cs.CoreV1().Pods(b.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+				Message: "the cluster refused the sandbox pod: " + err.Error(), Fix: "check the namespace's admission policy and the RuntimeClass", Err: err}
+		}
+		return nil, apiError("pod create", err)
+	}
+	s := &sandbox{b: b, name: name, caps: p.caps, callTimeout: p.callTimeout, created: created, expires: expires,
+		labels: lbls, env: p.env, secrets: p.secrets, onWarning: p.onWarning, diskCap: diskDescription(p.caps.DiskMB)}
+	node, err := b.waitRunning(ctx, name, p)
+	if err == nil {
+		var v verified
+		if v, err = b.verify(ctx, s, p, node); err == nil {
+			s.tier, s.pidsCap, s.swap = v.tier, v.pidsCap, v.swap
+			err = b.annotate(ctx, name, map[string]string{annTier: string(v.tier), annPidsCap: v.pidsCap})
+		}
+	}
+	if err != nil {
+		b.discard(ctx, name)
+		return nil, err
+	}
+	if p.onWarning != nil {
+		if s.tier == model.TierUnknown {
+			p.onWarning(model.Warning{Class: model.UnverifiedIsolationWarning, SandboxID: name, Labels: maps.Clone(lbls),
+				Message: "the pod's kernel is not the node's, and no sandbox kernel or VM was identified: its isolation tier is UNKNOWN",
+				Fix:     "set require_isolation to refuse what cannot be confirmed"})
+		}
+		w := backends.RuleWarning(model.OpenEgressWarning, rules.NetOpenEgress, "network.egress")
+		w.SandboxID, w.Labels = name, maps.Clone(lbls)
+		p.onWarning(w)
+	}
+	return s, nil
+}
+
+// annotate merges annotations into the pod.
+func (b *k8sBackend) annotate(ctx context.Context, name string, ann map[string]string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		return err
+	}
+	_, err = b.cs.CoreV1().Pods(b.namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return apiError("pod annotate", err)
+	}
+	return nil
+}
+
+// waitRunning waits until the sandbox container runs and returns the node.
+// A pod that cannot start for its configuration (image, wrapper image,
+// RuntimeClass) is a ConfigurationError naming the reason.
+func (b *k8sBackend) waitRunning(ctx context.Context, name string, p createPlan) (string, error) {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", apiError("pod get", err)
+		}
+		if err := startFailure(pod, p); err != nil {
+			return "", err
+		}
+		if pod.Status.Phase == corev1.PodRunning {
+			for _, cs := range pod.Status.ContainerStatuses {
+				if cs.Name == sandboxCtr && cs.State.Running != nil {
+					return pod.Spec.NodeName, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("waiting for pod %s: %w", name, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// startFailure names why a pod will not start, or nil while it may.
+func startFailure(pod *corev1.Pod, p createPlan) error {
+	if pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded {
+		return fmt.Errorf("pod %s ended before it ran: %s %s", pod.Name, pod.Status.Reason, pod.Status.Message)
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return &model.Error{Class: model.ConfigurationError, Attribute: "resources",
+				Message: "no node can take the sandbox pod: " + c.Message, Fix: "lower the caps, or add capacity"}
+		}
+	}
+	all := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, cs := range all {
+		w := cs.State.Waiting
+		if w == nil {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				return fmt.Errorf("container %s of pod %s ended with exit code %d: %s %s", cs.Name, pod.Name, t.ExitCode, t.Reason, t.Message)
+			}
+			continue
+		}
+		switch w.Reason {
+		case "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName":
+			img := p.spec.Image
+			fix := "make the image available to the cluster's nodes (a registry they can pull from, or imported into the node's runtime)"
+			if cs.Name != sandboxCtr {
+				img = WrapImage
+				fix = "import the sandboxio wrapper image into the nodes' runtime (scripts/k8s-wrap-image.sh on the test cluster)"
+			}
+			return &model.Error{Class: model.ConfigurationError, Attribute: "image",
+				Message: fmt.Sprintf("image %s cannot be run on the node: %s %s", img, w.Reason, w.Message), Fix: fix}
+		case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+			return &model.Error{Class: model.ConfigurationError, Attribute: "image",
+				Message: fmt.Sprintf("the node cannot start container %s: %s %s", cs.Name, w.Reason, w.Message), Fix: "check the image and the RuntimeClass"}
+		}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReadyToStartContainers && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "RuntimeHandler") {
+			return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Message: "the RuntimeClass's handler is unknown on the node: " + c.Message, Fix: "name a RuntimeClass whose handler the node's runtime has"}
+		}
+	}
+	return nil
+}
+
+// discard removes a pod that failed half-way, shielded from ctx.
+func (b *k8sBackend) discard(ctx context.Context, name string) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.grace)
+	defer cancel()
+	_ = b.deletePod(dctx, name)
+}
+
+// deletePod deletes a pod with a grace of one second, not zero: with zero the
+// API server forgets the pod before the kubelet has killed anything, and its
+// absence would prove nothing. Gone already is success.
+func (b *k8sBackend) deletePod(ctx context.Context, name string) error {
+	return b.deletePodIn(ctx, b.namespace, name)
+}
+
+// deletePodIn is deletePod in a namespace of its own (a sweep of every
+// namespace by reap).
+func (b *k8sBackend) deletePodIn(ctx context.Context, ns, name string) error {
+	err := b.cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(1))})
+	if err == nil || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return apiError("pod delete", err)
+}
+
+// stopped waits until no container of the pod runs (or it is gone).
+func (b *k8sBackend) stopped(ctx context.Context, name string) error {
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
+		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err == nil && !anyRunning(pod):
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = errors.New("a container still runs")
+			}
+			return fmt.Errorf("pod kill not confirmed: %w (%w)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+func anyRunning(pod *corev1.Pod) bool {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Running != nil {
+			return true
+		}
+	}
+	return false
+}

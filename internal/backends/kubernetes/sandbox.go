@@ -1,0 +1,352 @@
+package kubernetes
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+const (
+	killBudget    = 2 * time.Second // the in-sandbox killer after a timeout
+	inspectBudget = 2 * time.Second
+)
+
+type sandbox struct {
+	b           *k8sBackend
+	name        string
+	tier        model.Tier
+	caps        model.Caps
+	callTimeout time.Duration
+	created     time.Time
+	expires     time.Time
+	labels      map[string]string
+	env         []string
+	secrets     []string // NAME=value, sent in each exec's block only
+	onWarning   func(model.Warning)
+	diskCap     string
+	pidsCap     string
+	swap        string
+
+	mu      sync.Mutex
+	gone    error
+	lastOOM string
+}
+
+// String and GoString keep secrets out of any formatted output.
+func (s *sandbox) String() string   { return "kubernetes sandbox " + s.name }
+func (s *sandbox) GoString() string { return s.String() }
+
+func (s *sandbox) ID() string { return s.name }
+
+func (s *sandbox) Info() backends.Info {
+	s.mu.Lock()
+	gone := s.gone != nil
+	s.mu.Unlock()
+	return backends.Info{ID: s.name, Backend: Name, Tier: s.tier, Labels: maps.Clone(s.labels), Created: s.created,
+		Expires: s.expires, DiskCapStrategy: s.diskCap, PidsCapStrategy: s.pidsCap, Running: !gone && time.Now().Before(s.expires)}
+}
+
+func (s *sandbox) markGone(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gone == nil {
+		s.gone = err
+	}
+}
+
+func (s *sandbox) goneError(why, fix string) *model.Error {
+	return &model.Error{Class: model.SandboxGone, Message: fmt.Sprintf("sandbox %s is gone: %s", s.name, why), Fix: fix}
+}
+
+func (s *sandbox) expiredError() *model.Error {
+	return s.goneError(fmt.Sprintf("its lifetime ended at %s (activeDeadlineSeconds)", s.expires.UTC().Format(time.RFC3339)),
+		"open a new sandbox; raise lifetime_seconds if the work needs longer")
+}
+
+func (s *sandbox) usable() error {
+	s.mu.Lock()
+	g := s.gone
+	s.mu.Unlock()
+	if g != nil {
+		return g
+	}
+	if !time.Now().Before(s.expires) {
+		err := s.expiredError()
+		s.markGone(err)
+		return err
+	}
+	return nil
+}
+
+// whyGone asks the API server what became of the pod; nil if it still runs.
+func (s *sandbox) whyGone(ctx context.Context, cause error) error {
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectBudget)
+	defer cancel()
+	pod, err := s.b.cs.CoreV1().Pods(s.b.namespace).Get(ictx, s.name, metav1.GetOptions{})
+	var gone *model.Error
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && pod.DeletionTimestamp != nil && time.Now().Before(s.expires)):
+		gone = s.goneError("its pod was deleted", "open a new sandbox; this one was deleted from outside before its lifetime ended (by an operator, `sandboxio reap`, or the cluster evicting it)")
+	case err != nil:
+		return nil
+	case pod.Status.Reason == "DeadlineExceeded" || !time.Now().Before(s.expires):
+		gone = s.expiredError()
+	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded || !anyRunning(pod):
+		why := strings.TrimSpace(pod.Status.Reason + " " + pod.Status.Message)
+		if why == "" {
+			why = "its container is not running"
+		}
+		gone = s.goneError("its pod ended: "+why, "open a new sandbox; this one was stopped from outside before its lifetime ended (eviction, node failure, or an operator)")
+	default:
+		return nil
+	}
+	gone.Err = cause
+	s.markGone(gone)
+	return gone
+}
+
+// Run runs a command to completion within its timeout.
+func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOptions) (backends.Result, error) {
+	if len(cmd) == 0 {
+		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Message: "empty command", Fix: "pass the command and its arguments"}
+	}
+	env := slices.Clone(s.env)
+	for _, k := range sortedKeys(opts.Env) {
+		if !validEnvName(k) || strings.Contains(opts.Env[k], "\x00") {
+			return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "env",
+				Message: fmt.Sprintf("%q is not an environment variable name (or its value holds NUL)", k), Fix: "use names without '=' or NUL"}
+		}
+		env = append(env, k+"="+opts.Env[k])
+	}
+	env = append(env, s.secrets...)
+	return s.run(ctx, cmd, opts.Stdin, execBlock(opts.Workdir, env), opts.Timeout, execOut{stdout: opts.Stdout, stderr: opts.Stderr})
+}
+
+func (s *sandbox) run(ctx context.Context, cmd []string, stdin, block []byte, timeout time.Duration, out execOut) (backends.Result, error) {
+	if err := s.usable(); err != nil {
+		return backends.Result{}, err
+	}
+	if ctx.Err() != nil {
+		return backends.Result{}, fmt.Errorf("exec: %w", ctx.Err())
+	}
+	timeout = model.EffectiveTimeout(timeout, s.callTimeout)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	started := time.Now()
+	res, err := s.b.exec(rctx, s.name, cmd, stdin, block, out)
+	elapsed := time.Since(started)
+	if err != nil {
+		if g := s.whyGone(ctx, err); g != nil {
+			return backends.Result{}, g
+		}
+		return backends.Result{}, err
+	}
+	if res.stopped != nil {
+		return backends.Result{}, s.interrupted(ctx, res, timeout)
+	}
+	return s.completed(ctx, res, elapsed)
+}
+
+// interrupted ends an exec cut short: its session is killed from inside
+// (or the whole pod, when that fails), then the error says why.
+func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.Duration) error {
+	var cause error
+	switch {
+	case errors.Is(res.stopped, errOverflow):
+		cause = &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitOutput,
+			Message: fmt.Sprintf("the command printed more than %d MiB on one stream (the output cap); it was stopped and its processes were killed", maxOutput>>20),
+			Fix:     "print less: write bulky results to a file in the sandbox and print a summary, or split the work over several commands"}
+	case ctx.Err() != nil:
+		cause = fmt.Errorf("exec: %w", ctx.Err())
+	case !time.Now().Before(s.expires):
+		cause = s.expiredError()
+	case !errors.Is(res.stopped, context.DeadlineExceeded):
+		cause = fmt.Errorf("exec: %w; the command was stopped", res.stopped)
+	default:
+		cause = &model.Error{Class: model.ExecutionTimeout,
+			Message: fmt.Sprintf("the command did not finish within %s; its processes were killed", timeout),
+			Fix:     "raise timeout_seconds, or pass a longer timeout to this call"}
+	}
+	if !s.killSession(ctx, res.pid) {
+		if g := s.whyGone(ctx, cause); g != nil {
+			return g
+		}
+		// Its processes could not be stopped one by one: the whole
+		// sandbox goes rather than leave them running.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.grace)
+		_ = s.b.deletePod(dctx, s.name)
+		cancel()
+		s.markGone(s.goneError("it was killed because a command's processes could not be stopped one by one", "open a new sandbox"))
+	}
+	return cause
+}
+
+// killSession kills the command's session from inside; false when it could
+// not be shown done.
+func (s *sandbox) killSession(ctx context.Context, sid int) bool {
+	if sid <= 1 {
+		return false
+	}
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killBudget)
+	defer cancel()
+	res, err := s.b.exec(kctx, s.name, []string{wrapBin, "kill", fmt.Sprint(sid)}, nil, nil, execOut{})
+	return err == nil && res.stopped == nil && bytes.Contains(res.stdout, []byte("\x1esandboxio-kill\x1e left=0"))
+}
+
+// completed classifies a command that ended: a nonzero exit is looked at
+// for a cap that was hit (the memory cgroup's OOM kills, refused forks, a
+// full disk).
+func (s *sandbox) completed(ctx context.Context, res execResult, elapsed time.Duration) (backends.Result, error) {
+	result := backends.Result{ExitCode: res.exitCode, Stdout: res.stdout, Stderr: res.stderr, Duration: elapsed}
+	if res.exitCode == 0 {
+		return result, nil
+	}
+	if res.exitCode == 126 && res.pid == 0 && bytes.Contains(res.errSeen, []byte("sandboxio wrap:")) {
+		return backends.Result{}, fmt.Errorf("exec: the wrapper did not start the command: %s", strings.TrimSpace(string(res.errSeen)))
+	}
+	if g := s.whyGone(ctx, nil); g != nil && res.exitCode == 137 {
+		return backends.Result{}, g
+	}
+	if s.oomHit(ctx) {
+		s.killSession(ctx, res.pid)
+		return backends.Result{}, &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitMemory,
+			Message: fmt.Sprintf("a process in the sandbox was killed for running out of memory (memory_mb = %d, swap included)", s.caps.MemoryMB),
+			Fix:     "raise memory_mb, or make the code use less memory"}
+	}
+	if forkRefused(res.errSeen) {
+		s.killSession(ctx, res.pid)
+		return backends.Result{}, &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitPids,
+			Message: "a process in the sandbox could not fork: the process ceiling was reached (" + s.pidsCap + ")",
+			Fix:     "make the code start fewer processes"}
+	}
+	if bytes.Contains(res.errSeen, []byte("No space left on device")) {
+		return backends.Result{}, &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitDisk,
+			Message: fmt.Sprintf("a write failed with no space left (disk_mb = %d; %s)", s.caps.DiskMB, s.diskCap), Fix: "raise disk_mb, or write less"}
+	}
+	return result, nil
+}
+
+// oomHit reads the container memory cgroup's OOM kill count from inside
+// and reports whether it grew since the last look.
+func (s *sandbox) oomHit(ctx context.Context) bool {
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectBudget)
+	defer cancel()
+	res, err := s.b.exec(ictx, s.name, []string{wrapBin, "stat"}, nil, nil, execOut{})
+	if err != nil || res.stopped != nil {
+		return false
+	}
+	_, v, ok := strings.Cut(string(res.stdout), "oom_kill=")
+	if !ok {
+		return false
+	}
+	v = strings.TrimSpace(v)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hit := v != "-" && v != "0" && v != s.lastOOM
+	s.lastOOM = v
+	return hit
+}
+
+func forkRefused(stderr []byte) bool {
+	s := strings.ToLower(string(stderr))
+	if strings.Contains(s, "can't fork") || strings.Contains(s, "cannot fork") || strings.Contains(s, "fork: retry") {
+		return true
+	}
+	forkish := strings.Contains(s, "fork") || strings.Contains(s, "clone") || strings.Contains(s, "thread")
+	again := strings.Contains(s, "resource temporarily unavailable") || strings.Contains(s, "errno=11") || strings.Contains(s, "eagain")
+	return forkish && again
+}
+
+var interpreters = map[string][]string{
+	"python": {"python3", "-"}, "python3": {"python3", "-"}, "sh": {"sh", "-s"}, "shell": {"sh", "-s"},
+	"bash": {"bash", "-s"}, "node": {"node", "-"}, "javascript": {"node", "-"}, "js": {"node", "-"}, "ruby": {"ruby", "-"},
+}
+
+// RunCode runs a program in an interpreter of the image, the program on
+// standard input (or in a file under /tmp when the caller needs stdin).
+func (s *sandbox) RunCode(ctx context.Context, lang string, code string, opts backends.RunOptions) (backends.Result, error) {
+	argv, ok := interpreters[strings.ToLower(lang)]
+	if !ok {
+		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "lang",
+			Message: fmt.Sprintf("language %q is not supported", lang), Fix: "use one of " + strings.Join(slices.Sorted(maps.Keys(interpreters)), ", ")}
+	}
+	if opts.Stdin == nil {
+		opts.Stdin = []byte(code)
+		return s.Run(ctx, argv, opts)
+	}
+	file := "/tmp/sandboxio-code-" + randomHex(6)
+	if err := s.Upload(ctx, file, []byte(code), 0o600); err != nil {
+		return backends.Result{}, err
+	}
+	return s.Run(ctx, []string{argv[0], file}, opts)
+}
+
+// Upload writes a file into the sandbox through the wrapper (no shell is
+// needed in the image); it lands on the sandbox's size-limited volumes.
+func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int64) error {
+	if !path.IsAbs(p) || strings.HasSuffix(p, "/") {
+		return &model.Error{Class: model.ConfigurationError, Attribute: "path",
+			Message: fmt.Sprintf("%q is not an absolute file path", p), Fix: "upload to an absolute path such as /work/data.csv"}
+	}
+	if mode <= 0 {
+		mode = 0o644
+	}
+	if content == nil {
+		content = []byte{}
+	}
+	res, err := s.run(ctx, []string{wrapBin, "put", path.Clean(p), fmt.Sprintf("%o", mode&0o7777)}, content, execBlock("/", nil), 0, execOut{})
+	if err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("upload: %s", strings.TrimSpace(string(res.Stderr)))
+	}
+	return nil
+}
+
+// Kill removes the sandbox; gone already is success.
+func (s *sandbox) Kill(ctx context.Context) error {
+	s.markGone(s.goneError("it was killed", "open a new sandbox"))
+	return s.b.deletePod(ctx, s.name)
+}
+
+// Close deletes the pod in a scope shielded from ctx and bounded by the
+// teardown grace, and confirms that no container of it runs any more; when
+// that cannot be confirmed in time it warns (OrphanedSandboxWarning).
+func (s *sandbox) Close(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.grace)
+	defer cancel()
+	s.markGone(s.goneError("it was killed", "open a new sandbox"))
+	err := s.b.deletePod(sctx, s.name)
+	if err == nil {
+		err = s.b.stopped(sctx, s.name)
+	}
+	if err == nil {
+		return nil
+	}
+	w := model.Warning{
+		Class:     model.OrphanedSandboxWarning,
+		Message:   fmt.Sprintf("the sandbox pod could not be confirmed killed within the teardown grace of %s", s.b.grace),
+		Fix:       "run `sandboxio reap`, or delete the pod carrying these labels; activeDeadlineSeconds ends it at " + s.expires.UTC().Format(time.RFC3339),
+		SandboxID: s.name,
+		Labels:    maps.Clone(s.labels),
+	}
+	if s.onWarning != nil {
+		s.onWarning(w)
+	}
+	return &backends.OrphanedError{Warning: w, Err: err}
+}
