@@ -20,11 +20,15 @@ const DefaultDSN = "docker://"
 // DSN is a parsed backend DSN such as docker://?runtime=runsc, modal://APP or
 // vercel://TEAM/PROJECT. It never holds a credential: ParseDSN refuses any.
 type DSN struct {
-	Scheme  string            // docker, e2b, modal, vercel or daytona, lower case
-	App     string            // modal: the Modal app name
-	Team    string            // vercel: the team slug or ID
-	Project string            // vercel: the project name or ID
-	Options map[string]string // non-secret query options; never nil after ParseDSN
+	Scheme  string // docker, e2b, modal, vercel or daytona, lower case
+	App     string // modal: the Modal app name
+	Team    string // vercel: the team slug or ID
+	Project string // vercel: the project name or ID
+	// kubernetes: the kubeconfig context (decoded; "in-cluster" for the
+	// pod's own service account) and the namespace.
+	Context   string
+	Namespace string
+	Options   map[string]string // non-secret query options; never nil after ParseDSN
 }
 
 // DSNOption is one allowed query option of a scheme.
@@ -185,7 +189,36 @@ func (sc *dsnScheme) parseTarget(d *DSN, authority, path string, slash bool) *mo
 				"write "+sc.Form+" with the Vercel team slug or ID and the project name or ID: letters, digits, '.', '_' and '-', up to 100 characters each")
 		}
 		d.Team, d.Project = authority, path
+	case TargetContextNamespace:
+		return sc.parseContextNamespace(d, authority, path)
 	}
+	return nil
+}
+
+// parseContextNamespace reads kubernetes://CONTEXT/NAMESPACE. Context names
+// are whatever a kubeconfig says (EKS ARNs hold ':' and '/'), so
+// CONTEXT alone is percent-decoded; NAMESPACE is a DNS label and never needs
+// it.
+func (sc *dsnScheme) parseContextNamespace(d *DSN, authority, path string) *model.Error {
+	if authority == "" {
+		return sc.malformed(d.Scheme, "lacks the kubeconfig context", "write "+sc.Form+" (CONTEXT \"in-cluster\" inside a pod)")
+	}
+	if path == "" {
+		return sc.malformed(d.Scheme, "lacks the namespace", "write "+sc.Form)
+	}
+	if strings.Contains(path, "/") {
+		return sc.malformed(d.Scheme, "has path parts after the namespace", "write "+sc.Form)
+	}
+	ctx, err := url.PathUnescape(authority)
+	if err != nil || ctx == "" || len(ctx) > 253 || !printable(ctx) {
+		return sc.malformed(d.Scheme, "has an invalid context",
+			"write "+sc.Form+" with the context's name as in the kubeconfig, percent-encoding '/', '?', '#' and '%' (at most 253 characters; '@' is refused)")
+	}
+	if !dnsLabel.MatchString(path) { // RFC 1123, as Kubernetes requires of namespaces
+		return sc.malformed(d.Scheme, "has an invalid namespace",
+			"write "+sc.Form+" with a namespace name: lower-case letters, digits and '-', starting and ending with a letter or digit, up to 63 characters")
+	}
+	d.Context, d.Namespace = ctx, path
 	return nil
 }
 
@@ -242,10 +275,15 @@ func (sc *dsnScheme) checkCredentials(name, rest string) *model.Error {
 	if where == "" {
 		return nil
 	}
+	fix := fmt.Sprintf("remove it and set %s in the environment instead; write %s with non-secret options only",
+		sc.EnvHelp, sc.Form)
+	if sc.Target == TargetContextNamespace && strings.Contains(where, "'@'") {
+		// '@' stays refused everywhere (it is how credentials get into
+		// URLs), so kubeadm's kubernetes-admin@kubernetes needs a new name.
+		fix += "; a context whose name holds '@' cannot be named in a DSN: give it another with `kubectl config rename-context`"
+	}
 	return dsnErr(rules.DSNCredential,
-		fmt.Sprintf("the %s backend DSN carries a credential in %s; credentials never belong in a DSN", name, where),
-		fmt.Sprintf("remove it and set %s in the environment instead; write %s with non-secret options only",
-			sc.EnvHelp, sc.Form))
+		fmt.Sprintf("the %s backend DSN carries a credential in %s; credentials never belong in a DSN", name, where), fix)
 }
 
 // credentialIn describes where s holds something credential-like, or returns
@@ -576,6 +614,8 @@ func (d DSN) String() string {
 	b.WriteString(d.Scheme)
 	b.WriteString("://")
 	switch {
+	case d.Context != "" || d.Namespace != "":
+		b.WriteString(url.PathEscape(d.Context) + "/" + d.Namespace)
 	case d.Team != "" || d.Project != "":
 		b.WriteString(d.Team + "/" + d.Project)
 	case d.App != "":
@@ -602,7 +642,7 @@ func (d DSN) String() string {
 // domain, say). One backend is opened per target; the other options (Docker's
 // runtime) are read per sandbox.
 func (d DSN) Target() DSN {
-	t := DSN{Scheme: d.Scheme, App: d.App, Team: d.Team, Project: d.Project, Options: map[string]string{}}
+	t := DSN{Scheme: d.Scheme, App: d.App, Team: d.Team, Project: d.Project, Context: d.Context, Namespace: d.Namespace, Options: map[string]string{}}
 	if r, ok := Registered(d.Scheme); ok {
 		for _, o := range r.EndpointOptions {
 			if v, ok := d.Options[o]; ok {

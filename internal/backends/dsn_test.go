@@ -90,6 +90,12 @@ func TestParseDSNValid(t *testing.T) {
 		{"vercel://team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt/prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef?region=iad1",
 			backends.DSN{Scheme: "vercel", Team: "team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt", Project: "prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef", Options: map[string]string{"region": "iad1"}},
 			"vercel://team_4fQ2xR8kLm3NpZ7yWv1Bc9Dt/prj_Xk29aLm4Pq7RtY1zWn3Bv8Cd5Ef?region=iad1"},
+		{"kubernetes://prod/sandboxes", backends.DSN{Scheme: "kubernetes", Context: "prod", Namespace: "sandboxes"}, "kubernetes://prod/sandboxes"},
+		// Context names come from kubeconfigs: an EKS ARN.
+		{"kubernetes://arn:aws:eks:us-east-1:123456789012:cluster%2Fprod/sbx-1?runtime_class=gvisor",
+			backends.DSN{Scheme: "kubernetes", Context: "arn:aws:eks:us-east-1:123456789012:cluster/prod", Namespace: "sbx-1", Options: map[string]string{"runtime_class": "gvisor"}},
+			"kubernetes://arn:aws:eks:us-east-1:123456789012:cluster%2Fprod/sbx-1?runtime_class=gvisor"},
+		{"kubernetes://in-cluster/sandboxes", backends.DSN{Scheme: "kubernetes", Context: "in-cluster", Namespace: "sandboxes"}, "kubernetes://in-cluster/sandboxes"},
 		{"daytona://", backends.DSN{Scheme: "daytona"}, "daytona://"},
 		{"daytona://?target=us&api_url=https://app.daytona.io/api", backends.DSN{Scheme: "daytona", Options: map[string]string{"target": "us", "api_url": "https://app.daytona.io/api"}},
 			"daytona://?api_url=https%3A%2F%2Fapp.daytona.io%2Fapi&target=us"},
@@ -191,6 +197,16 @@ func TestParseDSNErrors(t *testing.T) {
 		{"modal://.hidden", rules.DSNMalformed, []string{"invalid app name"}},
 		{"modal://a%2Fb", rules.DSNMalformed, []string{"invalid app name"}},
 		{"modal://" + strings.Repeat("a", 65), rules.DSNMalformed, []string{"invalid app name"}},
+		{"kubernetes://", rules.DSNMalformed, []string{"lacks the kubeconfig context", "kubernetes://CONTEXT/NAMESPACE"}},
+		{"kubernetes://prod", rules.DSNMalformed, []string{"lacks the namespace"}},
+		{"kubernetes://prod/", rules.DSNMalformed, []string{"lacks the namespace"}},
+		{"kubernetes:///sandboxes", rules.DSNMalformed, []string{"lacks the kubeconfig context"}},
+		{"kubernetes://prod/sbx/extra", rules.DSNMalformed, []string{"path parts after the namespace"}},
+		{"kubernetes://prod/Sandboxes", rules.DSNMalformed, []string{"invalid namespace", "lower-case"}},
+		{"kubernetes://prod/-sbx", rules.DSNMalformed, []string{"invalid namespace"}},
+		{"kubernetes://prod/" + strings.Repeat("a", 64), rules.DSNMalformed, []string{"invalid namespace"}},
+		{"kubernetes://bad%zz/sbx", rules.DSNMalformed, []string{"invalid context", "percent-encoding"}},
+		{"kubernetes://ctl%0A/sbx", rules.DSNMalformed, []string{"invalid context"}},
 		{"vercel://", rules.DSNMalformed, []string{"lacks the team", "vercel://TEAM/PROJECT"}},
 		{"vercel://acme", rules.DSNMalformed, []string{"lacks the project"}},
 		{"vercel://acme/", rules.DSNMalformed, []string{"lacks the project"}},
@@ -274,6 +290,19 @@ var dsnBases = []struct {
 	{"modal://app", []string{"MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"}},
 	{"vercel://acme/web", []string{"VERCEL_OIDC_TOKEN", "VERCEL_TOKEN"}},
 	{"daytona://", []string{"DAYTONA_API_KEY"}},
+	{"kubernetes://prod/sbx", []string{"KUBECONFIG"}},
+}
+
+// kubeadm names its context kubernetes-admin@kubernetes: refused like any
+// '@', with a fix that says how to get a name a DSN can hold.
+func TestParseDSNKubernetesContextWithAt(t *testing.T) {
+	for _, in := range []string{"kubernetes://kubernetes-admin@kubernetes/sbx", "kubernetes://kubernetes-admin%40kubernetes/sbx"} {
+		_, err := backends.ParseDSN(in)
+		me := checkDSNError(t, in, err, rules.DSNCredential)
+		if me != nil && !strings.Contains(me.Fix, "kubectl config rename-context") {
+			t.Errorf("ParseDSN(%q): fix %q does not say how to rename the context", in, me.Fix)
+		}
+	}
 }
 
 // checkCredentialError asserts a credential refusal that names the env vars.

@@ -65,7 +65,7 @@ type Registration struct {
 // DSNSyntax is the form of one scheme's DSNs.
 type DSNSyntax struct {
 	Form    string   // the expected form, quoted in fixes: docker://, modal://APP
-	Target  int      // TargetNone, TargetApp or TargetTeamProject
+	Target  int      // TargetNone, TargetApp, TargetTeamProject or TargetContextNamespace
 	Env     []string // the environment variables the credentials come from
 	EnvHelp string   // the same, as a fix says it
 	NoHost  string   // TargetNone: where an address goes instead of a host
@@ -76,9 +76,10 @@ type DSNSyntax struct {
 
 // Where a scheme takes its target.
 const (
-	TargetNone        = iota // docker://, e2b://, daytona://: nothing after ://
-	TargetApp                // modal://APP
-	TargetTeamProject        // vercel://TEAM/PROJECT
+	TargetNone             = iota // docker://, e2b://, daytona://: nothing after ://
+	TargetApp                     // modal://APP
+	TargetTeamProject             // vercel://TEAM/PROJECT
+	TargetContextNamespace        // kubernetes://CONTEXT/NAMESPACE
 )
 
 var registry struct {

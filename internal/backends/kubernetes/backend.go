@@ -59,7 +59,7 @@ func Open(d backends.DSN) (*k8sBackend, error) {
 	if d.Scheme != Name {
 		return nil, fmt.Errorf("kubernetes: DSN scheme %q", d.Scheme)
 	}
-	rc, err := restConfig(d.Team)
+	rc, err := restConfig(d.Context)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func Open(d backends.DSN) (*k8sBackend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &k8sBackend{cs: cs, rc: rc, context: d.Team, namespace: d.Project, runtime: d.Options["runtime_class"],
+	return &k8sBackend{cs: cs, rc: rc, context: d.Context, namespace: d.Namespace, runtime: d.Options["runtime_class"],
 		owner: processOwner(), grace: model.TeardownGrace, nodes: map[string]nodeFacts{}}, nil
 }
 

@@ -16,7 +16,7 @@ func init() {
 	backends.Register(backends.Registration{
 		Scheme: Name, Order: 60,
 		DSN: backends.DSNSyntax{
-			Form: "kubernetes://CONTEXT/NAMESPACE", Target: backends.TargetTeamProject,
+			Form: "kubernetes://CONTEXT/NAMESPACE", Target: backends.TargetContextNamespace,
 			Env:     []string{"KUBECONFIG"},
 			EnvHelp: "KUBECONFIG (the kubeconfig holding CONTEXT; CONTEXT in-cluster uses the pod's service account)",
 			Options: map[string]backends.DSNOption{
