@@ -114,7 +114,9 @@ func auditLines(t *testing.T, path string) []map[string]any {
 func TestRunCLI_Docker(t *testing.T) {
 	needDocker(t)
 	spec, sum := specFile(t, "acme", "cli")
-	short := int64(2)
+	// Long enough for a create on a loaded host (timeout_seconds bounds the
+	// create too, and a slow one would be CreateTimeout, not what this tests).
+	short := int64(5)
 	expiring, _ := specFile(t, "acme", "cli", func(x *inputs.Template) { x.TimeoutSeconds = &short; x.LifetimeSeconds = &short })
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	base := []string{"--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", "cli", "--audit", audit}

@@ -100,7 +100,7 @@ func (s *sandbox) markGone(why string) {
 	defer s.mu.Unlock()
 	if s.gone == nil {
 		s.gone = &model.Error{Class: model.SandboxGone, Message: "the Daytona sandbox is gone: " + why,
-			Fix: "open a new sandbox; raise lifetime_seconds if it expired while in use"}
+			Fix: backends.GoneFix(s.expires, time.Now())}
 	}
 }
 

@@ -108,11 +108,14 @@ func TestLifetimeEndsSandbox(t *testing.T) {
 	start := time.Now()
 	_, err := sb.Run(context.Background(), []string{"sleep", "30"}, backends.RunOptions{})
 	wantClass(t, err, model.SandboxGone, "")
-	if took := time.Since(start); took > 4*time.Second {
+	// The bound is the command's 30 s, not the lifetime plus a margin: on a
+	// loaded host the daemon's die event can lag by seconds, and what this
+	// shows is that the lifetime, not the command, ended the call.
+	if took := time.Since(start); took > 15*time.Second {
 		t.Fatalf("SandboxGone after %s for a 3s lifetime", took)
 	}
 	// Daemon side: the container is gone, with no client action.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(15 * time.Second)
 	for {
 		_, err := b.cli.ContainerInspect(context.Background(), sb.id)
 		if cerrdefs.IsNotFound(err) {

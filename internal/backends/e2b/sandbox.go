@@ -131,7 +131,7 @@ func (s *sandbox) Info() backends.Info {
 
 func (s *sandbox) goneError(why string, cause error) *model.Error {
 	return &model.Error{Class: model.SandboxGone, Err: cause, Message: fmt.Sprintf("E2B sandbox %s is gone: %s", s.id, why),
-		Fix: "open a new sandbox; raise lifetime_seconds if it expired while in use"}
+		Fix: backends.GoneFix(s.expires, time.Now())}
 }
 
 // usable refuses a sandbox known to be gone, or past its lifetime, without a call.

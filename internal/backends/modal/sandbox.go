@@ -182,7 +182,7 @@ func (s *sandbox) runErr(ctx, dctx context.Context, timeout time.Duration, err e
 	// the sandbox is no more.
 	if isNotFound(err) || s.gone(context.WithoutCancel(ctx)) {
 		return &model.Error{Class: model.SandboxGone, Message: "the Modal sandbox " + s.id + " has ended (its lifetime passed or it was terminated)",
-			Fix: "open a new sandbox; raise lifetime_seconds if it ran out"}
+			Fix: backends.GoneFix(s.expires, time.Now())}
 	}
 	return classify("exec", redact(err, s.secrets))
 }

@@ -92,7 +92,7 @@ func (c *Client) typed(se *StatusError, sandbox bool) error {
 	case s == http.StatusNotFound && sandbox:
 		return &model.Error{Class: model.SandboxGone,
 			Message: fmt.Sprintf("%s has no such sandbox any more (%s: 404)", vendor, se.Op),
-			Fix:     "open a new sandbox; raise lifetime_seconds if it expired while in use", Err: se}
+			Fix:     "open a new sandbox", Err: se}
 	case s == http.StatusNotFound:
 		return &model.Error{Class: model.ConfigurationError,
 			Message: fmt.Sprintf("%s found nothing at %s (%s: 404)", vendor, se.Path, se.Op),
