@@ -33,6 +33,14 @@ if [ -f "$OUT/.complete" ]; then
 	exit 0
 fi
 mkdir -p "$OUT"
+# One build at a time: a second caller (CI starts the build in the
+# background, then k8s-up.sh asks for it) waits for the first, then finds it done.
+exec 9>"$CACHE/.build.lock"
+flock 9
+if [ -f "$OUT/.complete" ]; then
+	echo "$OUT"
+	exit 0
+fi
 log() { echo "k8s-build: $*" >&2; }
 
 minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
