@@ -241,7 +241,7 @@ start_rest() {
 # with no conversion.
 install_agent_sandbox() {
 	local crds=$K8S_RUN/agent-sandbox-crds f src
-	src=$(cd "$K8S_ROOT/k8s/build/agent-sandbox" && go list -m -f '{{.Dir}}' sigs.k8s.io/agent-sandbox)/k8s/crds
+	src=$(cd "$K8S_ROOT/k8s/build/kube" && go list -m -f '{{.Dir}}' sigs.k8s.io/agent-sandbox)/k8s/crds
 	mkdir -p "$crds"
 	for f in "$src"/*.yaml; do
 		awk '
