@@ -236,29 +236,11 @@ func (p *createPlan) planTimeouts(create time.Duration) error {
 // the reserved prefix. A user may repeat those (a rendered per-tenant spec
 // carries them) but not contradict them or set any other reserved label.
 func (p *createPlan) planLabels() error {
-	s := p.spec
-	p.labels = map[string]string{model.LabelManaged: "true"}
-	if s.TenantID != "" {
-		p.labels[model.LabelTenantID] = s.TenantID
+	labels, err := backends.SandboxLabels(Name, p.spec)
+	if err != nil {
+		return err
 	}
-	if s.SessionID != "" {
-		p.labels[model.LabelSessionID] = s.SessionID
-	}
-	if s.Name != "" {
-		p.labels[model.LabelTemplate] = s.Name
-	}
-	for k, v := range s.Labels {
-		if strings.HasPrefix(k, model.ReservedLabelPrefix) {
-			if own, ok := p.labels[k]; ok && own == v && k != model.LabelManaged {
-				continue
-			}
-			return gap(rules.LblReserved, "labels", fmt.Sprintf("label %q", k))
-		}
-		if k == "" {
-			return gap(rules.LblMalformed, "labels", "an empty label key")
-		}
-		p.labels[k] = v
-	}
+	p.labels = labels
 	return nil
 }
 

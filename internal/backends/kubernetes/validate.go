@@ -158,29 +158,11 @@ func (p *createPlan) planTimeouts(create time.Duration) error {
 // reserved prefix, all of which must be valid Kubernetes labels (they are
 // the pod's labels, which the reaper and List select on).
 func (p *createPlan) planLabels() error {
-	s := p.spec
-	p.labels = map[string]string{model.LabelManaged: "true"}
-	if s.TenantID != "" {
-		p.labels[model.LabelTenantID] = s.TenantID
+	labels, err := backends.SandboxLabels(Name, p.spec)
+	if err != nil {
+		return err
 	}
-	if s.SessionID != "" {
-		p.labels[model.LabelSessionID] = s.SessionID
-	}
-	if s.Name != "" {
-		p.labels[model.LabelTemplate] = s.Name
-	}
-	for k, v := range s.Labels {
-		if strings.HasPrefix(k, model.ReservedLabelPrefix) {
-			if own, ok := p.labels[k]; ok && own == v && k != model.LabelManaged {
-				continue
-			}
-			return gap(rules.LblReserved, "labels", fmt.Sprintf("label %q", k))
-		}
-		if k == "" {
-			return gap(rules.LblMalformed, "labels", "an empty label key")
-		}
-		p.labels[k] = v
-	}
+	p.labels = labels
 	for _, k := range sortedKeys(p.labels) {
 		errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(p.labels[k])...)
 		if len(errs) > 0 {
