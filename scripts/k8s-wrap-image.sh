@@ -8,7 +8,7 @@ set -euo pipefail
 # shellcheck source=scripts/k8s-config.sh
 . "$(dirname "$0")/k8s-config.sh"
 
-K8S_WRAP_IMAGE=sandboxio.local/sandboxio-wrap:1
+K8S_WRAP_IMAGE=sandboxio.local/sandboxio-wrap:2
 root=$(mktemp -d "$K8S_RUN/images/wrap.XXXXXX")
 trap 'rm -rf "$root"' EXIT
 (cd "$K8S_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$root/rootfs/wrap" ./internal/backends/kubernetes/wrap)

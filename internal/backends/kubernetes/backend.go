@@ -33,7 +33,7 @@ const InCluster = "in-cluster"
 // WrapImage is the image of the exec wrapper (package wrap), which the init
 // container copies into the pod. It is built locally and imported into the
 // nodes' runtime (scripts/k8s-wrap-image.sh), never pulled.
-var WrapImage = "sandboxio.local/sandboxio-wrap:1"
+var WrapImage = "sandboxio.local/sandboxio-wrap:2"
 
 type k8sBackend struct {
 	cs        kubernetes.Interface
@@ -41,6 +41,7 @@ type k8sBackend struct {
 	context   string
 	namespace string
 	runtime   string // the DSN's runtime_class
+	netOpts   netOptions
 	owner     owner
 	grace     time.Duration
 
@@ -68,8 +69,11 @@ func Open(d backends.DSN) (*k8sBackend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &k8sBackend{cs: cs, rc: rc, context: d.Context, namespace: d.Namespace, runtime: d.Options["runtime_class"],
-		owner: processOwner(), grace: model.TeardownGrace, nodes: map[string]nodeFacts{}}, nil
+	b := &k8sBackend{cs: cs, rc: rc, context: d.Context, namespace: d.Namespace, runtime: d.Options["runtime_class"],
+		owner: processOwner(), grace: model.TeardownGrace, nodes: map[string]nodeFacts{}}
+	b.netOpts.podCIDRs, _ = parseCIDRList(d.Options["pod_cidr"])
+	b.netOpts.serviceCIDRs, _ = parseCIDRList(d.Options["service_cidr"])
+	return b, nil
 }
 
 // restConfig loads the context from the kubeconfig (KUBECONFIG, else
@@ -130,7 +134,7 @@ func (b *k8sBackend) List(ctx context.Context, want map[string]string) ([]backen
 		// A pod that has ended (its lifetime, activeDeadlineSeconds, or a
 		// failure) runs no process and is no sandbox any more; its object
 		// stays in the API until `sandboxio reap` deletes it.
-		if ph := pods[i].Status.Phase; ph == corev1.PodFailed || ph == corev1.PodSucceeded {
+		if ph := pods[i].Status.Phase; ph == corev1.PodFailed || ph == corev1.PodSucceeded || pods[i].Labels[labelProbe] != "" {
 			continue
 		}
 		out = append(out, infoFromPod(&pods[i]))
@@ -186,6 +190,11 @@ func (b *k8sBackend) Preflight(ctx context.Context, spec model.Spec) (backends.P
 				Message: fmt.Sprintf("namespace %s does not exist", b.namespace), Fix: "create the namespace, or name one that exists in the DSN"}
 		}
 		return backends.Preflight{}, apiError("namespace get", err)
+	}
+	// The lock this template's sandboxes get is shown on the namespace (a
+	// probe, cached per cluster, namespace and mode).
+	if err := b.proven(ctx, p.egress.mode); err != nil {
+		return backends.Preflight{}, err
 	}
 	return backends.Preflight{Tier: p.tier, Image: spec.Image, DiskCapStrategy: diskDescription(p.caps.DiskMB),
 		PidsCapStrategy: "the node's podPidsLimit, measured from inside the pod at create"}, nil

@@ -55,7 +55,11 @@ func (b *k8sBackend) create(ctx context.Context, p createPlan) (*sandbox, error)
 	ann[annExpires] = expires.UTC().Format(time.RFC3339)
 	ann[annTier] = string(p.tier)
 	ann[annDiskCap] = diskDescription(p.caps.DiskMB)
+	if err := b.ensureLock(ctx, &p); err != nil {
+		return nil, err
+	}
 	pod := podFor(p, name, lbls, ann)
+	withLock(pod, p)
 	if _, err := b.cs.CoreV1().Pods(b.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
@@ -83,9 +87,11 @@ func (b *k8sBackend) create(ctx context.Context, p createPlan) (*sandbox, error)
 				Message: "the pod's kernel is not the node's, and no sandbox kernel or VM was identified: its isolation tier is UNKNOWN",
 				Fix:     "set require_isolation to refuse what cannot be confirmed"})
 		}
-		w := backends.RuleWarning(model.OpenEgressWarning, rules.NetOpenEgress, "network.egress")
-		w.SandboxID, w.Labels = name, maps.Clone(lbls)
-		p.onWarning(w)
+		if p.egress.mode == lockAllow {
+			w := backends.RuleWarning(model.OpenEgressWarning, rules.NetOpenEgress, "network.egress")
+			w.SandboxID, w.Labels = name, maps.Clone(lbls)
+			p.onWarning(w)
+		}
 	}
 	return s, nil
 }

@@ -81,7 +81,7 @@ func needCluster(t *testing.T) *k8sBackend {
 		fail("the cluster does not answer: " + err.Error())
 	}
 	if testNS == "" {
-		ns := "sbx-test-" + randomHex(4)
+		ns := testNSPrefix() + randomHex(4)
 		if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("namespace: %v", err)
 		}
@@ -96,6 +96,15 @@ func needCluster(t *testing.T) *k8sBackend {
 	}
 	b.namespace = testNS
 	return b
+}
+
+// testNSPrefix starts the test namespaces' names (SANDBOXIO_K8S_NS_PREFIX,
+// so that helpers sharing a cluster can tell theirs apart).
+func testNSPrefix() string {
+	if p := os.Getenv("SANDBOXIO_K8S_NS_PREFIX"); p != "" {
+		return p
+	}
+	return "sbx-test-"
 }
 
 func testSpec(tenant string) model.Spec {

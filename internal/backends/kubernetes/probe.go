@@ -86,6 +86,9 @@ func (b *k8sBackend) verify(ctx context.Context, s *sandbox, p createPlan, node 
 	if err := checkHardening(f); err != nil {
 		return v, err
 	}
+	if err := checkLock(f, p.egress); err != nil {
+		return v, err
+	}
 	if v.swap, err = checkMemory(f, p.caps.MemoryMB); err != nil {
 		return v, err
 	}

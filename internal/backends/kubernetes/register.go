@@ -21,6 +21,8 @@ func init() {
 			EnvHelp: "KUBECONFIG (the kubeconfig holding CONTEXT; CONTEXT in-cluster uses the pod's service account)",
 			Options: map[string]backends.DSNOption{
 				"runtime_class": {Help: "a RuntimeClass name", Check: checkRuntimeClass},
+				"pod_cidr":      {Help: "IPv4 CIDR blocks of the cluster's pod network, comma-separated, locked out of every sandbox besides those the nodes and the pod show", Check: checkCIDRList},
+				"service_cidr":  {Help: "IPv4 CIDR blocks of the cluster's services, comma-separated, where no ServiceCIDR object can be read", Check: checkCIDRList},
 			},
 		},
 		Open:        func(d backends.DSN) (backends.Backend, error) { return Open(d) },

@@ -25,6 +25,7 @@ type createPlan struct {
 	labels        map[string]string
 	env           []string // NAME=value, sent in each exec's block
 	secrets       []string // NAME=value, sent in each exec's block only
+	egress        egressPlan
 	onWarning     func(model.Warning)
 }
 
@@ -72,7 +73,7 @@ func (b *k8sBackend) validate(req backends.CreateRequest, checkSecrets bool) (cr
 		return p, gap(rules.VolUnscoped, "volume", "a volume, which this backend does not provide")
 	}
 	for _, step := range []func() error{
-		p.planNetwork,
+		p.planEgress,
 		func() error { return p.planRuntime(b.runtime) },
 		p.planCaps,
 		func() error { return p.planTimeouts(req.Timeout) },
@@ -85,23 +86,6 @@ func (b *k8sBackend) validate(req backends.CreateRequest, checkSecrets bool) (cr
 		}
 	}
 	return p, nil
-}
-
-// planNetwork: open egress only. Deny, learn and allow lists need an
-// enforcement this backend has not shown on the cluster yet (doc.go), so
-// they are refused rather than accepted and ignored.
-func (p *createPlan) planNetwork() error {
-	n := p.spec.Network.Normalized()
-	if len(n.Allow) > 0 {
-		return gap(rules.NetAllowList, "network.allow", fmt.Sprintf("an allow list of %d entries, with no egress enforcement shown on the cluster", len(n.Allow)))
-	}
-	switch n.Egress {
-	case model.EgressAllow:
-		return nil
-	case model.EgressDeny, model.EgressLearn:
-		return gap(rules.NetDenyUnsupported, "network.egress", fmt.Sprintf("egress %q, with no egress enforcement shown on the cluster (no NetworkPolicy enforcer and no namespace lock proven by a probe)", n.Egress))
-	}
-	return gap(rules.NetEgressMode, "network.egress", fmt.Sprintf("egress %q", n.Egress))
 }
 
 func (p *createPlan) planRuntime(dsnClass string) error {

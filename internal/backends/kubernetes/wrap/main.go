@@ -12,6 +12,10 @@
 //	kill SID       kill every process of session SID
 //	probe          report what the sandbox shows from inside
 //	fill           create threads until the kernel refuses one (pids probe)
+//	lock MODE ...  lock the pod's network namespace (the init container
+//	               holding NET_ADMIN; netlock.go)
+//	listen PORT    the egress probe's listener (netprobe.go)
+//	netprobe T...  the egress probe's client (netprobe.go)
 //
 // The exec block keeps secrets and the environment out of the exec's argv
 // (which the API server's audit log records): a 4-byte big-endian length,
@@ -43,7 +47,7 @@ const maxBlock = 1 << 20
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: wrap install|hold|run|kill|probe|fill")
+		fmt.Fprintln(os.Stderr, "usage: wrap install|hold|run|kill|probe|fill|lock|listen|netprobe")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -63,6 +67,12 @@ func main() {
 		os.Exit(put(os.Args[2:]))
 	case "stat":
 		fmt.Printf("\x1esandboxio-stat\x1e oom_kill=%s\n", oomKills())
+	case "lock":
+		os.Exit(lock(os.Args[2:]))
+	case "listen":
+		os.Exit(listen(os.Args[2:]))
+	case "netprobe":
+		os.Exit(netprobe(os.Args[2:]))
 	case "version":
 		fmt.Println(Protocol)
 	default:
@@ -328,6 +338,8 @@ func probe(nofill bool) int {
 		{"swap_total_kb", meminfo("SwapTotal")},
 		{"pids_max", readTrim("/sys/fs/cgroup/pids/pids.max")},
 		{"root_ro", rootReadOnly()},
+		{"net_lock", lockState()},
+		{"links_up", linksUp()},
 	}
 	tasks, refused := "-", "skipped"
 	if !nofill {

@@ -1,0 +1,106 @@
+package kubernetes
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Each broken part of a probe report fails the verdict; the report of a
+// lock that held passes.
+func TestJudge(t *testing.T) {
+	const target = "10.244.0.9:" + probePort
+	ctl := map[string]string{"self": "10.244.0.7", "connect:" + target: "ok"}
+	good := func(mode string) map[string]string {
+		m := map[string]string{"self": "10.244.0.8", "lock": wantLock(mode), "links_up": "lo,eth0",
+			"connect:" + target: "network_is_unreachable", "connect:gw:" + probePort: "network_is_unreachable",
+			"route:" + probeAllowed: "unreachable", "route:" + probeOutside: "unreachable", "undo": "ruledel:eperm,linkup_eth0:eperm,routeadd:eperm"}
+		switch mode {
+		case lockDeny:
+			m["links_up"] = "lo"
+		case lockCIDR:
+			m["route:"+probeAllowed] = "via_10.244.0.1"
+		case lockAllow:
+			m["route:"+probeAllowed], m["route:"+probeOutside] = "via_10.244.0.1", "via_10.244.0.1"
+		}
+		return m
+	}
+	accepted := []string{"10.244.0.7"}
+	for _, mode := range []string{lockDeny, lockCIDR, lockAllow} {
+		if why := judge(mode, target, ctl, good(mode), accepted); why != "" {
+			t.Errorf("%s: a lock that held was judged broken: %s", mode, why)
+		}
+		breaks := map[string]func(m map[string]string){
+			"lock none":          func(m map[string]string) { m["lock"] = "none" },
+			"pod reached":        func(m map[string]string) { m["connect:"+target] = "ok" },
+			"pod timed out":      func(m map[string]string) { m["connect:"+target] = "timeout" },
+			"bridge refused":     func(m map[string]string) { m["connect:gw:"+probePort] = "connection_refused" },
+			"no gateway":         func(m map[string]string) { m["connect:gw:"+probePort] = "no-gateway" },
+			"undo done":          func(m map[string]string) { m["undo"] = "ruledel:done,routeadd:eperm" },
+			"outside wrong":      func(m map[string]string) { m["route:"+probeOutside] = map[bool]string{true: "unreachable", false: "via_x"}[mode == lockAllow] },
+			"listener saw it":    func(m map[string]string) { m["self"] = "10.244.0.7" },
+			"links up (deny)":    func(m map[string]string) { m["links_up"] = "eth0,lo" },
+			"allowed unroutable": func(m map[string]string) { m["route:"+probeAllowed] = "unreachable" },
+		}
+		for name, brk := range breaks {
+			if (name == "links up (deny)" && mode != lockDeny) || (name == "allowed unroutable" && mode != lockCIDR) {
+				continue
+			}
+			m := good(mode)
+			brk(m)
+			if why := judge(mode, target, ctl, m, accepted); why == "" {
+				t.Errorf("%s: %s was judged a held lock", mode, name)
+			}
+		}
+		// A control that reached nothing proves nothing.
+		if why := judge(mode, target, map[string]string{"self": "10.244.0.7", "connect:" + target: "timeout"}, good(mode), nil); !strings.Contains(why, "control") {
+			t.Errorf("%s: a broken control: %q", mode, why)
+		}
+	}
+}
+
+func TestPlanEgress(t *testing.T) {
+	cases := []struct {
+		n    model.NetworkPolicy
+		mode string
+		rule string
+	}{
+		{model.NetworkPolicy{}, lockDeny, ""},
+		{model.NetworkPolicy{Egress: model.EgressAllow}, lockAllow, ""},
+		{model.NetworkPolicy{Egress: model.EgressDeny, Allow: []string{"10.0.0.0/8", "192.0.2.7"}}, lockCIDR, ""},
+		{model.NetworkPolicy{Egress: model.EgressDeny, Allow: []string{"example.com"}}, "", rules.NetAllowKind},
+		{model.NetworkPolicy{Egress: model.EgressDeny, Allow: []string{"2001:db8::/32"}}, "", rules.NetAllowKind},
+		{model.NetworkPolicy{Egress: model.EgressAllow, Allow: []string{"10.0.0.0/8"}}, "", rules.NetAllowWithOpen},
+		{model.NetworkPolicy{Egress: model.EgressLearn}, "", rules.NetLearn},
+		{model.NetworkPolicy{Egress: "open"}, "", rules.NetEgressMode},
+	}
+	for _, c := range cases {
+		p := createPlan{spec: model.Spec{Network: c.n}}
+		err := p.planEgress()
+		var me *model.Error
+		switch {
+		case c.rule == "" && (err != nil || p.egress.mode != c.mode):
+			t.Errorf("%+v: %v, mode %q", c.n, err, p.egress.mode)
+		case c.rule != "" && (!errorsAs(err, &me) || me.Rule != c.rule || me.Class != model.CapabilityNotSupported && me.Class != model.ConfigurationError):
+			t.Errorf("%+v: %v, want rule %s", c.n, err, c.rule)
+		}
+	}
+	p := createPlan{spec: model.Spec{Network: model.NetworkPolicy{Egress: model.EgressDeny, Allow: []string{"10.1.2.3/8", "192.0.2.7"}}}}
+	if err := p.planEgress(); err != nil || len(p.egress.allow) != 2 || p.egress.allow[0].String() != "10.0.0.0/8" || p.egress.allow[1].String() != "192.0.2.7/32" {
+		t.Errorf("allow %v: %v", p.egress.allow, err)
+	}
+	args := strings.Join(lockArgs(lockCIDR, nil, p.egress.allow), " ")
+	if args != "/wrap lock cidr --allow 10.0.0.0/8 --allow 192.0.2.7/32" {
+		t.Errorf("lock args %q", args)
+	}
+}
+
+func TestCIDROptions(t *testing.T) {
+	for v, ok := range map[string]bool{"10.96.0.0/12": true, "10.96.0.0/12,10.244.0.0/16": true, "": false, "10.0.0.1": false, "::/0": false, "10.0.0.0/8,x": false} {
+		if _, got := checkCIDRList(v); got != ok {
+			t.Errorf("%q: %t", v, got)
+		}
+	}
+}
