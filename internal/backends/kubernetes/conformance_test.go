@@ -2,20 +2,25 @@ package kubernetes
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// The backend conformance suite against plain pods. Deny is refused on this
-// backend until an egress enforcement is proven on the cluster, so the
-// suite's sandboxes have open egress and its deny behaviour is skipped.
+// The backend conformance suite against plain pods. Its network behaviours
+// run under the network lock (egress.go): deny must keep a sandbox from a
+// listener on the host's docker0 address, which open egress reaches, and
+// the lock container's arguments are the control observed.
 func TestAccConformance(t *testing.T) {
 	b := needCluster(t)
+	target := listenHost(t, dockerAddr(t))
+	tHost, tPort := target.addr()
 	caps := model.DefaultCaps()
 	// The node has 2 CPUs: a quarter each, one behaviour at a time.
 	caps.CPU, caps.MemoryMB, caps.DiskMB = 0.25, 128, 64
@@ -40,18 +45,40 @@ func TestAccConformance(t *testing.T) {
 					env[e.Name] = e.Value
 				}
 			}
-			return backendtest.Observed{Labels: pod.Labels, PlainEnv: env}, nil
+			return backendtest.Observed{Labels: pod.Labels, PlainEnv: env, Network: observedLock(pod)}, nil
 		},
-		Caps:   caps,
-		Serial: true,
+		Caps:         caps,
+		Serial:       true,
+		EgressTarget: net.JoinHostPort(tHost, tPort),
+		AllowList:    []string{"198.18.0.0/15"},
 		// A pod takes seconds to start and be probed on a loaded node, and
 		// its lifetime counts from its start.
 		Lifetime: 20 * time.Second,
 		Skip: map[backendtest.Behaviour]string{
-			backendtest.NetworkDeny: "deny is refused until an egress enforcement is proven on the cluster (TestAccDenyRefused)",
 			// Shown failing: "pids seen from inside: pids.max max, want 256".
 			backendtest.CapsB: "Kubernetes has no per-container process limit: the ceiling is the node's podPidsLimit (measured, TestAccHardeningFromInside), not resources.pids; memory and cpu were shown from inside",
 		},
 	}
 	backendtest.Run(t, h)
+}
+
+// observedLock reads the lock the pod was given from its lock container's
+// command: deny with no allow list, or the allow list's CIDRs.
+func observedLock(pod *corev1.Pod) *backendtest.ObservedNetwork {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name != lockCtr || len(c.Command) < 3 {
+			continue
+		}
+		n := &backendtest.ObservedNetwork{Denied: c.Command[2] == lockDeny}
+		for i, a := range c.Command {
+			if a == "--allow" && i+1 < len(c.Command) {
+				n.Allow = append(n.Allow, c.Command[i+1])
+			}
+		}
+		if c.Command[2] == lockAllow {
+			return nil
+		}
+		return n
+	}
+	return nil
 }

@@ -33,13 +33,15 @@ func TestJudge(t *testing.T) {
 			t.Errorf("%s: a lock that held was judged broken: %s", mode, why)
 		}
 		breaks := map[string]func(m map[string]string){
-			"lock none":          func(m map[string]string) { m["lock"] = "none" },
-			"pod reached":        func(m map[string]string) { m["connect:"+target] = "ok" },
-			"pod timed out":      func(m map[string]string) { m["connect:"+target] = "timeout" },
-			"bridge refused":     func(m map[string]string) { m["connect:gw:"+probePort] = "connection_refused" },
-			"no gateway":         func(m map[string]string) { m["connect:gw:"+probePort] = "no-gateway" },
-			"undo done":          func(m map[string]string) { m["undo"] = "ruledel:done,routeadd:eperm" },
-			"outside wrong":      func(m map[string]string) { m["route:"+probeOutside] = map[bool]string{true: "unreachable", false: "via_x"}[mode == lockAllow] },
+			"lock none":      func(m map[string]string) { m["lock"] = "none" },
+			"pod reached":    func(m map[string]string) { m["connect:"+target] = "ok" },
+			"pod timed out":  func(m map[string]string) { m["connect:"+target] = "timeout" },
+			"bridge refused": func(m map[string]string) { m["connect:gw:"+probePort] = "connection_refused" },
+			"no gateway":     func(m map[string]string) { m["connect:gw:"+probePort] = "no-gateway" },
+			"undo done":      func(m map[string]string) { m["undo"] = "ruledel:done,routeadd:eperm" },
+			"outside wrong": func(m map[string]string) {
+				m["route:"+probeOutside] = map[bool]string{true: "unreachable", false: "via_x"}[mode == lockAllow]
+			},
 			"listener saw it":    func(m map[string]string) { m["self"] = "10.244.0.7" },
 			"links up (deny)":    func(m map[string]string) { m["links_up"] = "eth0,lo" },
 			"allowed unroutable": func(m map[string]string) { m["route:"+probeAllowed] = "unreachable" },

@@ -37,8 +37,8 @@ import (
 )
 
 const (
-	lockTable  = 1456
-	allowTable = 1457
+	lockTable  = 145
+	allowTable = 146
 	lockPref   = 100
 	allowPref  = 101
 	gwMetric   = 1456
