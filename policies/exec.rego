@@ -154,7 +154,7 @@ installs if {
 #     Bake the dependencies into the image (the primary pattern), or upload
 #     wheels and install them offline (pip install --no-index --find-links
 #     /wheels); or give the template an egress allow list on a backend that
-#     enforces one (E2B, Modal, Vercel).
+#     enforces one (E2B, Modal, Vercel, Kubernetes).
 block contains f if {
 	input.network.egress == "deny"
 	count(object.get(input.network, "allow", [])) == 0

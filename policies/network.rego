@@ -64,7 +64,8 @@ learn_backends := [lib.describe_backend(key) |
 #   fix: >-
 #     Run the code once with learn, print the allow list with `sandboxio
 #     egress report AUDIT.jsonl`, and put it on a template whose backend
-#     enforces allow lists (E2B, Modal, Vercel) with egress = "deny".
+#     enforces allow lists (E2B, Modal, Vercel, Kubernetes) with egress =
+#     "deny".
 warn contains f if {
 	input.network.egress == "learn"
 	f := lib.finding(rego.metadata.rule(), `egress = "learn": nothing leaves this sandbox; its attempts are only recorded, for an allow list (sandboxio egress report)`)
@@ -100,7 +101,8 @@ msg_bad_egress := sprintf(
 #   class: CapabilityNotSupported
 #   attribute: network.allow
 #   fix: >-
-#     Egress allow lists are a capability of E2B, Modal and Vercel only. Move
+#     Egress allow lists are a capability of E2B, Modal, Vercel and
+#     Kubernetes (IPv4 blocks, where its network lock is proven) only. Move
 #     the template to one of those backends, or remove allow and keep egress
 #     denied: bake dependencies into the image ahead of time, or upload an
 #     offline wheelhouse and install from it with the network off.
@@ -116,7 +118,7 @@ deny contains f if {
 # backend and has no template to move. (An else, so that the finding never
 # loses its fix, whatever input.kind holds.)
 fix_no_allowlist(meta) := concat(" ", [
-	"Egress allow lists are a capability of E2B, Modal and Vercel only.",
+	"Egress allow lists are a capability of E2B, Modal, Vercel and Kubernetes (IPv4 blocks, where its network lock is proven) only.",
 	`Set this policy's backend to one of those (for example "e2b://") and use it only in templates on that backend,`,
 	"or remove allow and keep egress denied: bake dependencies into the image ahead of time,",
 	"or upload an offline wheelhouse and install from it with the network off.",
@@ -167,7 +169,8 @@ msg_allow_with_open_egress := sprintf(
 # description: >-
 #   Backends that enforce allow lists accept different kinds of entries: for
 #   example Modal takes CIDR blocks only, so a domain name there would not be
-#   enforced.
+#   enforced; Kubernetes routes IPv4 blocks only, so an IPv6 entry there
+#   would not be either.
 # custom:
 #   id: SBX-NET-005
 #   class: CapabilityNotSupported
@@ -181,9 +184,25 @@ deny contains f if {
 	input.capabilities.network.allowlist == true
 	some i, entry in input.network.allow
 	kind := lib.address_kind(entry)
-	not kind in input.capabilities.network.allow_kinds
-	f := lib.finding(rego.metadata.rule(), msg_kind_not_taken(i, entry, kind))
+	not kind_taken(entry, kind)
+	f := lib.finding(rego.metadata.rule(), msg_kind_not_taken(i, entry, kind_label(entry, kind)))
 }
+
+kind_taken(entry, kind) if {
+	kind in input.capabilities.network.allow_kinds
+	not ipv6_refused(entry)
+}
+
+# ipv6_refused: the backend routes IPv4 only (ipv4_only) and the entry is
+# an IPv6 block or address.
+ipv6_refused(entry) if {
+	input.capabilities.network.ipv4_only == true
+	contains(lib.ip_block(entry), ":")
+}
+
+kind_label(entry, kind) := concat("", [kind, " (IPv6)"]) if ipv6_refused(entry)
+
+else := kind
 
 msg_kind_not_taken(i, entry, kind) := sprintf(
 	"allow[%d] %q is a %s entry, but backend %s accepts only %s entries in an allow list (%s)",
@@ -300,8 +319,8 @@ warn contains f if {
 #   class: CapabilityNotSupported
 #   attribute: network.egress
 #   fix: >-
-#     Use a backend that blocks egress (every built-in backend but kubernetes,
-#     which does not yet prove an enforcement on the cluster), or set
+#     Use a backend that blocks egress (every built-in backend does;
+#     Kubernetes where its network lock is proven on the cluster), or set
 #     egress = "allow" explicitly if open egress is acceptable for this code.
 deny contains f if {
 	input.network.egress == "deny"

@@ -103,8 +103,8 @@ test_allow_on_docker_refused if {
 	fx.has(fs, "SBX-NET-003", "CapabilityNotSupported", "network.allow")
 	fx.mentions(fs, "SBX-NET-003", "docker/runc")
 	fx.mentions(fs, "SBX-NET-003", "Docker has no per-host egress filter")
-	fx.mentions(fs, "SBX-NET-003", "e2b, modal and vercel")
-	fx.fix_mentions(fs, "SBX-NET-003", "E2B, Modal and Vercel")
+	fx.mentions(fs, "SBX-NET-003", "e2b, kubernetes, modal and vercel")
+	fx.fix_mentions(fs, "SBX-NET-003", "E2B, Modal, Vercel and Kubernetes")
 	fx.fix_mentions(fs, "SBX-NET-003", "wheelhouse")
 
 	# a network policy has no template to move: its own backend is the fix
@@ -142,7 +142,7 @@ test_allow_on_daytona_refused if {
 }
 
 test_allow_accepted_where_enforced if {
-	allowlist_keys == {"e2b", "modal", "vercel"}
+	allowlist_keys == {"e2b", "kubernetes", "modal", "vercel"}
 	every key in allowlist_keys {
 		fs := network.deny with input as fx.network_input(key, {"allow": ["151.101.0.0/16"]})
 		fx.lacks(fs, "SBX-NET-003")
@@ -372,21 +372,40 @@ test_backend_without_deny_accepts_explicit_open_egress if {
 	fx.lacks(fs, "SBX-NET-008")
 }
 
-# Every backend denies egress but kubernetes, which has not proven an
-# enforcement on the cluster yet: the default (deny) is refused there.
+# Every backend denies egress (Kubernetes where its network lock is proven
+# on the cluster at apply; the data says so and the live check shows it).
 test_every_backend_denies_egress if {
 	every key in fx.backend_keys {
 		fs := network.deny with input as fx.template_input(key)
-		deny_as_expected(key, fs)
+		fx.lacks(fs, "SBX-NET-008")
 	}
 }
 
-deny_as_expected(key, fs) if {
-	key != "kubernetes"
-	fx.lacks(fs, "SBX-NET-008")
+# --- SBX-NET-005 on an IPv4-only backend (Kubernetes) ----------------------
+
+test_ipv6_entry_refused_on_ipv4_only_backend if {
+	every entry in ["2001:db8::/32", "2001:db8::1"] {
+		fs := network.deny with input as fx.network_input("kubernetes", {"allow": ["10.0.0.0/8", entry]})
+		fx.has(fs, "SBX-NET-005", "CapabilityNotSupported", "network.allow")
+		fx.count_of(fs, "SBX-NET-005") == 1
+		fx.mentions(fs, "SBX-NET-005", "allow[1]")
+		fx.mentions(fs, "SBX-NET-005", "(IPv6)")
+	}
 }
 
-deny_as_expected("kubernetes", fs) if fx.has(fs, "SBX-NET-008", "CapabilityNotSupported", "network.egress")
+test_ipv4_entries_and_no_domain_on_kubernetes if {
+	fs := network.deny with input as fx.network_input("kubernetes", {"allow": ["10.0.0.0/8", "192.0.2.7"]})
+	fx.lacks(fs, "SBX-NET-005")
+	fd := network.deny with input as fx.network_input("kubernetes", {"allow": ["pypi.org"]})
+	fx.has(fd, "SBX-NET-005", "CapabilityNotSupported", "network.allow")
+	fx.mentions(fd, "SBX-NET-005", "domain entry")
+}
+
+# An IPv6 entry stays a plain kind on a backend that routes IPv6 (Modal).
+test_ipv6_entry_taken_where_not_ipv4_only if {
+	fs := network.deny with input as fx.network_input("modal", {"allow": ["2001:db8::/32"]})
+	fx.lacks(fs, "SBX-NET-005")
+}
 
 # --- SBX-NET-009: allow list that admits everything ------------------------
 

@@ -25,6 +25,9 @@ type Capabilities struct {
 		Allowlist     bool     `json:"allowlist"`
 		AllowKinds    []string `json:"allow_kinds"`
 		AllowlistNote string   `json:"allowlist_note"`
+		// IPv4Only: allow-list entries must be IPv4 (Kubernetes routes
+		// IPv4 only and cuts IPv6 in every mode).
+		IPv4Only bool `json:"ipv4_only,omitempty"`
 	} `json:"network"`
 	Caps struct {
 		Mode             string   `json:"mode"` // per_sandbox | template | none
