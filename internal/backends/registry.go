@@ -49,10 +49,12 @@ type Registration struct {
 	// domain): the DSN Open receives keeps these and drops the rest, which
 	// apply per sandbox.
 	EndpointOptions []string
-	// LiveCheck runs, without creating anything, the checks that need the
-	// live backend (a runtime registered, an image present, the disk-cap
-	// strategy): what template apply verifies and open verifies again. Nil
-	// means the backend is checked when a sandbox is opened only.
+	// LiveCheck runs, without creating any sandbox, the checks that need
+	// the live backend (a runtime registered, an image present, the
+	// disk-cap strategy; on Kubernetes the egress lock, shown by short-lived
+	// probe pods that are removed again): what template apply verifies and
+	// open verifies again. Nil means the backend is checked when a sandbox
+	// is opened only.
 	LiveCheck func(ctx context.Context, spec model.Spec) (Preflight, error)
 	// Unreachable is the fix given when the live checks cannot reach the
 	// backend.

@@ -13,11 +13,9 @@
 // from disk_mb, requests = limits), activeDeadlineSeconds as the lifetime,
 // execs through the wrapper (package wrap, below), the limits and the tier
 // shown from inside every pod before it is handed out, secrets over the
-// exec's stdin, and reap by label and owner. Not built: the egress probes
-// described below, so deny (the default), learn and allow lists are
-// refused (SBX-NET-008, SBX-NET-003) and only egress = "allow" opens;
-// agent-sandbox Sandboxes; warm pools; isolation between tenants' pods
-// under open egress (no NetworkPolicy enforcer on the test cluster).
+// exec's stdin, reap by label and owner, and egress enforced by a lock on
+// each pod's own network namespace, proven on the cluster before it is
+// relied on (below). Not built: agent-sandbox Sandboxes; warm pools.
 //
 // # The wrapper
 //
@@ -57,49 +55,64 @@
 // API does not describe, so each enforcement this backend relies on is
 // shown on the live cluster by a probe before a template that needs it is
 // accepted (at apply) and again before the first open in a process. The
-// outcome is cached per cluster, namespace and mechanism with a time to
+// outcome is cached per cluster, namespace and egress mode with a time to
 // live; a failed or unfinished probe is CapabilityNotSupported naming the
 // probe and what it saw, never a pass.
 //
-// # Proving egress
+// # Egress: the network lock, and its proof
 //
-// A probe has three pods, all labelled as the backend's own and removed by
-// the reaper like sandboxes:
+// No NetworkPolicy is relied on: whether one is enforced depends on the
+// CNI, and on the project's test cluster nothing enforces it (a plain
+// bridge; kube-network-policies needs an nftables expression this kernel
+// lacks). Instead every sandbox pod gets a second init container,
+// sandboxio-net, which holds NET_ADMIN and nothing else and runs `wrap
+// lock` in the pod's network namespace before the sandbox container starts
+// with no capability (the traffic-capture pattern of service meshes). The
+// lock is policy routing over netlink (wrap/netlock.go), so it needs no
+// CNI support, no iptables or nftables binary and no kernel module:
 //
-//   - a listener that accepts TCP connections on a port and counts them;
-//   - a control client with open egress, which must reach the listener:
-//     this shows the probe can see a connection at all, so that a "blocked"
-//     verdict cannot come from a broken pod network;
-//   - a client under exactly the mechanism a sandbox would get, which tries
-//     the listener's pod address and the node's address on the pod bridge
-//     (the pod's gateway), and must fail both.
+//   - rule 100 looks up table 145, which makes unreachable the pod network
+//     (the pod's on-link subnet, every node's spec.podCIDRs, the pod_cidr
+//     option), the service ranges (the ServiceCIDR objects, or the
+//     service_cidr option; without either the lock is refused), every
+//     node's addresses and the pod's gateway (the node's bridge address),
+//     and all of IPv6. It comes first in every mode, open egress included,
+//     so pods of different tenants cannot reach each other and no allow
+//     entry can reopen a pod, a service or a node whatever its prefix.
+//   - deny and allow lists add rule 101 to table 146: each allowed IPv4
+//     block via the gateway (onlink, so the gateway needs no route of its
+//     own), then unreachable 0.0.0.0/0, so the main table is never used.
+//     Under deny every link but lo is also set down.
 //
-// The verdict needs both sides: the client sees its connections fail, and
-// the listener counts none from the client's address. A CIDR allow list is
-// proven the same way, with one listener inside an allowed range (must
-// connect) and one outside (must not). Domain entries are refused: neither
-// mechanism below can follow names.
+// Routes were chosen over packet filters because they need nothing of the
+// node, and because a route lookup fails inside the sandbox's own kernel
+// (ENETUNREACH) before any packet leaves. The sandbox process cannot undo
+// the lock: netlink changes need CAP_NET_ADMIN, and it has no capability,
+// no privilege escalation and a seccomp filter. Domain entries cannot be
+// routed and are refused (SBX-NET-005), as are IPv6 entries.
 //
-// Two mechanisms can carry the policy; each is used only where its own
-// probe passed, and the plan says which one a template gets:
+// The lock needs a namespace whose Pod Security admission admits an init
+// container adding NET_ADMIN (enforce=privileged; baseline and restricted
+// refuse it). Whether it does, and whether the lock holds, is not assumed:
+// a probe shows it (egressprobe.go) at apply (the registration's
+// LiveCheck, through Preflight) and before the first open in a process,
+// cached per cluster, namespace and mode for ten minutes (a failure for
+// one). The probe runs three pods of the wrapper's image, labelled as this
+// backend's own and removed like sandboxes: a listener; a control client
+// with no lock, which must reach it (so that "blocked" cannot come from a
+// broken pod network); and a client under exactly the mode's lock, which
+// must fail to reach the listener and the node's bridge address with its
+// own kernel refusing the route, must read the lock back, must find an
+// address outside the cluster routed or not as the mode says (a
+// documentation range stands for the allow list), and must be refused
+// (EPERM) when it tries to undo the lock. The listener's log is the other
+// witness: it must show the control and never the locked client. Anything
+// else is CapabilityNotSupported naming the probe and what it saw, never a
+// pass. Each sandbox reads the lock back from inside too (the wrapper's
+// probe): a pod whose lock is missing is removed and refused.
 //
-//   - A NetworkPolicy selecting the sandbox pod (egress: none for deny,
-//     ipBlock rules for CIDRs). Only clusters whose CNI enforces policy pass
-//     its probe. The project's test cluster does not (its CNI is a plain
-//     bridge, and kube-network-policies needs an nftables feature this
-//     kernel lacks), so there it must be refused: a test asserts exactly
-//     that refusal.
-//   - Locking the pod's own network namespace from an init container that
-//     holds NET_ADMIN and exits before the sandbox container starts without
-//     it (the traffic-capture pattern of service meshes): for deny, only
-//     the loopback device stays up; for CIDRs, filter rules in the pod's
-//     namespace. The sandbox container cannot undo it: it has no
-//     capabilities and no privilege escalation. Pod Security admission at
-//     baseline or above forbids NET_ADMIN, so this is possible only in a
-//     namespace that permits it, and the probe finds out by trying.
-//
-// Deny is also shown from inside each sandbox, as on Docker: only lo can
-// reach anything.
+// Under open egress cluster DNS, a service, is locked out too, so names do
+// not resolve unless the image brings its own resolver configuration.
 //
 // # Secrets
 //

@@ -32,7 +32,8 @@ func init() {
 	})
 }
 
-// liveCheck runs Preflight on a client of its own: nothing is created.
+// liveCheck runs Preflight on a client of its own: no sandbox is created,
+// only the egress probe's pods when the mode's lock is not proven yet.
 func liveCheck(ctx context.Context, spec model.Spec) (backends.Preflight, error) {
 	d, err := backends.ParseDSN(spec.Backend)
 	if err != nil {
