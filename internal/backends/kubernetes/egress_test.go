@@ -398,7 +398,7 @@ func TestAccEgressProofCache(t *testing.T) {
 	forgetProofs()
 	oldTTL, oldFail := proofTTL, failureTTL
 	t.Cleanup(func() { proofTTL, failureTTL, lockBroken = oldTTL, oldFail, false; forgetProofs() })
-	runs := func() int64 { return probeRuns.Load() }
+	runs := probeRuns.Load
 	ctx := context.Background()
 	n0 := runs()
 	for i := 0; i < 2; i++ {
