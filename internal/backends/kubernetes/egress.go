@@ -236,18 +236,40 @@ func (b *k8sBackend) proofKey(mode string) string {
 }
 
 // ensureLock proves the mode's lock on this namespace (cached), then
-// learns the lockouts the sandbox's lock gets.
+// learns the lockouts the sandbox's lock gets (cached for lockoutsTTL: a
+// node added since is covered on its own pods by their on-link subnet).
 func (b *k8sBackend) ensureLock(ctx context.Context, p *createPlan) error {
 	if err := b.proven(ctx, p.egress.mode); err != nil {
 		return err
 	}
-	lo, err := b.lockouts(ctx)
-	if err != nil {
-		return err
+	lockoutMu.Lock()
+	c, ok := lockoutCache[b.proofKey("")]
+	lockoutMu.Unlock()
+	if !ok || time.Since(c.at) >= lockoutsTTL {
+		lo, err := b.lockouts(ctx)
+		if err != nil {
+			return err
+		}
+		c = cachedLockouts{lockouts: lo, at: time.Now()}
+		lockoutMu.Lock()
+		lockoutCache[b.proofKey("")] = c
+		lockoutMu.Unlock()
 	}
-	p.egress.lockouts = lo
+	p.egress.lockouts = c.lockouts
 	return nil
 }
+
+const lockoutsTTL = 30 * time.Second
+
+type cachedLockouts struct {
+	lockouts []netip.Prefix
+	at       time.Time
+}
+
+var (
+	lockoutMu    sync.Mutex
+	lockoutCache = map[string]cachedLockouts{}
+)
 
 // proven returns the cached verdict for a mode, probing when there is none
 // or it is older than its time to live. Probes of one key do not overlap.
