@@ -391,6 +391,28 @@ func TestAccEgressBrokenLockRefused(t *testing.T) {
 	}
 }
 
+// Each sandbox reads its lock back from inside: with the proof cached as
+// passed but the lock broken after it, the open is refused and the pod
+// removed.
+func TestAccEgressLockReadBackPerSandbox(t *testing.T) {
+	b := needCluster(t)
+	forgetProofs()
+	t.Cleanup(func() { lockBroken = false; forgetProofs() })
+	proofMu.Lock()
+	proofs[b.proofKey(lockDeny)] = proof{at: time.Now()}
+	proofMu.Unlock()
+	lockBroken = true
+	tn := tenant(t)
+	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: denySpec(tn)})
+	var me *model.Error
+	if !asModel(err, &me) || me.Class != model.CapabilityNotSupported || !strings.Contains(me.Message, "network lock is not in place inside the pod") {
+		t.Errorf("create with the lock broken after its proof: %v", err)
+	}
+	if n := podsLeft(t, b, map[string]string{model.LabelTenantID: tn}); n != 0 {
+		t.Errorf("%d pods left", n)
+	}
+}
+
 // The verdict is cached per cluster, namespace and mode for its time to
 // live, failures for a shorter one.
 func TestAccEgressProofCache(t *testing.T) {
