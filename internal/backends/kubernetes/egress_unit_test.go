@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -104,5 +105,21 @@ func TestCIDROptions(t *testing.T) {
 		if _, got := checkCIDRList(v); got != ok {
 			t.Errorf("%q: %t", v, got)
 		}
+	}
+}
+
+// The run-time client opens a backend by the DSN's Target: the options
+// Open reads must survive it, or a sandbox would get a lock without them.
+func TestTargetKeepsNetworkOptions(t *testing.T) {
+	d, err := backends.ParseDSN("kubernetes://ctx/ns?pod_cidr=10.0.0.0/8,10.1.0.0/16&service_cidr=10.96.0.0/12&runtime_class=gvisor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := d.Target().Options
+	if o["pod_cidr"] != "10.0.0.0/8,10.1.0.0/16" || o["service_cidr"] != "10.96.0.0/12" || o["runtime_class"] != "gvisor" {
+		t.Errorf("target options %v", o)
+	}
+	if _, err := backends.ParseDSN("kubernetes://ctx/ns?pod_cidr=example.com"); err == nil {
+		t.Error("a pod_cidr that is no CIDR was accepted")
 	}
 }

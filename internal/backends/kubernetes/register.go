@@ -25,10 +25,14 @@ func init() {
 				"service_cidr":  {Help: "IPv4 CIDR blocks of the cluster's services, comma-separated, where no ServiceCIDR object can be read", Check: checkCIDRList},
 			},
 		},
-		Open:        func(d backends.DSN) (backends.Backend, error) { return Open(d) },
-		LiveCheck:   liveCheck,
-		Unreachable: "make the cluster's API server reachable with the kubeconfig in KUBECONFIG (or run in a pod for in-cluster) before apply; plan needs no cluster, apply does",
-		Lists:       true,
+		// Every option is read by Open, so each selects its own backend:
+		// the run-time client opens backends by Target, which keeps only
+		// these.
+		EndpointOptions: []string{"runtime_class", "pod_cidr", "service_cidr"},
+		Open:            func(d backends.DSN) (backends.Backend, error) { return Open(d) },
+		LiveCheck:       liveCheck,
+		Unreachable:     "make the cluster's API server reachable with the kubeconfig in KUBECONFIG (or run in a pod for in-cluster) before apply; plan needs no cluster, apply does",
+		Lists:           true,
 	})
 }
 
