@@ -124,7 +124,11 @@ func (b *k8sBackend) lockouts(ctx context.Context) ([]netip.Prefix, error) {
 	if err != nil {
 		return nil, apiError("node list", err)
 	}
+	unknown := 0 // nodes whose pod range the API does not show
 	for _, n := range nodes.Items {
+		if len(n.Spec.PodCIDRs) == 0 {
+			unknown++
+		}
 		for _, c := range n.Spec.PodCIDRs {
 			if p, err := netip.ParsePrefix(c); err == nil && p.Addr().Is4() {
 				out = append(out, p.Masked())
@@ -135,6 +139,13 @@ func (b *k8sBackend) lockouts(ctx context.Context) ([]netip.Prefix, error) {
 				out = append(out, netip.PrefixFrom(ip, 32))
 			}
 		}
+	}
+	// On one node the pod's own subnet, which the lock adds, is the pod
+	// network the probe tests; pods on other nodes are not probed, so
+	// their ranges must be known.
+	if len(nodes.Items) > 1 && unknown > 0 && len(b.netOpts.podCIDRs) == 0 {
+		return nil, refuse("network.egress", fmt.Sprintf("%d of the cluster's %d nodes show no spec.podCIDRs (the CNI assigns pod addresses itself), so the lock could not keep sandboxes from pods on other nodes", unknown, len(nodes.Items)),
+			"set the pod_cidr option of the DSN to the cluster's pod network (kubernetes://CONTEXT/NAMESPACE?pod_cidr=10.244.0.0/16)")
 	}
 	services := len(b.netOpts.serviceCIDRs) > 0
 	if sc, err := b.cs.NetworkingV1().ServiceCIDRs().List(ctx, metav1.ListOptions{}); err == nil {

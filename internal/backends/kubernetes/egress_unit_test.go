@@ -1,8 +1,16 @@
 package kubernetes
 
 import (
+	"context"
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
@@ -121,5 +129,38 @@ func TestTargetKeepsNetworkOptions(t *testing.T) {
 	}
 	if _, err := backends.ParseDSN("kubernetes://ctx/ns?pod_cidr=example.com"); err == nil {
 		t.Error("a pod_cidr that is no CIDR was accepted")
+	}
+}
+
+// The lockouts come from the nodes and the ServiceCIDR objects; a cluster
+// whose pod ranges or service range cannot be learned is refused unless the
+// DSN gives them. (client-go's own fake clientset serves the objects.)
+func TestLockoutsLearned(t *testing.T) {
+	node := func(name string, cidrs ...string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{PodCIDRs: cidrs},
+			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2." + name[1:]}, {Type: corev1.NodeHostName, Address: name}}}}
+	}
+	svc := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes"}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.96.0.0/16", "fd00::/108"}}}
+	ctx := context.Background()
+	b := &k8sBackend{cs: fake.NewClientset(node("n1", "10.244.0.0/24"), node("n2", "10.244.1.0/24"), svc)}
+	lo, err := b.lockouts(ctx)
+	if got := fmt.Sprint(lo); err != nil || got != "[10.244.0.0/24 10.244.1.0/24 10.96.0.0/16 192.0.2.1/32 192.0.2.2/32]" {
+		t.Errorf("lockouts %s, %v", got, err)
+	}
+	b = &k8sBackend{cs: fake.NewClientset(node("n1", "10.244.0.0/24"), node("n2"), svc)}
+	if _, err := b.lockouts(ctx); class(err) != model.CapabilityNotSupported || !strings.Contains(err.Error(), "pod_cidr") {
+		t.Errorf("a node without podCIDRs: %v", err)
+	}
+	b.netOpts.podCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}
+	if lo, err := b.lockouts(ctx); err != nil || !strings.Contains(fmt.Sprint(lo), "10.244.0.0/16") {
+		t.Errorf("with pod_cidr: %v %v", lo, err)
+	}
+	b = &k8sBackend{cs: fake.NewClientset(node("n1"))}
+	if _, err := b.lockouts(ctx); class(err) != model.CapabilityNotSupported || !strings.Contains(err.Error(), "service_cidr") {
+		t.Errorf("no ServiceCIDR: %v", err)
+	}
+	b.netOpts.serviceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}
+	if _, err := b.lockouts(ctx); err != nil {
+		t.Errorf("one node, service_cidr given: %v", err)
 	}
 }
