@@ -73,6 +73,7 @@
 //
 //   - rule 100 looks up table 145, which makes unreachable the pod network
 //     (the pod's on-link subnet, every node's spec.podCIDRs, the pod_cidr
+//     option; a cluster of several nodes that shows no podCIDRs needs the
 //     option), the service ranges (the ServiceCIDR objects, or the
 //     service_cidr option; without either the lock is refused), every
 //     node's addresses and the pod's gateway (the node's bridge address),
