@@ -71,7 +71,6 @@ const (
 	NetAllowKind       = "SBX-NET-005" // an allow-list entry of a kind the backend does not take
 	NetOpenEgress      = "SBX-NET-007" // open egress (warning)
 	NetOpenUnsupported = "SBX-NET-010" // open egress on a backend that cannot give it
-	NetDenyUnsupported = "SBX-NET-008" // deny on a backend that cannot deny egress
 
 	ResCap         = "SBX-RES-001" // a cap unset, zero, negative or out of range
 	ResTemplateCap = "SBX-RES-002" // a cap set per sandbox on a backend whose template fixes it
@@ -79,7 +78,6 @@ const (
 	ResPidsCeiling = "SBX-RES-005" // pids above the backend's ceiling
 	ResVCPUSteps   = "SBX-RES-007" // caps a backend takes only as whole vCPUs with fixed memory each
 	ResUnit        = "SBX-RES-008" // a cap finer than the unit the backend takes
-	ResDefaultCap  = "SBX-RES-009" // a default cap the backend does not apply (warning)
 
 	TmoCall     = "SBX-TMO-001" // a call timeout unset, zero, negative or above the ceiling
 	TmoLifetime = "SBX-TMO-002" // a lifetime unset, zero, negative or above the ceiling
