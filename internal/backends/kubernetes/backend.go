@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -41,6 +42,8 @@ type k8sBackend struct {
 	context   string
 	namespace string
 	runtime   string // the DSN's runtime_class
+	api       string // APIPod or APIAgentSandbox (the DSN's api)
+	dyn       dynamic.Interface
 	owner     owner
 	grace     time.Duration
 
@@ -68,8 +71,16 @@ func Open(d backends.DSN) (*k8sBackend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return &k8sBackend{cs: cs, rc: rc, context: d.Context, namespace: d.Namespace, runtime: d.Options["runtime_class"],
-		owner: processOwner(), grace: model.TeardownGrace, nodes: map[string]nodeFacts{}}, nil
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	api := d.Options["api"]
+	if api == "" {
+		api = APIPod
+	}
+	return &k8sBackend{cs: cs, dyn: dyn, rc: rc, context: d.Context, namespace: d.Namespace, runtime: d.Options["runtime_class"],
+		api: api, owner: processOwner(), grace: model.TeardownGrace, nodes: map[string]nodeFacts{}}, nil
 }
 
 // restConfig loads the context from the kubeconfig (KUBECONFIG, else
@@ -138,17 +149,27 @@ func (b *k8sBackend) List(ctx context.Context, want map[string]string) ([]backen
 	return out, nil
 }
 
-func (b *k8sBackend) listPods(ctx context.Context, want map[string]string) ([]corev1.Pod, error) {
+// selectorFor is the label selector of this backend's sandboxes carrying
+// every one of the labels.
+func selectorFor(want map[string]string) (string, error) {
 	sel := labels.Set{model.LabelManaged: "true"}
 	for k, v := range want {
 		sel[k] = v
 	}
 	sl, err := labels.ValidatedSelectorFromSet(sel)
 	if err != nil {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "labels",
+		return "", &model.Error{Class: model.ConfigurationError, Attribute: "labels",
 			Message: "the labels cannot be a Kubernetes label selector: " + err.Error(), Fix: "use label keys and values Kubernetes accepts"}
 	}
-	pl, err := b.cs.CoreV1().Pods(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: sl.String()})
+	return sl.String(), nil
+}
+
+func (b *k8sBackend) listPods(ctx context.Context, want map[string]string) ([]corev1.Pod, error) {
+	sel, err := selectorFor(want)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := b.cs.CoreV1().Pods(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, apiError("pod list", err)
 	}

@@ -56,19 +56,18 @@ func (b *k8sBackend) create(ctx context.Context, p createPlan) (*sandbox, error)
 	ann[annTier] = string(p.tier)
 	ann[annDiskCap] = diskDescription(p.caps.DiskMB)
 	pod := podFor(p, name, lbls, ann)
-	if _, err := b.cs.CoreV1().Pods(b.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
-				Message: "the cluster refused the sandbox pod: " + err.Error(), Fix: "check the namespace's admission policy and the RuntimeClass", Err: err}
-		}
-		return nil, apiError("pod create", err)
+	if err := b.createObject(ctx, pod, expires); err != nil {
+		return nil, err
 	}
 	s := &sandbox{b: b, name: name, caps: p.caps, callTimeout: p.callTimeout, created: created, expires: expires,
 		labels: lbls, env: p.env, secrets: p.secrets, onWarning: p.onWarning, diskCap: diskDescription(p.caps.DiskMB)}
-	node, err := b.waitRunning(ctx, name, p)
+	pod, err := b.waitRunning(ctx, name, p)
 	if err == nil {
+		if b.api == APIAgentSandbox {
+			s.podUID = pod.UID
+		}
 		var v verified
-		if v, err = b.verify(ctx, s, p, node); err == nil {
+		if v, err = b.verify(ctx, s, p, pod.Spec.NodeName); err == nil {
 			s.tier, s.pidsCap, s.swap = v.tier, v.pidsCap, v.swap
 			err = b.annotate(ctx, name, map[string]string{annTier: string(v.tier), annPidsCap: v.pidsCap})
 		}
@@ -90,6 +89,22 @@ func (b *k8sBackend) create(ctx context.Context, p createPlan) (*sandbox, error)
 	return s, nil
 }
 
+// createObject creates the sandbox's pod, or with ?api=agent-sandbox the
+// Sandbox whose template it is.
+func (b *k8sBackend) createObject(ctx context.Context, pod *corev1.Pod, expires time.Time) error {
+	if b.api == APIAgentSandbox {
+		return b.createSandboxObject(ctx, pod, expires)
+	}
+	if _, err := b.cs.CoreV1().Pods(b.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+				Message: "the cluster refused the sandbox pod: " + err.Error(), Fix: "check the namespace's admission policy and the RuntimeClass", Err: err}
+		}
+		return apiError("pod create", err)
+	}
+	return nil
+}
+
 // annotate merges annotations into the pod.
 func (b *k8sBackend) annotate(ctx context.Context, name string, ann map[string]string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
@@ -100,34 +115,54 @@ func (b *k8sBackend) annotate(ctx context.Context, name string, ann map[string]s
 	if err != nil {
 		return apiError("pod annotate", err)
 	}
+	if b.api == APIAgentSandbox {
+		// The controller resets the pod's metadata to its template's.
+		return b.patchSandboxMeta(ctx, name, nil, ann)
+	}
 	return nil
 }
 
-// waitRunning waits until the sandbox container runs and returns the node.
+// waitRunning waits until the sandbox container runs and returns its pod.
 // A pod that cannot start for its configuration (image, wrapper image,
 // RuntimeClass) is a ConfigurationError naming the reason.
-func (b *k8sBackend) waitRunning(ctx context.Context, name string, p createPlan) (string, error) {
+func (b *k8sBackend) waitRunning(ctx context.Context, name string, p createPlan) (*corev1.Pod, error) {
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
 		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return "", apiError("pod get", err)
-		}
-		if err := startFailure(pod, p); err != nil {
-			return "", err
-		}
-		if pod.Status.Phase == corev1.PodRunning {
-			for _, cs := range pod.Status.ContainerStatuses {
-				if cs.Name == sandboxCtr && cs.State.Running != nil {
-					return pod.Spec.NodeName, nil
-				}
+		switch {
+		case err == nil:
+			if err := startFailure(pod, p); err != nil {
+				return nil, err
 			}
+			if _, ok := sandboxRunning(pod); ok {
+				return pod, nil
+			}
+		case apierrors.IsNotFound(err) && b.api == APIAgentSandbox:
+			// The controller has not made the pod yet.
+			if err := b.sandboxStuck(ctx, name); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, apiError("pod get", err)
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("waiting for pod %s: %w", name, ctx.Err())
+			return nil, fmt.Errorf("waiting for pod %s: %w", name, ctx.Err())
 		case <-time.After(wait):
 		}
 	}
+}
+
+// sandboxRunning returns the node once the sandbox container runs.
+func sandboxRunning(pod *corev1.Pod) (string, bool) {
+	if pod.Status.Phase != corev1.PodRunning {
+		return "", false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == sandboxCtr && cs.State.Running != nil {
+			return pod.Spec.NodeName, true
+		}
+	}
+	return "", false
 }
 
 // startFailure names why a pod will not start, or nil while it may.
@@ -177,7 +212,7 @@ func startFailure(pod *corev1.Pod, p createPlan) error {
 func (b *k8sBackend) discard(ctx context.Context, name string) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.grace)
 	defer cancel()
-	_ = b.deletePod(dctx, name)
+	_ = b.remove(dctx, b.namespace, name, b.api == APIAgentSandbox)
 }
 
 // deletePod deletes a pod with a grace of one second, not zero: with zero the

@@ -81,7 +81,12 @@ func needCluster(t *testing.T) *k8sBackend {
 		fail("the cluster does not answer: " + err.Error())
 	}
 	if testNS == "" {
-		ns := "sbx-test-" + randomHex(4)
+		// Helpers sharing a cluster set their own prefix.
+		prefix := os.Getenv("SANDBOXIO_K8S_TEST_NS_PREFIX")
+		if prefix == "" {
+			prefix = "sbx-test-"
+		}
+		ns := prefix + randomHex(4)
 		if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("namespace: %v", err)
 		}
@@ -96,6 +101,27 @@ func needCluster(t *testing.T) *k8sBackend {
 	}
 	b.namespace = testNS
 	return b
+}
+
+// needAgentSandbox is needCluster with ?api=agent-sandbox: one Sandbox per
+// sandbox, on the same namespace.
+func needAgentSandbox(t *testing.T) *k8sBackend {
+	t.Helper()
+	b := needCluster(t)
+	ab, err := Open(mustDSN(testDSN("api=agent-sandbox")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab.namespace = b.namespace
+	return ab
+}
+
+// dsn is the DSN a test spec of this backend names.
+func (b *k8sBackend) dsn() string {
+	if b.api == APIAgentSandbox {
+		return testDSN("api=agent-sandbox")
+	}
+	return testDSN("")
 }
 
 func testSpec(tenant string) model.Spec {

@@ -21,6 +21,9 @@ func init() {
 			EnvHelp: "KUBECONFIG (the kubeconfig holding CONTEXT; CONTEXT in-cluster uses the pod's service account)",
 			Options: map[string]backends.DSNOption{
 				"runtime_class": {Help: "a RuntimeClass name", Check: checkRuntimeClass},
+				// pod (the default): one Pod per sandbox; agent-sandbox: one
+				// agents.x-k8s.io/v1beta1 Sandbox per sandbox.
+				"api": backends.OneOf(APIPod, APIAgentSandbox),
 			},
 		},
 		Open:        func(d backends.DSN) (backends.Backend, error) { return Open(d) },
