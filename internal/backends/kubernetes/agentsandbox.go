@@ -64,7 +64,7 @@ func sandboxObject(pod *corev1.Pod, expires time.Time) (*unstructured.Unstructur
 			"annotations": toAny(pod.Annotations),
 		},
 		"spec": map[string]any{
-			"podTemplate":    map[string]any{"metadata": tmplMeta, "spec": spec},
+			"podTemplate": map[string]any{"metadata": tmplMeta, "spec": spec},
 			// Rounded up: RFC 3339 here has whole seconds, and the
 			// controller must not end it before its lifetime.
 			"shutdownTime":   expires.Add(shutdownSlack + time.Second - 1).UTC().Truncate(time.Second).Format(time.RFC3339),
