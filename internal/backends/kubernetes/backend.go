@@ -144,6 +144,10 @@ func (b *k8sBackend) List(ctx context.Context, want map[string]string) ([]backen
 		if ph := pods[i].Status.Phase; ph == corev1.PodFailed || ph == corev1.PodSucceeded {
 			continue
 		}
+		// An unclaimed warm sandbox is nobody's yet.
+		if pods[i].Labels[labelPool] == poolWarm {
+			continue
+		}
 		out = append(out, infoFromPod(&pods[i]))
 	}
 	return out, nil

@@ -48,21 +48,33 @@ func (b *k8sBackend) Create(ctx context.Context, req backends.CreateRequest) (ba
 func (b *k8sBackend) create(ctx context.Context, p createPlan) (*sandbox, error) {
 	name := "sandboxio-" + randomHex(6)
 	created := time.Now()
-	expires := created.Add(p.lifetime)
+	// A warm sandbox (pool.go) lives at most its idle time and then its
+	// lifetime from a claim at the last moment; the claim shortens it.
+	bound, shutdown := p.lifetime, created.Add(p.lifetime)
 	lbls := maps.Clone(p.labels)
 	lbls[labelOwner] = b.owner.ID
 	ann := b.owner.annotations()
+	if p.warmIdle > 0 {
+		bound += p.warmIdle
+		shutdown = created.Add(p.warmIdle)
+		lbls[labelPool] = poolWarm
+		ann[annSpecHash] = p.warmSpecHash
+	}
+	expires := created.Add(bound)
 	ann[annExpires] = expires.UTC().Format(time.RFC3339)
 	ann[annTier] = string(p.tier)
 	ann[annDiskCap] = diskDescription(p.caps.DiskMB)
-	pod := podFor(p, name, lbls, ann)
-	if err := b.createObject(ctx, pod, expires); err != nil {
+	pp := p
+	pp.lifetime = bound
+	pod := podFor(pp, name, lbls, ann)
+	if err := b.createObject(ctx, pod, shutdown); err != nil {
 		return nil, err
 	}
 	s := &sandbox{b: b, name: name, caps: p.caps, callTimeout: p.callTimeout, created: created, expires: expires,
 		labels: lbls, env: p.env, secrets: p.secrets, onWarning: p.onWarning, diskCap: diskDescription(p.caps.DiskMB)}
 	pod, err := b.waitRunning(ctx, name, p)
 	if err == nil {
+		s.createdUID = pod.UID
 		if b.api == APIAgentSandbox {
 			s.podUID = pod.UID
 		}

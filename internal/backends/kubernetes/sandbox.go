@@ -45,6 +45,8 @@ type sandbox struct {
 	// pod of the same name when the pod is deleted, which is not this
 	// sandbox (nothing of it survives, and it was never probed).
 	podUID types.UID
+	// createdUID is the uid of the pod probed at create, whatever the api.
+	createdUID types.UID
 
 	mu      sync.Mutex
 	gone    error
@@ -175,7 +177,7 @@ func (s *sandbox) run(ctx context.Context, cmd []string, stdin, block []byte, ti
 	started := time.Now()
 	res, err := s.b.exec(rctx, s.name, cmd, stdin, block, out)
 	elapsed := time.Since(started)
-	if err == nil && s.podUID != "" {
+	if err == nil && res.stopped == nil && s.podUID != "" {
 		err = s.samePod(ctx)
 	}
 	if err != nil {
