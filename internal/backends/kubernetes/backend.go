@@ -49,6 +49,15 @@ type k8sBackend struct {
 
 	mu    sync.Mutex
 	nodes map[string]nodeFacts // what a probe showed of a node, by name
+
+	// trace, when set (a benchmark), is told as each step of a create ends.
+	trace func(step string)
+}
+
+func (b *k8sBackend) step(name string) {
+	if b.trace != nil {
+		b.trace(name)
+	}
 }
 
 // quietClient silences client-go's own logging (klog): it writes stream

@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
@@ -70,10 +72,12 @@ func (b *k8sBackend) create(ctx context.Context, p createPlan) (*sandbox, error)
 	if err := b.createObject(ctx, pod, shutdown); err != nil {
 		return nil, err
 	}
+	b.step("create")
 	s := &sandbox{b: b, name: name, caps: p.caps, callTimeout: p.callTimeout, created: created, expires: expires,
 		labels: lbls, env: p.env, secrets: p.secrets, onWarning: p.onWarning, diskCap: diskDescription(p.caps.DiskMB)}
 	pod, err := b.waitRunning(ctx, name, p)
 	if err == nil {
+		b.step("running")
 		s.createdUID = pod.UID
 		if b.api == APIAgentSandbox {
 			s.podUID = pod.UID
@@ -81,7 +85,9 @@ func (b *k8sBackend) create(ctx context.Context, p createPlan) (*sandbox, error)
 		var v verified
 		if v, err = b.verify(ctx, s, p, pod.Spec.NodeName); err == nil {
 			s.tier, s.pidsCap, s.swap = v.tier, v.pidsCap, v.swap
+			b.step("verify")
 			err = b.annotate(ctx, name, map[string]string{annTier: string(v.tier), annPidsCap: v.pidsCap})
+			b.step("annotate")
 		}
 	}
 	if err != nil {
@@ -138,6 +144,8 @@ func (b *k8sBackend) annotate(ctx context.Context, name string, ann map[string]s
 // A pod that cannot start for its configuration (image, wrapper image,
 // RuntimeClass) is a ConfigurationError naming the reason.
 func (b *k8sBackend) waitRunning(ctx context.Context, name string, p createPlan) (*corev1.Pod, error) {
+	events, stop := b.podEvents(ctx, name)
+	defer stop()
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
 		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -159,9 +167,25 @@ func (b *k8sBackend) waitRunning(ctx context.Context, name string, p createPlan)
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("waiting for pod %s: %w", name, ctx.Err())
+		case _, ok := <-events:
+			if !ok {
+				events = nil
+			}
 		case <-time.After(wait):
 		}
 	}
+}
+
+// podEvents wakes a poll loop as soon as the pod changes, so that it need
+// not wait for its next tick: a watch on the pod. The loop still reads the
+// pod itself each time; when no watch can be opened, or it ends, only the
+// timer wakes it.
+func (b *k8sBackend) podEvents(ctx context.Context, name string) (<-chan watch.Event, func()) {
+	w, err := b.cs.CoreV1().Pods(b.namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		return nil, func() {}
+	}
+	return w.ResultChan(), w.Stop
 }
 
 // sandboxRunning returns the node once the sandbox container runs.
@@ -246,6 +270,8 @@ func (b *k8sBackend) deletePodIn(ctx context.Context, ns, name string) error {
 
 // stopped waits until no container of the pod runs (or it is gone).
 func (b *k8sBackend) stopped(ctx context.Context, name string) error {
+	events, stop := b.podEvents(ctx, name)
+	defer stop()
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
 		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -260,6 +286,10 @@ func (b *k8sBackend) stopped(ctx context.Context, name string) error {
 				err = errors.New("a container still runs")
 			}
 			return fmt.Errorf("pod kill not confirmed: %w (%w)", ctx.Err(), err)
+		case _, ok := <-events:
+			if !ok {
+				events = nil
+			}
 		case <-time.After(wait):
 		}
 	}

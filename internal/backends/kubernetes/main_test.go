@@ -60,7 +60,7 @@ func testDSN(query string) string {
 
 // needCluster returns a backend on a fresh test namespace, or skips (fails
 // under SANDBOXIO_REQUIRE_K8S=1) when no cluster answers.
-func needCluster(t *testing.T) *k8sBackend {
+func needCluster(t testing.TB) *k8sBackend {
 	t.Helper()
 	fail := func(why string) {
 		if os.Getenv("SANDBOXIO_REQUIRE_K8S") == "1" {

@@ -76,6 +76,7 @@ func (b *k8sBackend) verify(ctx context.Context, s *sandbox, p createPlan, node 
 	if err != nil {
 		return v, fmt.Errorf("probe: %w", err)
 	}
+	b.step("probe-exec")
 	if res.stopped != nil {
 		return v, fmt.Errorf("probe: %w", res.stopped)
 	}
