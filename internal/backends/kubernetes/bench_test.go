@@ -178,7 +178,9 @@ func rawOpenRunClose(ctx context.Context, be *k8sBackend, p createPlan) error {
 	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	defer func() { _ = pods.Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(1))}) }()
+	defer func() {
+		_ = pods.Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(1))})
+	}()
 	if err := untilRunning(w.ResultChan()); err != nil {
 		return err
 	}
