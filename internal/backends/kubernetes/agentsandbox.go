@@ -84,6 +84,25 @@ func toAny(m map[string]string) map[string]any {
 	return out
 }
 
+// sandboxesServed shows, from the API server's discovery, that it serves
+// the Sandbox resource at the version this backend writes.
+func (b *k8sBackend) sandboxesServed() error {
+	gv := sandboxGVR.GroupVersion().String()
+	rl, err := b.cs.Discovery().ServerResourcesForGroupVersion(gv)
+	if err == nil {
+		for _, r := range rl.APIResources {
+			if r.Name == sandboxGVR.Resource {
+				return nil
+			}
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return apiError("discovery", err)
+	}
+	return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		Message: fmt.Sprintf("the cluster does not serve %s sandboxes: the agent-sandbox CRDs are not installed, or not at that version", gv),
+		Fix:     "install agent-sandbox v0.5 or later (its CRDs and controller) on the cluster, or drop ?api=agent-sandbox to use plain pods"}
+}
+
 // createSandboxObject creates the Sandbox; the controller creates its pod.
 func (b *k8sBackend) createSandboxObject(ctx context.Context, pod *corev1.Pod, expires time.Time) error {
 	obj, err := sandboxObject(pod, expires)

@@ -241,7 +241,15 @@ func TestAccAgentSandboxNotServed(t *testing.T) {
 	defer func() { sandboxGVR = saved }()
 	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: agentSpec(b, tenant(t))})
 	if class(err) != model.ConfigurationError || !strings.Contains(err.Error(), "does not serve") {
-		t.Errorf("got %v", err)
+		t.Errorf("create: got %v", err)
+	}
+	_, err = b.Preflight(context.Background(), agentSpec(b, tenant(t)))
+	if class(err) != model.ConfigurationError || !strings.Contains(err.Error(), "does not serve") {
+		t.Errorf("preflight: got %v", err)
+	}
+	sandboxGVR = saved
+	if _, err := b.Preflight(context.Background(), agentSpec(b, tenant(t))); err != nil {
+		t.Errorf("preflight where v1beta1 is served: %v", err)
 	}
 }
 

@@ -221,6 +221,11 @@ func (b *k8sBackend) Preflight(ctx context.Context, spec model.Spec) (backends.P
 		}
 		return backends.Preflight{}, apiError("namespace get", err)
 	}
+	if b.api == APIAgentSandbox {
+		if err := b.sandboxesServed(); err != nil {
+			return backends.Preflight{}, err
+		}
+	}
 	return backends.Preflight{Tier: p.tier, Image: spec.Image, DiskCapStrategy: diskDescription(p.caps.DiskMB),
 		PidsCapStrategy: "the node's podPidsLimit, measured from inside the pod at create"}, nil
 }

@@ -40,9 +40,12 @@ func (b *k8sBackend) Create(ctx context.Context, req backends.CreateRequest) (ba
 		return s, nil
 	}
 	if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		fix := "raise timeout_seconds (or the create timeout), or check the cluster's load and the pod's events"
+		if b.api == APIAgentSandbox {
+			fix += "; with agent-sandbox, check that its controller runs (a Sandbox without one never gets a pod)"
+		}
 		return nil, &model.Error{Class: model.CreateTimeout,
-			Message: fmt.Sprintf("the sandbox pod was not ready within %s; it is being removed", p.createTimeout),
-			Fix:     "raise timeout_seconds (or the create timeout), or check the cluster's load and the pod's events", Err: err}
+			Message: fmt.Sprintf("the sandbox pod was not ready within %s; it is being removed", p.createTimeout), Fix: fix, Err: err}
 	}
 	return nil, err
 }
