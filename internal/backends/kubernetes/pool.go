@@ -284,7 +284,37 @@ func (w *warm) bind(ctx context.Context, pod *corev1.Pod, claimed time.Time, p c
 	if _, err := b.dyn.Resource(sandboxGVR).Namespace(b.namespace).Patch(ctx, w.s.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return apiError("warm sandbox claim", err)
 	}
-	return nil
+	return w.settleLabels(ctx, lbls)
+}
+
+// settleLabels waits until the pod carries the claim's labels: a
+// reconcile of the controller that began before the Sandbox's template
+// changed puts the template's old labels back (sandboxio.pool = warm), and
+// is then undone here; those that follow keep the new ones.
+func (w *warm) settleLabels(ctx context.Context, lbls map[string]string) error {
+	pods := w.b.cs.CoreV1().Pods(w.b.namespace)
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": lbls}})
+	if err != nil {
+		return err
+	}
+	for try := 0; try < 40; try++ {
+		pod, err := pods.Get(ctx, w.s.name, metav1.GetOptions{})
+		if err != nil {
+			return apiError("warm pod get", err)
+		}
+		settled := true
+		for k, v := range lbls {
+			settled = settled && pod.Labels[k] == v
+		}
+		if settled {
+			return nil
+		}
+		if _, err := pods.Patch(ctx, w.s.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return apiError("warm pod claim", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errors.New("warm sandbox claim: the agent-sandbox controller keeps resetting the pod's labels")
 }
 
 // samePlan refuses a claim whose per-tenant spec would not have created the
