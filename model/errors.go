@@ -118,6 +118,9 @@ const (
 	// EgressLearnWarning: egress = "learn" lets nothing out; it records the
 	// attempts, for discovering an allow list.
 	EgressLearnWarning WarningClass = "EgressLearnWarning"
+	// CapNotAppliedWarning: a default cap the backend cannot set per
+	// sandbox; the backend's own limit applies instead.
+	CapNotAppliedWarning WarningClass = "CapNotAppliedWarning"
 )
 
 // Warning is a finding that does not stop the operation.

@@ -23,16 +23,19 @@ test_base_template_accepted_on_every_backend if {
 	}
 }
 
-# Warnings: an unverified tier (Daytona), and a lifetime the backend enforces
-# only as an idle limit (Daytona).
-test_base_template_warns_only_on_unverified_tier_and_idle_lifetime if {
+# Warnings: an unverified tier (Daytona), a lifetime the backend enforces
+# only as an idle limit (Daytona), and default caps the backend cannot set
+# per sandbox (Modal, Vercel, Daytona, Kubernetes).
+test_base_template_warns_only_on_unverified_tier_idle_lifetime_and_unapplied_caps if {
 	every key in fx.backend_keys {
 		ws := fx.all_warn with input as fx.template_input(key)
 		d := data.capabilities.backends[key]
-		expected := {id | d.tier == "UNKNOWN"; id := "SBX-ISO-004"} | {id | d.lifetime_enforcement == "idle"; id := "SBX-TMO-005"}
+		unapplied := {id | d.caps.mode == "per_sandbox"; count(d.caps.settable) < 4; id := "SBX-RES-009"}
+		expected := ({id | d.tier == "UNKNOWN"; id := "SBX-ISO-004"} | {id | d.lifetime_enforcement == "idle"; id := "SBX-TMO-005"}) | unapplied
 		fx.ids(ws) == expected
 	}
-	fx.ids(fx.all_warn) == {"SBX-ISO-004", "SBX-TMO-005"} with input as fx.template_input("daytona")
+	fx.ids(fx.all_warn) == {"SBX-ISO-004", "SBX-TMO-005", "SBX-RES-009"} with input as fx.template_input("daytona")
+	fx.ids(fx.all_warn) == set() with input as fx.template_input("docker/runc")
 }
 
 test_network_policy_and_caps_alone_accepted if {

@@ -119,7 +119,7 @@ without(inp, field) := object.remove(inp, [field])
 # Every refusal and every warning of the bundle, for the current input.
 all_deny := ((((((network.deny | resources.deny) | timeouts.deny) | isolation.deny) | labels.deny) | tenancy.deny) | storage.deny) | warmpool.deny
 
-all_warn := ((network.warn | isolation.warn) | labels.warn) | timeouts.warn
+all_warn := (((network.warn | isolation.warn) | labels.warn) | timeouts.warn) | resources.warn
 
 ids(findings) := {f.id | some f in findings}
 
@@ -135,6 +135,17 @@ has(findings, id, class, attribute) if {
 
 # lacks: no finding with this id.
 lacks(findings, id) if not id in ids(findings)
+
+# lacks_at: no finding with this id on this attribute.
+lacks_at(findings, id, attribute) if {
+	not some_at(findings, id, attribute)
+}
+
+some_at(findings, id, attribute) if {
+	some f in findings
+	f.id == id
+	f.attribute == attribute
+}
 
 # count_of: how many findings carry this id.
 count_of(findings, id) := count([f | some f in findings; f.id == id])

@@ -349,3 +349,47 @@ units_near(value, unit) := [n |
 	some n in [floor(value / unit) * unit, ceil(value / unit) * unit]
 	n > 0
 ]
+
+# METADATA
+# title: default cap the backend does not apply
+# description: >-
+#   Every sandbox is promised concrete caps, with modest defaults for those
+#   left out. Where a backend cannot set a cap per sandbox (Modal and Vercel
+#   set no disk or process cap, Daytona and Kubernetes no process cap), the
+#   default for it is not what the sandbox gets: the backend's own limit
+#   applies, which may be far looser. A cap asked for explicitly is refused
+#   (SBX-RES-004); the default is accepted, since the sandbox still has the
+#   backend's limit, but the plan says which limit that is rather than let
+#   the default look enforced.
+# custom:
+#   id: SBX-RES-009
+#   class: CapNotAppliedWarning
+#   attribute: resources
+#   fix: >-
+#     Use a backend that sets the cap per sandbox (Docker sets all four)
+#     where the default must hold, or accept the backend's own limit.
+warn contains f if {
+	input.capabilities.caps.mode == "per_sandbox"
+	input.template
+	count(input.capabilities.caps.settable) < 4
+	some cap in ["cpu", "memory_mb", "disk_mb", "pids"]
+	not cap in input.capabilities.caps.settable
+	object.get(object.get(input, "resources", {}), cap, data.capabilities.default_caps[cap]) == data.capabilities.default_caps[cap]
+	f := lib.finding_at_fix(rego.metadata.rule(), attribute(cap), msg_default_not_applied(cap), fix_default_not_applied(cap))
+}
+
+msg_default_not_applied(cap) := sprintf(
+	"backend %s cannot set %s per sandbox, so the default resources.%s = %v is not applied: %s applies instead",
+	[lib.backend_key, cap, cap, data.capabilities.default_caps[cap], own_limit(cap)],
+)
+
+# own_limit names the limit a backend applies in place of a cap, where the
+# capability data knows it (caps.own_limits).
+own_limit(cap) := input.capabilities.caps.own_limits[cap]
+
+default own_limit(_) := "the backend's own limit"
+
+fix_default_not_applied(cap) := sprintf(
+	"where resources.%s = %v must hold, use a backend that sets it per sandbox: %s; otherwise accept the backend's limit",
+	[cap, data.capabilities.default_caps[cap], lib.join_and(backends_setting(cap))],
+)

@@ -132,6 +132,36 @@ test_pids_on_modal_refused if {
 	not fx.fix_mentions(fs, "SBX-RES-004", "modal")
 }
 
+# --- SBX-RES-009: default cap the backend does not apply --------------------
+
+test_default_pids_not_applied_on_modal_warned if {
+	ws := resources.warn with input as fx.template_with("modal", {})
+	fx.has(ws, "SBX-RES-009", "CapNotAppliedWarning", "resources.pids")
+	fx.has(ws, "SBX-RES-009", "CapNotAppliedWarning", "resources.disk_mb")
+	fx.lacks_at(ws, "SBX-RES-009", "resources.cpu")
+	fx.mentions(ws, "SBX-RES-009", "resources.pids = 256 is not applied")
+	fx.fix_mentions(ws, "SBX-RES-009", "docker with runtime runc")
+}
+
+test_default_pids_not_applied_on_kubernetes_names_the_node_ceiling if {
+	ws := resources.warn with input as fx.tenant_input("kubernetes", {})
+	fx.has(ws, "SBX-RES-009", "CapNotAppliedWarning", "resources.pids")
+	fx.mentions(ws, "SBX-RES-009", "the node's podPidsLimit")
+	fx.lacks_at(ws, "SBX-RES-009", "resources.disk_mb")
+}
+
+test_no_default_cap_warning_where_every_cap_is_set if {
+	every key in ["docker/runc", "docker/runsc", "e2b"] {
+		ws := resources.warn with input as fx.template_with(key, {})
+		fx.lacks(ws, "SBX-RES-009")
+	}
+}
+
+test_no_default_cap_warning_without_a_template if {
+	ws := resources.warn with input as fx.resources_input("modal", {})
+	fx.lacks(ws, "SBX-RES-009")
+}
+
 # --- SBX-RES-007: whole vCPUs with fixed memory each (Vercel) ---------------
 
 test_memory_not_per_vcpu_on_vercel_refused if {

@@ -18,7 +18,7 @@ func TestE2E_DaytonaPlanMatchesPolicy(t *testing.T) {
 		want        string
 	}{
 		{"default template plans", "", true,
-			"sandboxio_template.d SBX-ISO-004 warn, sandboxio_template.d SBX-TMO-005 warn"},
+			"sandboxio_template.d SBX-ISO-004 warn, sandboxio_template.d SBX-RES-009 warn, sandboxio_template.d SBX-TMO-005 warn"},
 		{"allow list refused", `  network = { allow = ["10.0.0.0/8"] }`, false, "sandboxio_template.d SBX-NET-003 fail"},
 		{"require_isolation not satisfied", `  require_isolation = "CONTAINER"`, false, "sandboxio_template.d SBX-ISO-003 fail"},
 		{"memory in whole GiB only", `  resources = { memory_mb = 1536 }`, false, "sandboxio_template.d SBX-RES-008 fail"},
@@ -40,8 +40,8 @@ resource "sandboxio_template" "d" {
 			if got := strings.Join(d.findings, ", "); !strings.Contains(got, tc.want) {
 				t.Fatalf("findings %q, want %q", got, tc.want)
 			}
-			if tc.ok && len(d.findings) != 2 {
-				t.Fatalf("findings %v, want only the two warnings", d.findings)
+			if tc.ok && len(d.findings) != 3 {
+				t.Fatalf("findings %v, want only the three warnings", d.findings)
 			}
 		})
 	}

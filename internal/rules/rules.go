@@ -79,6 +79,7 @@ const (
 	ResPidsCeiling = "SBX-RES-005" // pids above the backend's ceiling
 	ResVCPUSteps   = "SBX-RES-007" // caps a backend takes only as whole vCPUs with fixed memory each
 	ResUnit        = "SBX-RES-008" // a cap finer than the unit the backend takes
+	ResDefaultCap  = "SBX-RES-009" // a default cap the backend does not apply (warning)
 
 	TmoCall     = "SBX-TMO-001" // a call timeout unset, zero, negative or above the ceiling
 	TmoLifetime = "SBX-TMO-002" // a lifetime unset, zero, negative or above the ceiling

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,7 +29,8 @@ import (
 // of the second are for scheduling on a loaded host: measured with load
 // average 22 on 2 cores, 900 ms of clean-up was reported 1.04 s late.
 const (
-	killBudget      = 500 * time.Millisecond // the in-sandbox killer
+	killBudget      = 500 * time.Millisecond // waiting for the in-sandbox killer
+	killLimit       = 10 * time.Second       // a slow killer, which goes on after the wait
 	ceilingBudget   = time.Second            // asking whether the sandbox is at its process ceiling
 	hardKillBudget  = 200 * time.Millisecond // waiting for the kill of the whole container
 	cleanupBudget   = 800 * time.Millisecond // all of the above, after a timeout
@@ -56,11 +58,13 @@ type sandbox struct {
 	diskCap     string
 	pidsCap     string
 
-	mu      sync.Mutex
-	gone    error // set once the sandbox is known gone
-	lastOOM int64 // memory cgroup oom_kill count already attributed
-	lastMax int64 // pids cgroup "max" event count already attributed
-	oomSeen int   // daemon OOM events already attributed to a command
+	mu       sync.Mutex
+	gone     error         // set once the sandbox is known gone
+	killing  chan struct{} // closed when a slow killer has ended (stopSession)
+	killWait time.Duration // killBudget; tests shorten it to make the killer slow
+	lastOOM  int64         // memory cgroup oom_kill count already attributed
+	lastMax  int64         // pids cgroup "max" event count already attributed
+	oomSeen  int           // daemon OOM events already attributed to a command
 
 	trailed atomic.Bool // the watcher holds an audit trail for it (trail.go)
 
@@ -129,6 +133,24 @@ func (s *sandbox) expiredError() *model.Error {
 	return e
 }
 
+// settle waits for a killer still at work on an earlier command's processes
+// (bounded by killLimit and the hard kill after it): no command starts
+// beside processes that were meant to be gone.
+func (s *sandbox) settle(ctx context.Context) error {
+	s.mu.Lock()
+	k := s.killing
+	s.mu.Unlock()
+	if k == nil {
+		return nil
+	}
+	select {
+	case <-k:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("exec: waiting for an earlier command's processes to be killed: %w", ctx.Err())
+	}
+}
+
 // usable refuses a sandbox known to be gone without asking the daemon.
 func (s *sandbox) usable() error {
 	s.mu.Lock()
@@ -168,6 +190,9 @@ func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOption
 }
 
 func (s *sandbox) run(ctx context.Context, cmd []string, stdin []byte, env []string, workdir string, timeout time.Duration, out execOut) (backends.Result, error) {
+	if err := s.settle(ctx); err != nil {
+		return backends.Result{}, err
+	}
 	if err := s.usable(); err != nil {
 		return backends.Result{}, err
 	}
@@ -312,28 +337,35 @@ func (s *sandbox) pidsError(msg string, cause error) error {
 // which. No output is returned.
 func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.Duration, started time.Time) error {
 	tracef("interrupted after %s: %v (pid %d)", time.Since(started), res.stopped, res.pid)
-	st := s.stopSession(ctx, res.pid, killBudget, cleanupBudget)
+	// Under gVisor, forks the command saw refused are the evidence of a
+	// sandbox at its ceiling (no look beside the killer there).
+	suspected := s.tier == model.TierGVisor && forkRefused(res.errSeen)
+	st := s.stopSession(ctx, res.pid, cmp.Or(s.killWait, killBudget), cleanupBudget, suspected)
 	tracef("session stopped after %s: probe %+v gone=%v full=%v hard=%v; killer: %v", time.Since(started), st.probe, st.gone, st.full, st.hard, st.err)
 
+	killed := "its processes were killed"
+	if st.slow {
+		killed = "its processes are being killed, and the sandbox's next command waits until they are"
+	}
 	var cause error
 	var se sinkError
 	var stErr streamError
 	switch {
 	case errors.Is(res.stopped, errOverflow):
 		cause = &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitOutput,
-			Message: fmt.Sprintf("the command printed more than %d MiB on one stream (the output cap); it was stopped and its processes were killed", maxOutput>>20),
+			Message: fmt.Sprintf("the command printed more than %d MiB on one stream (the output cap); it was stopped and %s", maxOutput>>20, killed),
 			Fix:     "print less: write bulky results to a file in the sandbox and print a summary, or split the work over several commands"}
 	case errors.As(res.stopped, &se):
 		cause = fmt.Errorf("exec: %w; the command was stopped", se)
 	case errors.As(res.stopped, &stErr):
-		cause = fmt.Errorf("exec: %w; the command was stopped and its processes were killed", stErr)
+		cause = fmt.Errorf("exec: %w; the command was stopped and %s", stErr, killed)
 	case ctx.Err() != nil:
 		cause = fmt.Errorf("exec: %w", ctx.Err())
 	case s.expired():
 		cause = s.expiredError()
 	default:
 		cause = &model.Error{Class: model.ExecutionTimeout,
-			Message: fmt.Sprintf("the command did not finish within %s; its processes were killed", timeout),
+			Message: fmt.Sprintf("the command did not finish within %s; %s", timeout, killed),
 			Fix:     "raise timeout_seconds, or pass a longer timeout to this call"}
 	}
 	switch {
@@ -343,7 +375,7 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 		// Under gVisor a sandbox at its ceiling may not even run the
 		// killer; the forks the command saw refused are the evidence.
 		return s.pidsError("the command filled the process ceiling and was stopped by killing the sandbox", cause)
-	case !st.hard && s.pidsHit(st.probe):
+	case !st.hard && !st.slow && s.pidsHit(st.probe):
 		return s.pidsError("the command hit the process ceiling", cause)
 	}
 	return cause
@@ -356,15 +388,24 @@ type stopped struct {
 	gone  bool  // the container was already gone
 	full  bool  // the sandbox was at its process ceiling
 	hard  bool  // the whole sandbox was killed instead
+	slow  bool  // the killer goes on after budget; the sandbox waits for it
 }
 
 // stopSession kills the processes of a command's session from inside the
 // sandbox. When that cannot be done (no shell, session unknown, no room to
 // start the killer, or processes that will not die), it kills the whole
-// sandbox rather than leave them running. The killer is bounded by budget;
-// the whole, the look at the ceiling and the wait for the kill of the
-// sandbox included, by total; it survives the caller's cancellation.
-func (s *sandbox) stopSession(ctx context.Context, pid int, budget, total time.Duration) stopped {
+// sandbox rather than leave them running. The killer is waited for up to
+// budget; the whole, the look at the ceiling and the wait for the kill of
+// the sandbox included, by total; it survives the caller's cancellation.
+//
+// A killer that is merely slow (a loaded host can take longer than budget
+// to start an exec) is not a failure: it goes on, up to killLimit, while
+// the caller gets its error in time, and the sandbox takes no command until
+// the killer ends (settle). Only a killer that fails, or outlasts
+// killLimit, kills the whole sandbox. A slow killer in a sandbox at (or,
+// by ceilingSuspected, seemingly at) its process ceiling is taken as
+// failed: it will not get a process there.
+func (s *sandbox) stopSession(ctx context.Context, pid int, budget, total time.Duration, ceilingSuspected bool) stopped {
 	var st stopped
 	// The look at the ceiling must leave the hard kill its share of total.
 	lookEnd := time.Now().Add(total - hardKillBudget)
@@ -383,13 +424,26 @@ func (s *sandbox) stopSession(ctx context.Context, pid int, budget, total time.D
 		go func() { defer gcancel(); ch <- s.full(gctx) }()
 		guestFull, stopLook = ch, gcancel
 	}
-	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
-	if pid > 0 {
-		st.probe, st.err = s.probe(kctx, pid, true)
-	} else {
-		st.err = errors.New("the command's session is unknown")
+	killer := s.startKiller(ctx, pid)
+	select {
+	case k := <-killer:
+		st.probe, st.err = k.probe, k.err
+	case <-time.After(budget):
+		if !ceilingSuspected {
+			full := false
+			if guestFull != nil {
+				full, guestFull = <-guestFull, nil
+			}
+			if !full {
+				s.awaitKiller(killer)
+				stopLook()
+				st.slow = true
+				return st
+			}
+			st.full = true // the killer will not get a process
+		}
+		st.err = fmt.Errorf("the killer did not finish within %s", budget)
 	}
-	cancel()
 	if st.err == nil && st.probe.left == 0 {
 		stopLook() // not needed: the killer did its work
 		return st
@@ -398,7 +452,7 @@ func (s *sandbox) stopSession(ctx context.Context, pid int, budget, total time.D
 		st.gone = true
 		return st
 	}
-	st.full = isExhausted(st.err)
+	st.full = st.full || isExhausted(st.err)
 	if !st.full && guestFull != nil {
 		st.full = <-guestFull // bounded by lookEnd
 	} else if !st.full && time.Until(lookEnd) > 0 {
@@ -410,6 +464,47 @@ func (s *sandbox) stopSession(ctx context.Context, pid int, budget, total time.D
 	s.markGone(s.goneError("it was killed because a command's processes could not be stopped one by one"))
 	st.hard = true
 	return st
+}
+
+// killed is what the in-sandbox killer reported.
+type killed struct {
+	probe probeResult
+	err   error
+}
+
+// startKiller runs the killer of session pid, bounded by killLimit.
+func (s *sandbox) startKiller(ctx context.Context, pid int) <-chan killed {
+	ch := make(chan killed, 1)
+	if pid <= 0 {
+		ch <- killed{err: errors.New("the command's session is unknown")}
+		return ch
+	}
+	go func() {
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killLimit)
+		defer cancel()
+		pr, err := s.probe(kctx, pid, true)
+		ch <- killed{pr, err}
+	}()
+	return ch
+}
+
+// awaitKiller lets a slow killer finish in the background: the sandbox
+// takes no command until it has, and is killed whole if the killer fails.
+func (s *sandbox) awaitKiller(killer <-chan killed) {
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.killing = done
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		k := <-killer
+		tracef("slow killer ended: %+v %v", k.probe, k.err)
+		if k.err == nil && k.probe.left == 0 || isContainerGone(k.err) {
+			return
+		}
+		s.hardKill(context.Background())
+		s.markGone(s.goneError("it was killed because a command's processes could not be stopped one by one"))
+	}()
 }
 
 // hardKill kills the whole container, waiting at most hardKillBudget: a
@@ -512,7 +607,7 @@ func (s *sandbox) completed(ctx context.Context, res execResult, started time.Ti
 		if sessionLeft == 0 {
 			return
 		}
-		if st := s.stopSession(ctx, res.pid, inspectBudget, inspectBudget+ceilingBudget+hardKillBudget); st.gone {
+		if st := s.stopSession(ctx, res.pid, inspectBudget, inspectBudget+ceilingBudget+hardKillBudget, true); st.gone {
 			s.markGone(s.goneError("it ended during the command"))
 			s.b.events.forget(s.id)
 		}
