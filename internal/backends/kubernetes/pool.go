@@ -175,18 +175,26 @@ func (w *warm) claim(ctx context.Context, req backends.ClaimRequest) (*sandbox, 
 	lbls := maps.Clone(w.s.labels)
 	maps.Copy(lbls, p.labels)
 	lbls[labelPool] = poolClaimed
-	var claimed time.Time
+	claimed := time.Now()
 	// The kubelet's status updates (and with agent-sandbox its controller)
-	// write the pod too: a conflict checks it again.
+	// write the pod too: a conflict checks it again. With agent-sandbox the
+	// Sandbox is bound first, so that its controller, which keeps the pod's
+	// labels from the Sandbox's template, moves them the same way.
+	sandboxBound := false
 	for try := 0; ; try++ {
 		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, w.s.name, metav1.GetOptions{})
 		if err != nil {
 			return nil, apiError("warm pod get", err)
 		}
-		if err := w.unchanged(pod); err != nil {
+		if err := w.unchanged(pod, sandboxBound, lbls); err != nil {
 			return nil, err
 		}
-		claimed = time.Now()
+		if b.api == APIAgentSandbox && !sandboxBound {
+			if err := w.bindSandbox(ctx, claimed, p, lbls); err != nil {
+				return nil, err
+			}
+			sandboxBound = true
+		}
 		err = w.bind(ctx, pod, claimed, p, lbls)
 		if err == nil {
 			break
@@ -213,8 +221,10 @@ func (w *warm) tampered(why string) error {
 		Fix:     "find out what changes sandboxio's pods on this cluster; a cold open is not affected"}
 }
 
-// unchanged checks the pod as the API server describes it.
-func (w *warm) unchanged(pod *corev1.Pod) error {
+// unchanged checks the pod as the API server describes it. Once the
+// Sandbox is bound (agent-sandbox), its controller may have given the pod
+// the claim's labels already: those are accepted, and only those.
+func (w *warm) unchanged(pod *corev1.Pod, sandboxBound bool, claim map[string]string) error {
 	want := podFor(w.p, w.s.name, nil, nil)
 	c := pod.Spec.Containers
 	switch {
@@ -222,7 +232,8 @@ func (w *warm) unchanged(pod *corev1.Pod) error {
 		return w.tampered("its pod was replaced")
 	case pod.DeletionTimestamp != nil:
 		return w.tampered("its pod is being deleted")
-	case pod.Labels[labelPool] != poolWarm || pod.Labels[labelOwner] != w.b.owner.ID || pod.Annotations[annSpecHash] != w.p.warmSpecHash:
+	case !(pod.Labels[labelPool] == poolWarm || (sandboxBound && hasLabels(pod.Labels, claim))) ||
+		pod.Labels[labelOwner] != w.b.owner.ID || pod.Annotations[annSpecHash] != w.p.warmSpecHash:
 		return w.tampered("its pool, owner or spec digest label does not match")
 	case len(pod.Spec.EphemeralContainers) > 0:
 		return w.tampered("an ephemeral container was added to its pod")
@@ -247,8 +258,7 @@ func (w *warm) unchanged(pod *corev1.Pod) error {
 // bind writes the tenant's labels, the new expiry and the lowered deadline
 // (counted, as the kubelet does, from the pod's start time, which has whole
 // seconds: the lifetime from the claim is at least the one asked for, and
-// at most a second more). The pod first, as a compare-and-swap; with
-// agent-sandbox, then its Sandbox.
+// at most a second more), as a compare-and-swap on the pod checked.
 func (w *warm) bind(ctx context.Context, pod *corev1.Pod, claimed time.Time, p createPlan, lbls map[string]string) error {
 	b := w.b
 	expires := claimed.Add(p.lifetime)
@@ -268,53 +278,34 @@ func (w *warm) bind(ctx context.Context, pod *corev1.Pod, claimed time.Time, p c
 	if _, err := b.cs.CoreV1().Pods(b.namespace).Patch(ctx, w.s.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return apiError("warm pod claim", err)
 	}
-	if b.api != APIAgentSandbox {
-		return nil
-	}
-	// Then the Sandbox: its controller keeps the pod's labels from its
-	// template, and its shutdownTime would end it at the idle time.
-	meta := map[string]any{"labels": lbls, "annotations": ann}
-	patch, err = json.Marshal(map[string]any{"metadata": meta, "spec": map[string]any{
+	return nil
+}
+
+// bindSandbox writes the claim into the Sandbox: the labels (on it and on
+// its pod template) and the shutdownTime one lifetime after the claim.
+func (w *warm) bindSandbox(ctx context.Context, claimed time.Time, p createPlan, lbls map[string]string) error {
+	expires := claimed.Add(p.lifetime)
+	meta := map[string]any{"labels": lbls, "annotations": map[string]string{annExpires: expires.UTC().Format(time.RFC3339)}}
+	patch, err := json.Marshal(map[string]any{"metadata": meta, "spec": map[string]any{
 		"podTemplate":  map[string]any{"metadata": meta},
 		"shutdownTime": expires.Add(time.Second - 1).UTC().Truncate(time.Second).Format(time.RFC3339),
 	}})
 	if err != nil {
 		return err
 	}
-	if _, err := b.dyn.Resource(sandboxGVR).Namespace(b.namespace).Patch(ctx, w.s.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := w.b.dyn.Resource(sandboxGVR).Namespace(w.b.namespace).Patch(ctx, w.s.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return apiError("warm sandbox claim", err)
 	}
-	return w.settleLabels(ctx, lbls)
+	return nil
 }
 
-// settleLabels waits until the pod carries the claim's labels: a
-// reconcile of the controller that began before the Sandbox's template
-// changed puts the template's old labels back (sandboxio.pool = warm), and
-// is then undone here; those that follow keep the new ones.
-func (w *warm) settleLabels(ctx context.Context, lbls map[string]string) error {
-	pods := w.b.cs.CoreV1().Pods(w.b.namespace)
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": lbls}})
-	if err != nil {
-		return err
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
 	}
-	for try := 0; try < 40; try++ {
-		pod, err := pods.Get(ctx, w.s.name, metav1.GetOptions{})
-		if err != nil {
-			return apiError("warm pod get", err)
-		}
-		settled := true
-		for k, v := range lbls {
-			settled = settled && pod.Labels[k] == v
-		}
-		if settled {
-			return nil
-		}
-		if _, err := pods.Patch(ctx, w.s.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			return apiError("warm pod claim", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return errors.New("warm sandbox claim: the agent-sandbox controller keeps resetting the pod's labels")
+	return true
 }
 
 // samePlan refuses a claim whose per-tenant spec would not have created the
