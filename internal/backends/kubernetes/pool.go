@@ -232,8 +232,7 @@ func (w *warm) unchanged(pod *corev1.Pod, sandboxBound bool, claim map[string]st
 		return w.tampered("its pod was replaced")
 	case pod.DeletionTimestamp != nil:
 		return w.tampered("its pod is being deleted")
-	case !(pod.Labels[labelPool] == poolWarm || (sandboxBound && hasLabels(pod.Labels, claim))) ||
-		pod.Labels[labelOwner] != w.b.owner.ID || pod.Annotations[annSpecHash] != w.p.warmSpecHash:
+	case !w.poolState(pod, sandboxBound, claim) || pod.Labels[labelOwner] != w.b.owner.ID || pod.Annotations[annSpecHash] != w.p.warmSpecHash:
 		return w.tampered("its pool, owner or spec digest label does not match")
 	case len(pod.Spec.EphemeralContainers) > 0:
 		return w.tampered("an ephemeral container was added to its pod")
@@ -297,6 +296,12 @@ func (w *warm) bindSandbox(ctx context.Context, claimed time.Time, p createPlan,
 		return apiError("warm sandbox claim", err)
 	}
 	return nil
+}
+
+// poolState: the pod is still warm, or (the Sandbox being bound) carries
+// exactly the claim's labels.
+func (w *warm) poolState(pod *corev1.Pod, sandboxBound bool, claim map[string]string) bool {
+	return pod.Labels[labelPool] == poolWarm || (sandboxBound && hasLabels(pod.Labels, claim))
 }
 
 func hasLabels(have, want map[string]string) bool {
