@@ -31,8 +31,12 @@ test_pool_refused_on_the_cloud_backends_and_runsc if {
 	}
 }
 
-test_only_docker_runc_keeps_pools if {
-	pool_keys == {"docker/runc"}
+test_only_docker_runc_and_kubernetes_keep_pools if {
+	pool_keys == {"docker/runc", "kubernetes"}
+}
+
+test_pool_accepted_on_kubernetes if {
+	count(warmpool.deny) == 0 with input as with_pool("kubernetes", pool)
 }
 
 test_pool_refused_without_capabilities if {

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -42,11 +43,22 @@ type k8sBackend struct {
 	namespace string
 	runtime   string // the DSN's runtime_class
 	netOpts   netOptions
+	api       string // APIPod or APIAgentSandbox (the DSN's api)
+	dyn       dynamic.Interface
 	owner     owner
 	grace     time.Duration
 
 	mu    sync.Mutex
 	nodes map[string]nodeFacts // what a probe showed of a node, by name
+
+	// trace, when set (a benchmark), is told as each step of a create ends.
+	trace func(step string)
+}
+
+func (b *k8sBackend) step(name string) {
+	if b.trace != nil {
+		b.trace(name)
+	}
 }
 
 // quietClient silences client-go's own logging (klog): it writes stream
@@ -69,8 +81,16 @@ func Open(d backends.DSN) (*k8sBackend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	b := &k8sBackend{cs: cs, rc: rc, context: d.Context, namespace: d.Namespace, runtime: d.Options["runtime_class"],
-		owner: processOwner(), grace: model.TeardownGrace, nodes: map[string]nodeFacts{}}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	api := d.Options["api"]
+	if api == "" {
+		api = APIPod
+	}
+	b := &k8sBackend{cs: cs, dyn: dyn, rc: rc, context: d.Context, namespace: d.Namespace, runtime: d.Options["runtime_class"],
+		api: api, owner: processOwner(), grace: model.TeardownGrace, nodes: map[string]nodeFacts{}}
 	b.netOpts.podCIDRs, _ = parseCIDRList(d.Options["pod_cidr"])
 	b.netOpts.serviceCIDRs, _ = parseCIDRList(d.Options["service_cidr"])
 	return b, nil
@@ -137,22 +157,36 @@ func (b *k8sBackend) List(ctx context.Context, want map[string]string) ([]backen
 		if ph := pods[i].Status.Phase; ph == corev1.PodFailed || ph == corev1.PodSucceeded || pods[i].Labels[labelProbe] != "" {
 			continue
 		}
+		// An unclaimed warm sandbox is nobody's yet.
+		if pods[i].Labels[labelPool] == poolWarm {
+			continue
+		}
 		out = append(out, infoFromPod(&pods[i]))
 	}
 	return out, nil
 }
 
-func (b *k8sBackend) listPods(ctx context.Context, want map[string]string) ([]corev1.Pod, error) {
+// selectorFor is the label selector of this backend's sandboxes carrying
+// every one of the labels.
+func selectorFor(want map[string]string) (string, error) {
 	sel := labels.Set{model.LabelManaged: "true"}
 	for k, v := range want {
 		sel[k] = v
 	}
 	sl, err := labels.ValidatedSelectorFromSet(sel)
 	if err != nil {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "labels",
+		return "", &model.Error{Class: model.ConfigurationError, Attribute: "labels",
 			Message: "the labels cannot be a Kubernetes label selector: " + err.Error(), Fix: "use label keys and values Kubernetes accepts"}
 	}
-	pl, err := b.cs.CoreV1().Pods(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: sl.String()})
+	return sl.String(), nil
+}
+
+func (b *k8sBackend) listPods(ctx context.Context, want map[string]string) ([]corev1.Pod, error) {
+	sel, err := selectorFor(want)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := b.cs.CoreV1().Pods(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, apiError("pod list", err)
 	}
@@ -190,6 +224,11 @@ func (b *k8sBackend) Preflight(ctx context.Context, spec model.Spec) (backends.P
 				Message: fmt.Sprintf("namespace %s does not exist", b.namespace), Fix: "create the namespace, or name one that exists in the DSN"}
 		}
 		return backends.Preflight{}, apiError("namespace get", err)
+	}
+	if b.api == APIAgentSandbox {
+		if err := b.sandboxesServed(); err != nil {
+			return backends.Preflight{}, err
+		}
 	}
 	// The lock this template's sandboxes get is shown on the namespace (a
 	// probe, cached per cluster, namespace and mode).

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"maps"
 	"net"
 	"testing"
 	"time"
@@ -13,22 +14,32 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// The backend conformance suite against plain pods. Its network behaviours
-// run under the network lock (egress.go): deny must keep a sandbox from a
+// The backend conformance suite against plain pods, and against
+// agent-sandbox Sandboxes: the same harness, the same behaviours shown and
+// the same ones skipped, for the same reasons. Its network behaviours run
+// under the network lock (egress.go): deny must keep a sandbox from a
 // listener on the host's docker0 address, which open egress reaches, and
 // the lock container's arguments are the control observed.
 func TestAccConformance(t *testing.T) {
-	b := needCluster(t)
+	conformance(t, needCluster(t))
+}
+
+func TestAccConformanceAgentSandbox(t *testing.T) {
+	conformance(t, needAgentSandbox(t))
+}
+
+func conformance(t *testing.T, b *k8sBackend) {
 	target := listenHost(t, dockerAddr(t))
 	tHost, tPort := target.addr()
 	caps := model.DefaultCaps()
 	// The node has 2 CPUs: a quarter each, one behaviour at a time.
 	caps.CPU, caps.MemoryMB, caps.DiskMB = 0.25, 128, 64
 	h := backendtest.Harness{
-		Name:    "kubernetes",
+		Name:    "kubernetes/" + b.api,
 		Backend: b,
 		Spec: func() model.Spec {
 			s := testSpec("")
+			s.Backend = b.dsn()
 			s.Name, s.SessionID, s.Resources = "conformance", "", caps
 			return s
 		},
@@ -36,6 +47,21 @@ func TestAccConformance(t *testing.T) {
 			pod, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, id, metav1.GetOptions{})
 			if err != nil {
 				return backendtest.Observed{}, err
+			}
+			lbls := pod.Labels
+			if b.api == APIAgentSandbox {
+				// The labels the reaper and List select on must be on
+				// the Sandbox too: only what both carry counts.
+				u, err := b.dyn.Resource(sandboxGVR).Namespace(b.namespace).Get(ctx, id, metav1.GetOptions{})
+				if err != nil {
+					return backendtest.Observed{}, err
+				}
+				lbls = map[string]string{}
+				for k, v := range u.GetLabels() {
+					if pod.Labels[k] == v {
+						lbls[k] = v
+					}
+				}
 			}
 			// The pod's env holds nothing: secrets and env travel in each
 			// exec's stdin block.
@@ -45,7 +71,7 @@ func TestAccConformance(t *testing.T) {
 					env[e.Name] = e.Value
 				}
 			}
-			return backendtest.Observed{Labels: pod.Labels, PlainEnv: env, Network: observedLock(pod)}, nil
+			return backendtest.Observed{Labels: maps.Clone(lbls), PlainEnv: env, Network: observedLock(pod)}, nil
 		},
 		Caps:         caps,
 		Serial:       true,

@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
@@ -38,9 +40,12 @@ func (b *k8sBackend) Create(ctx context.Context, req backends.CreateRequest) (ba
 		return s, nil
 	}
 	if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		fix := "raise timeout_seconds (or the create timeout), or check the cluster's load and the pod's events"
+		if b.api == APIAgentSandbox {
+			fix += "; with agent-sandbox, check that its controller runs (a Sandbox without one never gets a pod)"
+		}
 		return nil, &model.Error{Class: model.CreateTimeout,
-			Message: fmt.Sprintf("the sandbox pod was not ready within %s; it is being removed", p.createTimeout),
-			Fix:     "raise timeout_seconds (or the create timeout), or check the cluster's load and the pod's events", Err: err}
+			Message: fmt.Sprintf("the sandbox pod was not ready within %s; it is being removed", p.createTimeout), Fix: fix, Err: err}
 	}
 	return nil, err
 }
@@ -48,33 +53,48 @@ func (b *k8sBackend) Create(ctx context.Context, req backends.CreateRequest) (ba
 func (b *k8sBackend) create(ctx context.Context, p createPlan) (*sandbox, error) {
 	name := "sandboxio-" + randomHex(6)
 	created := time.Now()
-	expires := created.Add(p.lifetime)
+	// A warm sandbox (pool.go) lives at most its idle time and then its
+	// lifetime from a claim at the last moment; the claim shortens it.
+	bound, shutdown := p.lifetime, created.Add(p.lifetime)
 	lbls := maps.Clone(p.labels)
 	lbls[labelOwner] = b.owner.ID
 	ann := b.owner.annotations()
+	if p.warmIdle > 0 {
+		bound += p.warmIdle
+		shutdown = created.Add(p.warmIdle)
+		lbls[labelPool] = poolWarm
+		ann[annSpecHash] = p.warmSpecHash
+	}
+	expires := created.Add(bound)
 	ann[annExpires] = expires.UTC().Format(time.RFC3339)
 	ann[annTier] = string(p.tier)
 	ann[annDiskCap] = diskDescription(p.caps.DiskMB)
 	if err := b.ensureLock(ctx, &p); err != nil {
 		return nil, err
 	}
-	pod := podFor(p, name, lbls, ann)
-	withLock(pod, p)
-	if _, err := b.cs.CoreV1().Pods(b.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
-				Message: "the cluster refused the sandbox pod: " + err.Error(), Fix: "check the namespace's admission policy and the RuntimeClass", Err: err}
-		}
-		return nil, apiError("pod create", err)
+	pp := p
+	pp.lifetime = bound
+	pod := podFor(pp, name, lbls, ann)
+	withLock(pod, pp)
+	if err := b.createObject(ctx, pod, shutdown); err != nil {
+		return nil, err
 	}
+	b.step("create")
 	s := &sandbox{b: b, name: name, caps: p.caps, callTimeout: p.callTimeout, created: created, expires: expires,
 		labels: lbls, env: p.env, secrets: p.secrets, onWarning: p.onWarning, diskCap: diskDescription(p.caps.DiskMB)}
-	node, err := b.waitRunning(ctx, name, p)
+	pod, err := b.waitRunning(ctx, name, p)
 	if err == nil {
+		b.step("running")
+		s.createdUID = pod.UID
+		if b.api == APIAgentSandbox {
+			s.podUID = pod.UID
+		}
 		var v verified
-		if v, err = b.verify(ctx, s, p, node); err == nil {
+		if v, err = b.verify(ctx, s, p, pod.Spec.NodeName); err == nil {
 			s.tier, s.pidsCap, s.swap = v.tier, v.pidsCap, v.swap
+			b.step("verify")
 			err = b.annotate(ctx, name, map[string]string{annTier: string(v.tier), annPidsCap: v.pidsCap})
+			b.step("annotate")
 		}
 	}
 	if err != nil {
@@ -96,6 +116,22 @@ func (b *k8sBackend) create(ctx context.Context, p createPlan) (*sandbox, error)
 	return s, nil
 }
 
+// createObject creates the sandbox's pod, or with ?api=agent-sandbox the
+// Sandbox whose template it is.
+func (b *k8sBackend) createObject(ctx context.Context, pod *corev1.Pod, expires time.Time) error {
+	if b.api == APIAgentSandbox {
+		return b.createSandboxObject(ctx, pod, expires)
+	}
+	if _, err := b.cs.CoreV1().Pods(b.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+				Message: "the cluster refused the sandbox pod: " + err.Error(), Fix: "check the namespace's admission policy and the RuntimeClass", Err: err}
+		}
+		return apiError("pod create", err)
+	}
+	return nil
+}
+
 // annotate merges annotations into the pod.
 func (b *k8sBackend) annotate(ctx context.Context, name string, ann map[string]string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
@@ -106,34 +142,72 @@ func (b *k8sBackend) annotate(ctx context.Context, name string, ann map[string]s
 	if err != nil {
 		return apiError("pod annotate", err)
 	}
+	if b.api == APIAgentSandbox {
+		// The controller resets the pod's metadata to its template's.
+		return b.patchSandboxMeta(ctx, name, nil, ann)
+	}
 	return nil
 }
 
-// waitRunning waits until the sandbox container runs and returns the node.
+// waitRunning waits until the sandbox container runs and returns its pod.
 // A pod that cannot start for its configuration (image, wrapper image,
 // RuntimeClass) is a ConfigurationError naming the reason.
-func (b *k8sBackend) waitRunning(ctx context.Context, name string, p createPlan) (string, error) {
+func (b *k8sBackend) waitRunning(ctx context.Context, name string, p createPlan) (*corev1.Pod, error) {
+	events, stop := b.podEvents(ctx, name)
+	defer stop()
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
 		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return "", apiError("pod get", err)
-		}
-		if err := startFailure(pod, p); err != nil {
-			return "", err
-		}
-		if pod.Status.Phase == corev1.PodRunning {
-			for _, cs := range pod.Status.ContainerStatuses {
-				if cs.Name == sandboxCtr && cs.State.Running != nil {
-					return pod.Spec.NodeName, nil
-				}
+		switch {
+		case err == nil:
+			if err := startFailure(pod, p); err != nil {
+				return nil, err
 			}
+			if _, ok := sandboxRunning(pod); ok {
+				return pod, nil
+			}
+		case apierrors.IsNotFound(err) && b.api == APIAgentSandbox:
+			// The controller has not made the pod yet.
+			if err := b.sandboxStuck(ctx, name); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, apiError("pod get", err)
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("waiting for pod %s: %w", name, ctx.Err())
+			return nil, fmt.Errorf("waiting for pod %s: %w", name, ctx.Err())
+		case _, ok := <-events:
+			if !ok {
+				events = nil
+			}
 		case <-time.After(wait):
 		}
 	}
+}
+
+// podEvents wakes a poll loop as soon as the pod changes, so that it need
+// not wait for its next tick: a watch on the pod. The loop still reads the
+// pod itself each time; when no watch can be opened, or it ends, only the
+// timer wakes it.
+func (b *k8sBackend) podEvents(ctx context.Context, name string) (<-chan watch.Event, func()) {
+	w, err := b.cs.CoreV1().Pods(b.namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		return nil, func() {}
+	}
+	return w.ResultChan(), w.Stop
+}
+
+// sandboxRunning returns the node once the sandbox container runs.
+func sandboxRunning(pod *corev1.Pod) (string, bool) {
+	if pod.Status.Phase != corev1.PodRunning {
+		return "", false
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.Name == sandboxCtr && cs.State.Running != nil {
+			return pod.Spec.NodeName, true
+		}
+	}
+	return "", false
 }
 
 // startFailure names why a pod will not start, or nil while it may.
@@ -183,7 +257,7 @@ func startFailure(pod *corev1.Pod, p createPlan) error {
 func (b *k8sBackend) discard(ctx context.Context, name string) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.grace)
 	defer cancel()
-	_ = b.deletePod(dctx, name)
+	_ = b.remove(dctx, b.namespace, name, b.api == APIAgentSandbox)
 }
 
 // deletePod deletes a pod with a grace of one second, not zero: with zero the
@@ -205,6 +279,8 @@ func (b *k8sBackend) deletePodIn(ctx context.Context, ns, name string) error {
 
 // stopped waits until no container of the pod runs (or it is gone).
 func (b *k8sBackend) stopped(ctx context.Context, name string) error {
+	events, stop := b.podEvents(ctx, name)
+	defer stop()
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
 		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, name, metav1.GetOptions{})
 		switch {
@@ -219,6 +295,10 @@ func (b *k8sBackend) stopped(ctx context.Context, name string) error {
 				err = errors.New("a container still runs")
 			}
 			return fmt.Errorf("pod kill not confirmed: %w (%w)", ctx.Err(), err)
+		case _, ok := <-events:
+			if !ok {
+				events = nil
+			}
 		case <-time.After(wait):
 		}
 	}

@@ -15,7 +15,8 @@
 // shown from inside every pod before it is handed out, secrets over the
 // exec's stdin, reap by label and owner, and egress enforced by a lock on
 // each pod's own network namespace, proven on the cluster before it is
-// relied on (below). Not built: agent-sandbox Sandboxes; warm pools.
+// relied on (below). agent-sandbox Sandboxes (?api=agent-sandbox) and warm
+// pools: see their sections below.
 //
 // # The wrapper
 //
@@ -133,4 +134,31 @@
 // node confirms it, from inside the pod, as the Docker backend does for
 // Docker runtimes. A RuntimeClass named gvisor whose handler runs runc is
 // CONTAINER, and a GVISOR requirement on it is refused.
+//
+// # agent-sandbox
+//
+// With ?api=agent-sandbox a sandbox is one agents.x-k8s.io/v1beta1 Sandbox
+// (agentsandbox.go), written with client-go's dynamic client so that the
+// project's module graph gains nothing. Its pod template is podFor's spec,
+// the same function the plain path uses; the controller makes the pod
+// under the Sandbox's name, with the template's spec as it is and its
+// labels, and the create waits for that pod and probes it like any other.
+// The lifetime is the pod's activeDeadlineSeconds (the kubelet) and the
+// Sandbox's shutdownTime with shutdownPolicy Delete (the controller). A pod
+// deleted from outside is replaced by the controller; the sandbox keeps
+// the uid of the pod it probed, and a command that reached another pod is
+// SandboxGone (and the Sandbox is deleted). Close, Kill and the reaper
+// delete the Sandbox, then its pod. The reaper lists Sandboxes as well as
+// pods whatever the DSN says, so `sandboxio reap` finds both.
+//
+// # Warm pools
+//
+// pool.go: the backend's own warm pods (or Sandboxes), created and probed
+// like a cold open from the template spec, with no tenant, no session and
+// no secret, and activeDeadlineSeconds of idle time plus lifetime. A claim
+// reads the pod back, refuses one that is not the pod probed or was
+// changed, and in one compare-and-swap patch binds the tenant and session
+// labels and lowers activeDeadlineSeconds to one lifetime from the claim
+// (the API lets it fall, never rise). With agent-sandbox the Sandbox's
+// shutdownTime is the end of the idle time until the claim moves it.
 package kubernetes

@@ -60,7 +60,7 @@ func testDSN(query string) string {
 
 // needCluster returns a backend on a fresh test namespace, or skips (fails
 // under SANDBOXIO_REQUIRE_K8S=1) when no cluster answers.
-func needCluster(t *testing.T) *k8sBackend {
+func needCluster(t testing.TB) *k8sBackend {
 	t.Helper()
 	fail := func(why string) {
 		if os.Getenv("SANDBOXIO_REQUIRE_K8S") == "1" {
@@ -105,6 +105,27 @@ func testNSPrefix() string {
 		return p
 	}
 	return "sbx-test-"
+}
+
+// needAgentSandbox is needCluster with ?api=agent-sandbox: one Sandbox per
+// sandbox, on the same namespace.
+func needAgentSandbox(t *testing.T) *k8sBackend {
+	t.Helper()
+	b := needCluster(t)
+	ab, err := Open(mustDSN(testDSN("api=agent-sandbox")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab.namespace = b.namespace
+	return ab
+}
+
+// dsn is the DSN a test spec of this backend names.
+func (b *k8sBackend) dsn() string {
+	if b.api == APIAgentSandbox {
+		return testDSN("api=agent-sandbox")
+	}
+	return testDSN("")
 }
 
 func testSpec(tenant string) model.Spec {

@@ -26,6 +26,7 @@ const nodeFactsTTL = 10 * time.Minute
 type nodeFacts struct {
 	ceiling int
 	at      time.Time
+	kernel  string // the node's kernel as its status says, "" until read
 }
 
 // parseProbe reads the wrapper's probe line into key=value facts.
@@ -76,6 +77,7 @@ func (b *k8sBackend) verify(ctx context.Context, s *sandbox, p createPlan, node 
 	if err != nil {
 		return v, fmt.Errorf("probe: %w", err)
 	}
+	b.step("probe-exec")
 	if res.stopped != nil {
 		return v, fmt.Errorf("probe: %w", res.stopped)
 	}
@@ -159,20 +161,45 @@ func checkMemory(f map[string]string, memoryMB int64) (string, error) {
 // different kernel is a sandbox kernel or a VM, which this probe cannot
 // tell apart: UNKNOWN, unverified.
 func (b *k8sBackend) confirmTier(ctx context.Context, kernel, node string, p createPlan) (model.Tier, error) {
-	n, err := b.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	nodeKernel, err := b.nodeKernel(ctx, node)
 	if err != nil {
-		return "", apiError("node get", err)
+		return "", err
 	}
 	live := model.TierUnknown
-	if kernel != "" && kernel == n.Status.NodeInfo.KernelVersion {
+	if kernel != "" && kernel == nodeKernel {
 		live = model.TierContainer
 	}
 	if r := p.spec.RequireIsolation; r != "" && !live.Satisfies(r) {
 		found := fmt.Sprintf("the pod sees the node's kernel %s, so RuntimeClass %q gives %s, %s is required", kernel, p.runtimeClass, live, r)
 		if live == model.TierUnknown {
-			found = fmt.Sprintf("the pod's kernel (%s) is not the node's (%s), which does not confirm %s", kernel, n.Status.NodeInfo.KernelVersion, r)
+			found = fmt.Sprintf("the pod's kernel (%s) is not the node's (%s), which does not confirm %s", kernel, nodeKernel, r)
 		}
 		return live, backends.Backstop(Name, rules.IsoBelow, "require_isolation", found)
 	}
 	return live, nil
+}
+
+// nodeKernel is the node's kernel version from its status, kept with the
+// node's other facts for their time to live (a node changes kernels only
+// by rebooting; a stale value can only fail to match, which gives UNKNOWN,
+// never a tier that is not there).
+func (b *k8sBackend) nodeKernel(ctx context.Context, node string) (string, error) {
+	b.mu.Lock()
+	nf, ok := b.nodes[node]
+	b.mu.Unlock()
+	if ok && nf.kernel != "" && time.Since(nf.at) < nodeFactsTTL {
+		return nf.kernel, nil
+	}
+	n, err := b.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return "", apiError("node get", err)
+	}
+	k := n.Status.NodeInfo.KernelVersion
+	b.mu.Lock()
+	if e, ok := b.nodes[node]; ok {
+		e.kernel = k
+		b.nodes[node] = e
+	}
+	b.mu.Unlock()
+	return k, nil
 }

@@ -23,12 +23,15 @@ func init() {
 				"runtime_class": {Help: "a RuntimeClass name", Check: checkRuntimeClass},
 				"pod_cidr":      {Help: "IPv4 CIDR blocks of the cluster's pod network, comma-separated, locked out of every sandbox besides those the nodes and the pod show", Check: checkCIDRList},
 				"service_cidr":  {Help: "IPv4 CIDR blocks of the cluster's services, comma-separated, where no ServiceCIDR object can be read", Check: checkCIDRList},
+				// pod (the default): one Pod per sandbox; agent-sandbox: one
+				// agents.x-k8s.io/v1beta1 Sandbox per sandbox.
+				"api": backends.OneOf(APIPod, APIAgentSandbox),
 			},
 		},
 		// Every option is read by Open, so each selects its own backend:
 		// the run-time client opens backends by Target, which keeps only
 		// these.
-		EndpointOptions: []string{"runtime_class", "pod_cidr", "service_cidr"},
+		EndpointOptions: []string{"runtime_class", "pod_cidr", "service_cidr", "api"},
 		Open:            func(d backends.DSN) (backends.Backend, error) { return Open(d) },
 		LiveCheck:       liveCheck,
 		Unreachable:     "make the cluster's API server reachable with the kubeconfig in KUBECONFIG (or run in a pod for in-cluster) before apply; plan needs no cluster, apply does",

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -40,6 +41,12 @@ type sandbox struct {
 	diskCap     string
 	pidsCap     string
 	swap        string
+	// podUID is set with ?api=agent-sandbox: the controller makes a new
+	// pod of the same name when the pod is deleted, which is not this
+	// sandbox (nothing of it survives, and it was never probed).
+	podUID types.UID
+	// createdUID is the uid of the pod probed at create, whatever the api.
+	createdUID types.UID
 
 	mu      sync.Mutex
 	gone    error
@@ -99,12 +106,13 @@ func (s *sandbox) whyGone(ctx context.Context, cause error) error {
 	pod, err := s.b.cs.CoreV1().Pods(s.b.namespace).Get(ictx, s.name, metav1.GetOptions{})
 	var gone *model.Error
 	switch {
-	case apierrors.IsNotFound(err) || (err == nil && pod.DeletionTimestamp != nil && time.Now().Before(s.expires)):
+	case (apierrors.IsNotFound(err) || (err == nil && pod.DeletionTimestamp != nil) ||
+		(err == nil && s.podUID != "" && pod.UID != s.podUID)) && time.Now().Before(s.expires):
 		gone = s.goneError("its pod was deleted", "open a new sandbox; this one was deleted from outside before its lifetime ended (by an operator, `sandboxio reap`, or the cluster evicting it)")
+	case !time.Now().Before(s.expires) || (err == nil && pod.Status.Reason == "DeadlineExceeded"):
+		gone = s.expiredError()
 	case err != nil:
 		return nil
-	case pod.Status.Reason == "DeadlineExceeded" || !time.Now().Before(s.expires):
-		gone = s.expiredError()
 	case pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded || !anyRunning(pod):
 		why := strings.TrimSpace(pod.Status.Reason + " " + pod.Status.Message)
 		if why == "" {
@@ -117,6 +125,26 @@ func (s *sandbox) whyGone(ctx context.Context, cause error) error {
 	gone.Err = cause
 	s.markGone(gone)
 	return gone
+}
+
+// samePod shows that the pod the exec reached is still the one created: a
+// replacement the agent-sandbox controller made is refused, and this
+// sandbox is removed.
+func (s *sandbox) samePod(ctx context.Context) error {
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectBudget)
+	defer cancel()
+	pod, err := s.b.cs.CoreV1().Pods(s.b.namespace).Get(ictx, s.name, metav1.GetOptions{})
+	if err == nil && pod.UID == s.podUID {
+		return nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return apiError("pod get", err)
+	}
+	g := s.goneError("its pod was deleted (the agent-sandbox controller made a new one, which is not this sandbox and was removed)",
+		"open a new sandbox; this one was deleted from outside before its lifetime ended")
+	s.markGone(g)
+	_ = s.b.removeSandbox(ictx, s.name)
+	return g
 }
 
 // Run runs a command to completion within its timeout.
@@ -149,6 +177,9 @@ func (s *sandbox) run(ctx context.Context, cmd []string, stdin, block []byte, ti
 	started := time.Now()
 	res, err := s.b.exec(rctx, s.name, cmd, stdin, block, out)
 	elapsed := time.Since(started)
+	if err == nil && res.stopped == nil && s.podUID != "" {
+		err = s.samePod(ctx)
+	}
 	if err != nil {
 		if g := s.whyGone(ctx, err); g != nil {
 			return backends.Result{}, g
@@ -188,7 +219,7 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 		// Its processes could not be stopped one by one: the whole
 		// sandbox goes rather than leave them running.
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.grace)
-		_ = s.b.deletePod(dctx, s.name)
+		_ = s.b.removeSandbox(dctx, s.name)
 		cancel()
 		s.markGone(s.goneError("it was killed because a command's processes could not be stopped one by one", "open a new sandbox"))
 	}
@@ -321,7 +352,7 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 // Kill removes the sandbox; gone already is success.
 func (s *sandbox) Kill(ctx context.Context) error {
 	s.markGone(s.goneError("it was killed", "open a new sandbox"))
-	return s.b.deletePod(ctx, s.name)
+	return s.b.removeSandbox(ctx, s.name)
 }
 
 // Close deletes the pod in a scope shielded from ctx and bounded by the
@@ -331,7 +362,7 @@ func (s *sandbox) Close(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.grace)
 	defer cancel()
 	s.markGone(s.goneError("it was killed", "open a new sandbox"))
-	err := s.b.deletePod(sctx, s.name)
+	err := s.b.removeSandbox(sctx, s.name)
 	if err == nil {
 		err = s.b.stopped(sctx, s.name)
 	}

@@ -106,3 +106,24 @@ func FuzzParseProbe(f *testing.F) {
 		}
 	})
 }
+
+// The api option: pod (the default) or agent-sandbox, anything else refused
+// by the DSN parser with a ConfigurationError naming the values.
+func TestDSNAPIOption(t *testing.T) {
+	for _, ok := range []string{"kubernetes://c/ns", "kubernetes://c/ns?api=pod", "kubernetes://c/ns?api=agent-sandbox&runtime_class=gvisor"} {
+		d, err := backends.ParseDSN(ok)
+		if err != nil {
+			t.Errorf("%s: %v", ok, err)
+			continue
+		}
+		if want := map[bool]string{true: APIAgentSandbox, false: APIPod}[strings.Contains(ok, "agent-sandbox")]; d.Options["api"] != want && d.Options["api"] != "" {
+			t.Errorf("%s: api %q, want %q", ok, d.Options["api"], want)
+		}
+	}
+	for _, bad := range []string{"kubernetes://c/ns?api=crd", "kubernetes://c/ns?api=", "kubernetes://c/ns?api=pod&api=pod", "kubernetes://c/ns?api=Agent-Sandbox"} {
+		_, err := backends.ParseDSN(bad)
+		if class(err) != model.ConfigurationError || !strings.Contains(err.Error(), "api") {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+}

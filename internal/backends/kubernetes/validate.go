@@ -27,6 +27,10 @@ type createPlan struct {
 	secrets       []string // NAME=value, sent in each exec's block only
 	egress        egressPlan
 	onWarning     func(model.Warning)
+	// A warm sandbox's idle time and template digest (pool.go); zero for
+	// any other.
+	warmIdle     time.Duration
+	warmSpecHash string
 }
 
 // classTiers is the tier a RuntimeClass's name claims. The claim is only

@@ -1,0 +1,332 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// Warm sandboxes (warm pools), the backend's own: pods (or, with
+// ?api=agent-sandbox, Sandboxes) created ahead from a template spec by the
+// same create as a cold open, hardened and probed from inside the same
+// way, with the template's labels and no tenant, no session and no secret.
+//
+// agent-sandbox's own SandboxWarmPool and SandboxClaim are not used: their
+// controller creates the warm pods itself, from a SandboxTemplate, under no
+// owner this backend could judge (the reaper could not tell a crashed
+// pool's pods from a live one's), with no bound on how long an unclaimed
+// pod waits, and it refills on its own schedule; and a claim's pod is
+// adopted into a new Sandbox of another name, whose labels the controller
+// copies from the claim later. A claim here is one API write, and its
+// result is known when it returns.
+//
+// The bounds hold on the cluster's side, whoever is around:
+//
+//   - An unclaimed warm pod's activeDeadlineSeconds is its idle time plus
+//     the lifetime (a claim at the last moment gets its whole lifetime).
+//     With agent-sandbox, its Sandbox's shutdownTime is the end of the idle
+//     time: the controller removes an unclaimed one then. On plain pods
+//     the idle time is the pool's to keep (it discards them), and if the
+//     pool's process dies, `sandboxio reap` removes them (owner gone), or
+//     the kubelet at idle time plus lifetime.
+//   - The claim lowers activeDeadlineSeconds (the API lets it fall, never
+//     rise) so that the pod ends one lifetime after the claim, and, with
+//     agent-sandbox, moves shutdownTime there.
+//
+// The claim binds the tenant and session by labels (pod labels can change;
+// with agent-sandbox on the Sandbox and its pod template too, from which
+// the controller keeps the pod's labels). Secrets travel in each exec's
+// stdin, so a warm sandbox holds none before its claim. A claimed sandbox
+// is closed like any other; it never returns to a pool.
+const (
+	labelPool   = model.ReservedLabelPrefix + "pool"        // poolWarm until claimed, then poolClaimed
+	annSpecHash = model.ReservedLabelPrefix + "spec_sha256" // the template spec's digest (64 hex digits: too long for a label)
+	poolWarm    = "warm"
+	poolClaimed = "claimed"
+	// claimMargin: a warm sandbox this close to the end of its idle time
+	// is discarded rather than claimed.
+	claimMargin = 2 * time.Second
+)
+
+type warm struct {
+	b         *k8sBackend
+	s         *sandbox
+	p         createPlan
+	uid       types.UID
+	idleUntil time.Time
+
+	mu      sync.Mutex
+	claimed bool // Claim or Discard ran
+}
+
+// CreateWarm creates one warm sandbox from a template spec.
+func (b *k8sBackend) CreateWarm(ctx context.Context, req backends.WarmRequest) (backends.Warm, error) {
+	if req.Spec.TenantID != "" || req.Spec.SessionID != "" {
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "tenant_id",
+			Message: "a warm sandbox is created from a template spec, with no tenant or session", Fix: "pass the template spec"}
+	}
+	if req.MaxIdle <= 0 || req.SpecSHA256 == "" {
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "warm_pool",
+			Message: "a warm sandbox needs a positive idle time and its template's digest", Fix: "set warm_pool.max_idle_seconds"}
+	}
+	p, err := b.validate(backends.CreateRequest{Spec: req.Spec, Timeout: req.Timeout}, false)
+	if err != nil {
+		return nil, err
+	}
+	p.secrets = nil
+	p.warmIdle = time.Duration(math.Ceil(req.MaxIdle.Seconds())) * time.Second
+	p.warmSpecHash = req.SpecSHA256
+	if b.namespace == "" {
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+			Message: "no namespace to create the warm sandbox in", Fix: "open the backend with kubernetes://CONTEXT/NAMESPACE"}
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.createTimeout)
+	defer cancel()
+	s, err := b.create(cctx, p)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			return nil, &model.Error{Class: model.CreateTimeout,
+				Message: fmt.Sprintf("the warm sandbox was not ready within %s", p.createTimeout), Fix: "check the cluster's load", Err: err}
+		}
+		return nil, err
+	}
+	w := &warm{b: b, s: s, p: p, uid: s.createdUID, idleUntil: s.created.Add(p.warmIdle)}
+	return w, nil
+}
+
+func (w *warm) ID() string           { return w.s.name }
+func (w *warm) IdleUntil() time.Time { return w.idleUntil }
+
+// Discard removes the warm sandbox (if it was not claimed); idempotent.
+func (w *warm) Discard(ctx context.Context) error {
+	w.mu.Lock()
+	done := w.claimed
+	w.claimed = true
+	w.mu.Unlock()
+	if done {
+		return nil
+	}
+	return w.remove(ctx)
+}
+
+func (w *warm) remove(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.b.grace)
+	defer cancel()
+	return w.b.removeSandbox(rctx, w.s.name)
+}
+
+// Claim binds the warm sandbox to the tenant and session of req.Spec; any
+// failure removes it.
+func (w *warm) Claim(ctx context.Context, req backends.ClaimRequest) (backends.Sandbox, error) {
+	w.mu.Lock()
+	done := w.claimed
+	w.claimed = true
+	w.mu.Unlock()
+	if done {
+		return nil, errors.New("warm sandbox: claimed or discarded already")
+	}
+	s, err := w.claim(ctx, req)
+	if err != nil {
+		_ = w.remove(ctx)
+		return nil, err
+	}
+	return s, nil
+}
+
+// claim checks, from the API server's view, that the pod is the one created
+// and probed (same uid, running, not restarted, unchanged image and
+// deadline, no ephemeral container added), then writes the binding and the
+// new deadline in one patch. The claim runs no command in the pod: nothing
+// has run in it since the probe at its creation.
+func (w *warm) claim(ctx context.Context, req backends.ClaimRequest) (*sandbox, error) {
+	b := w.b
+	if req.Spec.TenantID == "" || req.Spec.SessionID == "" {
+		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "tenant_id",
+			Message: "a claim needs a tenant and a session", Fix: "pass the per-tenant spec"}
+	}
+	p, err := b.validate(backends.CreateRequest{Spec: req.Spec, Secrets: req.Secrets, OnWarning: req.OnWarning}, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := samePlan(w.p, p); err != nil {
+		return nil, err
+	}
+	if req.SpecSHA256 != w.p.warmSpecHash {
+		return nil, w.tampered("it was made for another template spec")
+	}
+	if time.Until(w.idleUntil) < claimMargin {
+		return nil, &model.Error{Class: model.SandboxGone, Message: "the warm sandbox's idle time is (nearly) over", Fix: "open a new sandbox"}
+	}
+	lbls := maps.Clone(w.s.labels)
+	maps.Copy(lbls, p.labels)
+	lbls[labelPool] = poolClaimed
+	claimed := time.Now()
+	// The kubelet's status updates (and with agent-sandbox its controller)
+	// write the pod too: a conflict checks it again. With agent-sandbox the
+	// Sandbox is bound first, so that its controller, which keeps the pod's
+	// labels from the Sandbox's template, moves them the same way.
+	sandboxBound := false
+	for try := 0; ; try++ {
+		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, w.s.name, metav1.GetOptions{})
+		if err != nil {
+			return nil, apiError("warm pod get", err)
+		}
+		if err := w.unchanged(pod, sandboxBound, lbls); err != nil {
+			return nil, err
+		}
+		if b.api == APIAgentSandbox && !sandboxBound {
+			if err := w.bindSandbox(ctx, claimed, p, lbls); err != nil {
+				return nil, err
+			}
+			sandboxBound = true
+		}
+		err = w.bind(ctx, pod, claimed, p, lbls)
+		if err == nil {
+			break
+		}
+		if !apierrors.IsConflict(err) || try == 4 {
+			return nil, err
+		}
+	}
+	ws := w.s
+	s := &sandbox{b: b, name: ws.name, tier: ws.tier, caps: ws.caps, callTimeout: p.callTimeout, created: claimed,
+		expires: claimed.Add(p.lifetime), labels: lbls, env: p.env, secrets: p.secrets, onWarning: p.onWarning,
+		diskCap: ws.diskCap, pidsCap: ws.pidsCap, swap: ws.swap, podUID: ws.podUID, createdUID: ws.createdUID}
+	if req.OnWarning != nil {
+		ow := backends.RuleWarning(model.OpenEgressWarning, rules.NetOpenEgress, "network.egress")
+		ow.SandboxID, ow.Labels = s.name, maps.Clone(lbls)
+		req.OnWarning(ow)
+	}
+	return s, nil
+}
+
+func (w *warm) tampered(why string) error {
+	return &model.Error{Class: model.SandboxGone, Attribute: "warm_pool",
+		Message: fmt.Sprintf("warm sandbox %s was refused: %s; it was removed", w.s.name, why),
+		Fix:     "find out what changes sandboxio's pods on this cluster; a cold open is not affected"}
+}
+
+// unchanged checks the pod as the API server describes it. Once the
+// Sandbox is bound (agent-sandbox), its controller may have given the pod
+// the claim's labels already: those are accepted, and only those.
+func (w *warm) unchanged(pod *corev1.Pod, sandboxBound bool, claim map[string]string) error {
+	want := podFor(w.p, w.s.name, nil, nil)
+	c := pod.Spec.Containers
+	switch {
+	case pod.UID != w.uid:
+		return w.tampered("its pod was replaced")
+	case pod.DeletionTimestamp != nil:
+		return w.tampered("its pod is being deleted")
+	case !w.poolState(pod, sandboxBound, claim) || pod.Labels[labelOwner] != w.b.owner.ID || pod.Annotations[annSpecHash] != w.p.warmSpecHash:
+		return w.tampered("its pool, owner or spec digest label does not match")
+	case len(pod.Spec.EphemeralContainers) > 0:
+		return w.tampered("an ephemeral container was added to its pod")
+	case len(c) != 1 || c[0].Image != want.Spec.Containers[0].Image:
+		return w.tampered("its image was changed")
+	case pod.Spec.ActiveDeadlineSeconds == nil || *pod.Spec.ActiveDeadlineSeconds != int64((w.p.warmIdle+w.p.lifetime)/time.Second):
+		return w.tampered("its activeDeadlineSeconds was changed")
+	case pod.Status.StartTime == nil:
+		return w.tampered("its pod has no start time")
+	}
+	if _, ok := sandboxRunning(pod); !ok {
+		return w.tampered("its container is not running")
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.RestartCount != 0 {
+			return w.tampered("its container restarted")
+		}
+	}
+	return nil
+}
+
+// bind writes the tenant's labels, the new expiry and the lowered deadline
+// (counted, as the kubelet does, from the pod's start time, which has whole
+// seconds: the lifetime from the claim is at least the one asked for, and
+// at most a second more), as a compare-and-swap on the pod checked.
+func (w *warm) bind(ctx context.Context, pod *corev1.Pod, claimed time.Time, p createPlan, lbls map[string]string) error {
+	b := w.b
+	expires := claimed.Add(p.lifetime)
+	deadline := int64(math.Ceil(claimed.Sub(pod.Status.StartTime.Time).Seconds() + p.lifetime.Seconds()))
+	if deadline > *pod.Spec.ActiveDeadlineSeconds {
+		return &model.Error{Class: model.SandboxGone, Message: "the warm sandbox's idle time is over", Fix: "open a new sandbox"}
+	}
+	ann := map[string]string{annExpires: expires.UTC().Format(time.RFC3339)}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"labels": lbls, "annotations": ann, "resourceVersion": pod.ResourceVersion},
+		"spec":     map[string]any{"activeDeadlineSeconds": deadline},
+	})
+	if err != nil {
+		return err
+	}
+	// The resourceVersion makes it a compare-and-swap on the pod checked.
+	if _, err := b.cs.CoreV1().Pods(b.namespace).Patch(ctx, w.s.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return apiError("warm pod claim", err)
+	}
+	return nil
+}
+
+// bindSandbox writes the claim into the Sandbox: the labels (on it and on
+// its pod template) and the shutdownTime one lifetime after the claim.
+func (w *warm) bindSandbox(ctx context.Context, claimed time.Time, p createPlan, lbls map[string]string) error {
+	expires := claimed.Add(p.lifetime)
+	meta := map[string]any{"labels": lbls, "annotations": map[string]string{annExpires: expires.UTC().Format(time.RFC3339)}}
+	patch, err := json.Marshal(map[string]any{"metadata": meta, "spec": map[string]any{
+		"podTemplate":  map[string]any{"metadata": meta},
+		"shutdownTime": expires.Add(time.Second - 1).UTC().Truncate(time.Second).Format(time.RFC3339),
+	}})
+	if err != nil {
+		return err
+	}
+	if _, err := w.b.dyn.Resource(sandboxGVR).Namespace(w.b.namespace).Patch(ctx, w.s.name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return apiError("warm sandbox claim", err)
+	}
+	return nil
+}
+
+// poolState: the pod is still warm, or (the Sandbox being bound) carries
+// exactly the claim's labels.
+func (w *warm) poolState(pod *corev1.Pod, sandboxBound bool, claim map[string]string) bool {
+	return pod.Labels[labelPool] == poolWarm || (sandboxBound && hasLabels(pod.Labels, claim))
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// samePlan refuses a claim whose per-tenant spec would not have created the
+// warm sandbox: anything but the tenant, session and secrets differs.
+func samePlan(w, p createPlan) error {
+	same := w.runtimeClass == p.runtimeClass && w.tier == p.tier && w.caps == p.caps && w.lifetime == p.lifetime &&
+		w.callTimeout == p.callTimeout && slices.Equal(w.env, p.env) && w.spec.Image == p.spec.Image &&
+		w.spec.Network.Normalized().Egress == p.spec.Network.Normalized().Egress
+	for k, v := range w.labels {
+		if p.labels[k] != v {
+			same = false
+		}
+	}
+	if !same {
+		return &model.Error{Class: model.ConfigurationError, Attribute: "spec",
+			Message: "the warm sandbox was created from another template spec than the one claiming it", Fix: "report this as a bug"}
+	}
+	return nil
+}
