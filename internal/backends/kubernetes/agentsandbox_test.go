@@ -99,8 +99,15 @@ func TestAccAgentSandboxObjects(t *testing.T) {
 			t.Errorf("labels %v lack tenant %s and session s1", m, tn)
 		}
 	}
-	// The pod is the plain path's pod spec, as the controller made it.
-	want := podFor(createPlan{spec: agentSpec(b, tn), caps: testSpec(tn).Resources, lifetime: 300 * time.Second}, s.ID(), nil, nil).Spec
+	// The pod is the plain path's pod spec, network lock included, as the
+	// controller made it.
+	plan := createPlan{spec: agentSpec(b, tn), caps: testSpec(tn).Resources, lifetime: 300 * time.Second}
+	wantPod := podFor(plan, s.ID(), nil, nil)
+	withLock(wantPod, plan)
+	want := wantPod.Spec
+	if last := pod.Spec.InitContainers[len(pod.Spec.InitContainers)-1]; last.Name != lockCtr || len(last.Command) == 0 {
+		t.Errorf("the Sandbox's pod has no network lock: init containers %+v", pod.Spec.InitContainers)
+	}
 	c, wc := pod.Spec.Containers[0], want.Containers[0]
 	if pod.Spec.ActiveDeadlineSeconds == nil || *pod.Spec.ActiveDeadlineSeconds != *want.ActiveDeadlineSeconds {
 		t.Errorf("activeDeadlineSeconds %v, want %d", pod.Spec.ActiveDeadlineSeconds, *want.ActiveDeadlineSeconds)

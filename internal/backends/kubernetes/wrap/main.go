@@ -36,6 +36,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -380,6 +381,7 @@ func cgroupTasks() int {
 // container's pids cgroup when the kernel refused a new one, and why it was
 // refused ("eagain" is the ceiling; anything else proves nothing).
 func fillCeiling() (string, string) {
+	spareThreads(8)
 	cmd := exec.Command("/proc/self/exe", "fill")
 	out, _ := cmd.CombinedOutput()
 	s := string(out)
@@ -409,6 +411,27 @@ func fillCeiling() (string, string) {
 		return "-", why
 	}
 	return strconv.Itoa(base + n), why
+}
+
+// spareThreads makes n OS threads and lets them go idle. While the fill
+// child holds every task the cgroup has left, this process must not need a
+// new thread (the Go runtime dies of a refused one: seen failing a probe
+// once in a full run); the runtime keeps idle threads for reuse, so the
+// ones made here serve it meanwhile.
+func spareThreads(n int) {
+	var ready sync.WaitGroup
+	release := make(chan struct{})
+	for range n {
+		ready.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			ready.Done()
+			<-release
+			runtime.UnlockOSThread() // unlocked, the thread is kept, not ended
+		}()
+	}
+	ready.Wait()
+	close(release)
 }
 
 // fill creates OS threads until the kernel refuses one; the Go runtime then
