@@ -139,10 +139,7 @@ func TestPoolClaimBindsTenantAndRelease(t *testing.T) {
 		t.Fatal("the secret is in the audit log")
 	}
 
-	if err := sb.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	containerGone(t, cli, sb.ID())
+	closedEventually(t, cli, sb)
 	waitReady(t, c, 2)
 	for _, st := range c.PoolStats() {
 		if st.Claimed != 1 {
