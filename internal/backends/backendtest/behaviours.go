@@ -466,10 +466,17 @@ func caps(t *testing.T, e *env) {
 	p, pOK := num(f[2])
 	cpuIn := qOK && pOK && p > 0 && q > 0
 	check("cpu", cpuIn, cpuIn && float64(q)/float64(p) == c.CPU, f[1]+"/"+f[2], obsCaps.CPU, c.CPU)
-	pc, pcOK := num(f[3])
-	nproc, nprocOK := num(f[4])
-	check("pids", pcOK || nprocOK, pc == c.Pids || nproc == c.Pids, "pids.max "+f[3]+", ulimit -u "+f[4], float64(obsCaps.Pids), float64(c.Pids))
 	check("disk_mb", false, false, "", float64(obsCaps.DiskMB), float64(c.DiskMB))
+	if e.h.PidsCeiling != nil {
+		// Last: the fill leaves the sandbox at its ceiling.
+		if pidsFill(t, e, o.sb) {
+			shown = append(shown, "pids (the host's ceiling, filled from inside)")
+		}
+	} else {
+		pc, pcOK := num(f[3])
+		nproc, nprocOK := num(f[4])
+		check("pids", pcOK || nprocOK, pc == c.Pids || nproc == c.Pids, "pids.max "+f[3]+", ulimit -u "+f[4], float64(obsCaps.Pids), float64(c.Pids))
+	}
 	t.Logf("caps shown: %v; not shown: %v", shown, unshown)
 	if len(shown) == 0 {
 		t.Skipf("SKIP: %s exposes no cap inside the sandbox and reports none (Observe): caps unverified", e.h.Name)
@@ -479,6 +486,48 @@ func caps(t *testing.T, e *env) {
 			t.Errorf("%s is neither visible inside the sandbox nor reported by Observe", n)
 		}
 	}
+}
+
+// fillScript starts sleeping processes until a fork is refused, printing
+// the count after each; the shell ends at the refusal. The sleepers end by
+// themselves, if the backend does not kill them first.
+const fillScript = `i=0; while [ $i -lt 65536 ]; do sleep 60 & i=$((i+1)); echo $i; done`
+
+// fillSlack is how many tasks besides the fill's sleepers the sandbox may
+// hold when a fork is refused: the filling shell, the sandbox's own init
+// and the backend's helper processes and their threads.
+const fillSlack = 48
+
+// pidsFill shows a host-set process ceiling from inside (Harness.PidsCeiling):
+// sleepers are started until a fork is refused, which must happen just
+// below the ceiling the backend reports. It reports whether it was shown.
+func pidsFill(t *testing.T, e *env, sb backends.Sandbox) bool {
+	want, err := e.h.PidsCeiling(sb)
+	if err != nil {
+		t.Errorf("pids: the backend reports no process ceiling: %v", err)
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	var out, errb bytes.Buffer
+	res, err := sb.Run(ctx, []string{"sh", "-c", fillScript}, backends.RunOptions{Stdout: &out, Stderr: &errb})
+	counts := strings.Fields(out.String())
+	if len(counts) == 0 {
+		t.Errorf("pids: the fill started no process: %v, stderr %q", err, errb.String())
+		return false
+	}
+	n, _ := strconv.ParseInt(counts[len(counts)-1], 10, 64)
+	refused := (err != nil && classOf(err) == model.ResourceLimitExceeded) || (err == nil && res.ExitCode != 0 && strings.Contains(errb.String(), "fork"))
+	t.Logf("pids: a fork was refused after %d sleepers (reported ceiling %d tasks): %v %q", n, want, err, strings.TrimSpace(errb.String()))
+	switch {
+	case !refused:
+		t.Errorf("pids: %d processes started and no fork was refused (exit %d, error %v): no ceiling holds", n, res.ExitCode, err)
+	case n > want || n < want-fillSlack:
+		t.Errorf("pids: a fork was refused after %d sleepers; the backend reports a ceiling of %d tasks (want %d..%d)", n, want, want-fillSlack, want)
+	default:
+		return true
+	}
+	return false
 }
 
 // typedErrors: misuse and refusals are typed model errors, and a refused

@@ -39,6 +39,13 @@ type Harness struct {
 	// Caps are the caps the caps behaviour opens with; zero means
 	// {CPU: 0.5, MemoryMB: 96, DiskMB: 64, Pids: 64}.
 	Caps model.Caps
+	// PidsCeiling, when set, says the backend sets no process cap per
+	// sandbox: the ceiling is the host's (a Kubernetes node's
+	// podPidsLimit), which the backend measures and reports for each
+	// sandbox, and PidsCeiling returns it, in tasks. The caps behaviour then
+	// starts processes inside the sandbox until a fork is refused and checks
+	// that this happens at that ceiling, instead of comparing with pids.
+	PidsCeiling func(sb backends.Sandbox) (int64, error)
 	// Code is the RunCode program; zero means sh printing 42.
 	Code Code
 	// ExecTimeout and Lifetime are the short bounds of the timing

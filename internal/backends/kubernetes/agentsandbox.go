@@ -109,7 +109,14 @@ func (b *k8sBackend) createSandboxObject(ctx context.Context, pod *corev1.Pod, e
 	if err != nil {
 		return err
 	}
-	_, err = b.dyn.Resource(sandboxGVR).Namespace(b.namespace).Create(ctx, obj, metav1.CreateOptions{})
+	res := b.dyn.Resource(sandboxGVR).Namespace(b.namespace)
+	err = createWithLook(ctx, func(ctx context.Context) error {
+		_, err := res.Create(ctx, obj, metav1.CreateOptions{})
+		return err
+	}, func(ctx context.Context) (bool, error) {
+		u, err := res.Get(ctx, pod.Name, metav1.GetOptions{})
+		return b.landed(u, err)
+	})
 	switch {
 	case err == nil:
 		return nil
@@ -117,11 +124,8 @@ func (b *k8sBackend) createSandboxObject(ctx context.Context, pod *corev1.Pod, e
 		return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
 			Message: "the cluster does not serve agents.x-k8s.io/v1beta1 Sandboxes (the agent-sandbox CRDs are not installed, or not at v1beta1): " + err.Error(),
 			Fix:     "install agent-sandbox v0.5 or later (its CRDs and controller) on the cluster, or drop ?api=agent-sandbox to use plain pods", Err: err}
-	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
-			Message: "the cluster refused the Sandbox: " + err.Error(), Fix: "check the namespace's admission policy, RBAC for agents.x-k8s.io sandboxes, and the RuntimeClass", Err: err}
 	}
-	return apiError("sandbox create", err)
+	return createRefused("Sandbox", pod.Name, err)
 }
 
 // sandboxStuck names why a Sandbox has no pod yet, when its status says;

@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vendorapi"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -76,7 +77,15 @@ func Open(d backends.DSN) (*k8sBackend, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newBackend(rc, d)
+}
+
+// newBackend makes the clients on rc, with API server faults retried by
+// this backend (retry.go) rather than by client-go.
+func newBackend(rc *rest.Config, d backends.DSN) (*k8sBackend, error) {
+	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "sandboxio"
+	rc.Wrap(withRetries)
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
@@ -130,16 +139,63 @@ func (b *k8sBackend) Capabilities(string) (backends.Capabilities, bool) {
 // lifetime (activeDeadlineSeconds), which the kubelet enforces.
 func (b *k8sBackend) Close() error { return nil }
 
-// apiError turns a failure to reach the API server into an error that says
-// so; anything else is wrapped with what was being done.
+// apiError turns what the API server answered into an error that says
+// what to do: refused credentials and missing permissions are
+// ConfigurationErrors about the credentials, an unreachable server one
+// about the cluster; anything else is wrapped with what was being done.
 func apiError(what string, err error) error {
 	var ne net.Error
-	if errors.As(err, &ne) || strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "no such host") {
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return &model.Error{Class: model.ConfigurationError, Attribute: "credentials",
+			Message: fmt.Sprintf("the Kubernetes API server refused the kubeconfig's credentials (%s: 401 Unauthorized)", what),
+			Fix:     "renew the token or client certificate of the kubeconfig context (KUBECONFIG); in a pod, its service account token", Err: err}
+	case apierrors.IsForbidden(err):
+		return &model.Error{Class: model.ConfigurationError, Attribute: "credentials",
+			Message: fmt.Sprintf("the Kubernetes API server does not allow the kubeconfig's credentials to do this (%s: 403 Forbidden): %s", what, statusMessage(err)),
+			Fix:     "grant the context's user get, list, watch, create, patch and delete on pods and create on pods/exec in the namespace (and on agents.x-k8s.io sandboxes with ?api=agent-sandbox)", Err: err}
+	case errors.As(err, &ne) || strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "no such host"):
 		return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
 			Message: fmt.Sprintf("the Kubernetes API server is not reachable (%s): %v", what, err),
 			Fix:     "check that the cluster is up and that KUBECONFIG's context points at it", Err: err}
 	}
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && vendorapi.Retryable(int(st.Status().Code)) {
+		return fmt.Errorf("%s: the Kubernetes API server is overloaded or failing (%d, retried): %w", what, st.Status().Code, err)
+	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// statusMessage is the API server's own message in err.
+func statusMessage(err error) string {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Message != "" {
+		return st.Status().Message
+	}
+	return err.Error()
+}
+
+// createRefused is apiError for a create the API server answered: a
+// refusal by admission (Pod Security, a policy engine) or as invalid names
+// the namespace's policy, and a conflict the name.
+func createRefused(kind, name string, err error) error {
+	msg := statusMessage(err)
+	switch {
+	case apierrors.IsInvalid(err) || (apierrors.IsForbidden(err) && admissionRefusal(msg)):
+		return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+			Message: fmt.Sprintf("the cluster refused the %s: %s", kind, msg),
+			Fix:     "check the namespace's admission policy (Pod Security level, policy engines) and the RuntimeClass", Err: err}
+	case apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err):
+		return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+			Message: fmt.Sprintf("the Kubernetes API server answered 409 Conflict to the create of %s %s: %s", kind, name, msg),
+			Fix:     "an object of that name exists (names are random, so something else writes them): list the namespace's sandboxes by label and remove what is not yours, then open again", Err: err}
+	}
+	return apiError(kind+" create", err)
+}
+
+// admissionRefusal: a 403 from an admission plugin rather than from RBAC.
+func admissionRefusal(msg string) bool {
+	return strings.Contains(msg, "PodSecurity") || strings.Contains(msg, "admission") || strings.Contains(msg, "denied the request")
 }
 
 // List returns the sandboxes carrying every one of the labels; pods that

@@ -2,14 +2,17 @@ package kubernetes
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -32,11 +35,18 @@ func conformance(t *testing.T, b *k8sBackend) {
 	target := listenHost(t, dockerAddr(t))
 	tHost, tPort := target.addr()
 	caps := model.DefaultCaps()
-	// The node has 2 CPUs: a quarter each, one behaviour at a time.
-	caps.CPU, caps.MemoryMB, caps.DiskMB = 0.25, 128, 64
+	// The node has 2 CPUs: a quarter each, one behaviour at a time. The
+	// caps behaviour fills a sandbox to the node's process ceiling with
+	// sleeping shells, which memory must hold.
+	caps.CPU, caps.MemoryMB, caps.DiskMB = 0.25, 384, 64
+	// The backend under test reaches the API server through a proxy that
+	// injects the faults; the harness observes through the direct client.
+	pb, proxy, token := proxied(t, b)
 	h := backendtest.Harness{
-		Name:    "kubernetes/" + b.api,
-		Backend: b,
+		Name:       "kubernetes/" + b.api,
+		Backend:    pb,
+		Faults:     proxy,
+		Credential: token,
 		Spec: func() model.Spec {
 			s := testSpec("")
 			s.Backend = b.dsn()
@@ -80,10 +90,9 @@ func conformance(t *testing.T, b *k8sBackend) {
 		// A pod takes seconds to start and be probed on a loaded node, and
 		// its lifetime counts from its start.
 		Lifetime: 20 * time.Second,
-		Skip: map[backendtest.Behaviour]string{
-			// Shown failing: "pids seen from inside: pids.max max, want 256".
-			backendtest.CapsB: "Kubernetes has no per-container process limit: the ceiling is the node's podPidsLimit (measured, TestAccHardeningFromInside), not resources.pids; memory and cpu were shown from inside",
-		},
+		// No process limit per container: the ceiling is the node's
+		// podPidsLimit, which the backend measures at create and reports.
+		PidsCeiling: reportedCeiling,
 	}
 	backendtest.Run(t, h)
 }
@@ -107,4 +116,17 @@ func observedLock(pod *corev1.Pod) *backendtest.ObservedNetwork {
 		return n
 	}
 	return nil
+}
+
+// reportedCeiling reads the process ceiling the backend measured for a
+// sandbox from its Info ("... refused with EAGAIN at N tasks ...").
+func reportedCeiling(sb backends.Sandbox) (int64, error) {
+	s := sb.Info().PidsCapStrategy
+	var n int64
+	if i := strings.Index(s, " at "); i >= 0 {
+		if _, err := fmt.Sscanf(s[i:], " at %d tasks", &n); err == nil && n > 0 {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("no ceiling in the sandbox's pids strategy %q", s)
 }

@@ -77,6 +77,11 @@ func (b *k8sBackend) create(ctx context.Context, p createPlan) (*sandbox, error)
 	pod := podFor(pp, name, lbls, ann)
 	withLock(pod, pp)
 	if err := b.createObject(ctx, pod, shutdown); err != nil {
+		if !refusedOutright(err) {
+			// A create cut short, or whose answer was lost, may have
+			// landed: the name is this create's alone.
+			b.discard(ctx, name)
+		}
 		return nil, err
 	}
 	b.step("create")
@@ -122,14 +127,33 @@ func (b *k8sBackend) createObject(ctx context.Context, pod *corev1.Pod, expires 
 	if b.api == APIAgentSandbox {
 		return b.createSandboxObject(ctx, pod, expires)
 	}
-	if _, err := b.cs.CoreV1().Pods(b.namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
-				Message: "the cluster refused the sandbox pod: " + err.Error(), Fix: "check the namespace's admission policy and the RuntimeClass", Err: err}
-		}
-		return apiError("pod create", err)
+	pods := b.cs.CoreV1().Pods(b.namespace)
+	err := createWithLook(ctx, func(ctx context.Context) error {
+		_, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+		return err
+	}, func(ctx context.Context) (bool, error) {
+		p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		return b.landed(p, err)
+	})
+	if err != nil {
+		return createRefused("sandbox pod", pod.Name, err)
 	}
 	return nil
+}
+
+// landed reads a look after a create whose outcome is unknown: the object
+// is there and this process made it, or it is absent. Anything else of
+// that name is an error.
+func (b *k8sBackend) landed(obj metav1.Object, err error) (bool, error) {
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	case obj.GetLabels()[labelOwner] != b.owner.ID:
+		return false, fmt.Errorf("an object named %s exists that this process did not create", obj.GetName())
+	}
+	return true, nil
 }
 
 // annotate merges annotations into the pod.

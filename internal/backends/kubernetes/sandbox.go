@@ -184,6 +184,14 @@ func (s *sandbox) run(ctx context.Context, cmd []string, stdin, block []byte, ti
 		if g := s.whyGone(ctx, err); g != nil {
 			return backends.Result{}, g
 		}
+		if apierrors.IsNotFound(err) {
+			// The exec's own path answered 404: whatever a read of the
+			// pod says, commands cannot reach it any more.
+			g := s.goneError("the API server answers that its pod is not found (exec: 404)", "open a new sandbox")
+			g.Err = err
+			s.markGone(g)
+			return backends.Result{}, g
+		}
 		return backends.Result{}, err
 	}
 	if res.stopped != nil {

@@ -318,6 +318,11 @@ func (c *Client) pause(ctx context.Context, d time.Duration) error {
 // bounds it further.
 const maxRetryAfter = 10 * time.Minute
 
+// ParseRetryAfter reads a Retry-After header's value (delay seconds or an
+// HTTP date) as a wait from now, at most 10 minutes; 0 when absent or
+// unreadable. Adapters whose client is not this package's use it.
+func ParseRetryAfter(v string, now time.Time) time.Duration { return parseRetryAfter(v, now) }
+
 // parseRetryAfter reads Retry-After: delay seconds or an HTTP date.
 func parseRetryAfter(v string, now time.Time) time.Duration {
 	v = strings.TrimSpace(v)
