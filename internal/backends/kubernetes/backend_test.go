@@ -119,6 +119,36 @@ func TestAccExecTimeout(t *testing.T) {
 	}
 }
 
+// A killer that misses its budget (forced here: a wait of 1 ns) does not
+// cost the sandbox: the timeout is reported in time, the killer goes on,
+// the next command waits for it and sees none of the timed-out command's
+// processes, and another command's process survives.
+func TestAccSlowKillerKeepsTheSandbox(t *testing.T) {
+	b := needCluster(t)
+	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant(t))})
+	s.(*sandbox).killWait = time.Nanosecond
+	run(t, s, "sh", "-c", "nohup sleep 1002 >/dev/null 2>&1 &")
+	start := time.Now()
+	_, err := s.Run(context.Background(), []string{"sh", "-c", "sleep 1000 & sleep 1001"}, backends.RunOptions{Timeout: 2 * time.Second})
+	took := time.Since(start)
+	if class(err) != model.ExecutionTimeout || !strings.Contains(err.Error(), "being killed") {
+		t.Fatalf("got %v, want an ExecutionTimeout saying the processes are being killed", err)
+	}
+	if took > 5*time.Second {
+		t.Errorf("the timeout was reported after %s (2 s timeout)", took)
+	}
+	ps := sh(t, s, "ps -o args | grep 'sleep 100' | grep -v grep || true")
+	if strings.Contains(ps, "sleep 1000") || strings.Contains(ps, "sleep 1001") {
+		t.Errorf("the timed-out command's processes are there for the next command: %s", ps)
+	}
+	if !strings.Contains(ps, "sleep 1002") {
+		t.Errorf("another command's process did not survive the kill: %q", ps)
+	}
+	if !s.Info().Running {
+		t.Errorf("the sandbox was lost to a slow killer")
+	}
+}
+
 // Output past the cap is ResourceLimitExceeded(output), never truncated.
 func TestAccOutputCap(t *testing.T) {
 	b := needCluster(t)

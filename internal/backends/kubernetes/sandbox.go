@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,8 @@ import (
 )
 
 const (
-	killBudget    = 2 * time.Second // the in-sandbox killer after a timeout
+	killBudget    = 2 * time.Second  // the wait for the in-sandbox killer after a timeout
+	killLimit     = 15 * time.Second // a slow killer, which goes on after the wait
 	inspectBudget = 2 * time.Second
 )
 
@@ -48,9 +50,32 @@ type sandbox struct {
 	// createdUID is the uid of the pod probed at create, whatever the api.
 	createdUID types.UID
 
+	// killWait, when set (a test), replaces killBudget.
+	killWait time.Duration
+
 	mu      sync.Mutex
 	gone    error
 	lastOOM string
+	// killing is closed when a slow killer (interrupted) has ended.
+	killing chan struct{}
+}
+
+// settle waits for a killer still at work on an earlier command's processes
+// (bounded by killLimit and the pod's removal after it): no command starts
+// beside processes that were meant to be gone.
+func (s *sandbox) settle(ctx context.Context) error {
+	s.mu.Lock()
+	k := s.killing
+	s.mu.Unlock()
+	if k == nil {
+		return nil
+	}
+	select {
+	case <-k:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("exec: waiting for an earlier command's processes to be killed: %w", ctx.Err())
+	}
 }
 
 // String and GoString keep secrets out of any formatted output.
@@ -165,6 +190,9 @@ func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOption
 }
 
 func (s *sandbox) run(ctx context.Context, cmd []string, stdin, block []byte, timeout time.Duration, out execOut) (backends.Result, error) {
+	if err := s.settle(ctx); err != nil {
+		return backends.Result{}, err
+	}
 	if err := s.usable(); err != nil {
 		return backends.Result{}, err
 	}
@@ -220,18 +248,64 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 			Message: fmt.Sprintf("the command did not finish within %s; its processes were killed", timeout),
 			Fix:     "raise timeout_seconds, or pass a longer timeout to this call"}
 	}
-	if !s.killSession(ctx, res.pid) {
-		if g := s.whyGone(ctx, cause); g != nil {
-			return g
+	// A killer that is merely slow (a loaded node can take longer than
+	// killBudget to start an exec) is not a failure: it goes on, up to
+	// killLimit, while the caller gets its error in time, and the
+	// sandbox's next command waits for it (settle). Only a killer that
+	// fails, or outlasts killLimit, costs the whole sandbox.
+	killer := s.startKiller(ctx, res.pid)
+	select {
+	case ok := <-killer:
+		if !ok {
+			if g := s.whyGone(ctx, cause); g != nil {
+				return g
+			}
+			s.killWhole(ctx)
 		}
-		// Its processes could not be stopped one by one: the whole
-		// sandbox goes rather than leave them running.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.grace)
-		_ = s.b.removeSandbox(dctx, s.name)
-		cancel()
-		s.markGone(s.goneError("it was killed because a command's processes could not be stopped one by one", "open a new sandbox"))
+	case <-time.After(cmp.Or(s.killWait, killBudget)):
+		s.awaitKiller(killer)
+		var me *model.Error
+		if errors.As(cause, &me) && me.Class == model.ExecutionTimeout {
+			me.Message = fmt.Sprintf("the command did not finish within %s; its processes are being killed, and the sandbox's next command waits until they are", timeout)
+		}
 	}
 	return cause
+}
+
+// startKiller runs the in-sandbox killer of session sid, bounded by
+// killLimit; it reports whether the session was shown gone.
+func (s *sandbox) startKiller(ctx context.Context, sid int) <-chan bool {
+	ch := make(chan bool, 1)
+	go func() {
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killLimit)
+		defer cancel()
+		ch <- s.killSessionWithin(kctx, sid)
+	}()
+	return ch
+}
+
+// awaitKiller lets a slow killer finish in the background: the sandbox
+// takes no command until it has, and is removed whole if the killer fails.
+func (s *sandbox) awaitKiller(killer <-chan bool) {
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.killing = done
+	s.mu.Unlock()
+	go func() {
+		defer close(done)
+		if ok := <-killer; !ok {
+			s.killWhole(context.Background())
+		}
+	}()
+}
+
+// killWhole removes the sandbox whose processes could not be stopped one
+// by one, rather than leave them running.
+func (s *sandbox) killWhole(ctx context.Context) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.grace)
+	defer cancel()
+	_ = s.b.removeSandbox(dctx, s.name)
+	s.markGone(s.goneError("it was killed because a command's processes could not be stopped one by one", "open a new sandbox"))
 }
 
 // killSession kills the command's session from inside; false when it could
@@ -242,7 +316,15 @@ func (s *sandbox) killSession(ctx context.Context, sid int) bool {
 	}
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killBudget)
 	defer cancel()
-	res, err := s.b.exec(kctx, s.name, []string{wrapBin, "kill", fmt.Sprint(sid)}, nil, nil, execOut{})
+	return s.killSessionWithin(kctx, sid)
+}
+
+// killSessionWithin runs the killer within ctx.
+func (s *sandbox) killSessionWithin(ctx context.Context, sid int) bool {
+	if sid <= 1 {
+		return false
+	}
+	res, err := s.b.exec(ctx, s.name, []string{wrapBin, "kill", fmt.Sprint(sid)}, nil, nil, execOut{})
 	return err == nil && res.stopped == nil && bytes.Contains(res.stdout, []byte("\x1esandboxio-kill\x1e left=0"))
 }
 
