@@ -18,17 +18,26 @@ import (
 )
 
 // The backend conformance suite against plain pods, and against
-// agent-sandbox Sandboxes: the same harness, the same behaviours shown and
-// the same ones skipped, for the same reasons. Its network behaviours run
+// agent-sandbox Sandboxes: the same harness and every behaviour, none
+// skipped; the faults come from a proxy in front of the API server
+// (faultproxy_test.go). Its network behaviours run
 // under the network lock (egress.go): deny must keep a sandbox from a
 // listener on the host's docker0 address, which open egress reaches, and
 // the lock container's arguments are the control observed.
+//
+// The two run beside each other, after the package's other tests: each
+// mostly waits for pods, and together they are a quarter of the
+// package's time on the test cluster.
 func TestAccConformance(t *testing.T) {
-	conformance(t, needCluster(t))
+	b := needCluster(t)
+	t.Parallel()
+	conformance(t, b)
 }
 
 func TestAccConformanceAgentSandbox(t *testing.T) {
-	conformance(t, needAgentSandbox(t))
+	b := needAgentSandbox(t)
+	t.Parallel()
+	conformance(t, b)
 }
 
 func conformance(t *testing.T, b *k8sBackend) {
