@@ -488,10 +488,17 @@ func caps(t *testing.T, e *env) {
 	}
 }
 
-// fillScript starts sleeping processes until a fork is refused, printing
-// the count after each; the shell ends at the refusal. The sleepers end by
-// themselves, if the backend does not kill them first.
-const fillScript = `i=0; while [ $i -lt 65536 ]; do sleep 60 & i=$((i+1)); echo $i; done`
+// fillScript starts sleeping processes (in a subshell) until a fork is
+// refused, printing the count after each and noting each pid in a file;
+// the subshell ends at the refusal, and the shell kills the sleepers with
+// builtins (no fork is left for anything else) and exits with its status.
+// The sleepers hold no stream of the command open.
+const fillScript = `f=/tmp/.sandboxio-fill.$$
+( i=0; while [ $i -lt 65536 ]; do sleep 120 </dev/null >/dev/null 2>&1 & echo $! >>"$f"; i=$((i+1)); echo $i; done )
+rc=$?
+while read -r p; do kill "$p" 2>/dev/null; done <"$f"
+rm -f "$f"
+exit $rc`
 
 // fillSlack is how many tasks besides the fill's sleepers the sandbox may
 // hold when a fork is refused: the filling shell, the sandbox's own init

@@ -127,7 +127,7 @@ func TestAccSlowKillerKeepsTheSandbox(t *testing.T) {
 	b := needCluster(t)
 	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant(t))})
 	s.(*sandbox).killWait = time.Nanosecond
-	run(t, s, "sh", "-c", "nohup sleep 1002 >/dev/null 2>&1 &")
+	run(t, s, "sh", "-c", "sleep 1002 >/dev/null 2>&1 &")
 	start := time.Now()
 	_, err := s.Run(context.Background(), []string{"sh", "-c", "sleep 1000 & sleep 1001"}, backends.RunOptions{Timeout: 2 * time.Second})
 	took := time.Since(start)

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
@@ -169,7 +170,13 @@ func (b *k8sBackend) executor(pod string, cmd []string, stdin bool) (remotecomma
 		return nil, fmt.Errorf("exec spdy: %w", err)
 	}
 	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+		var uf *httpstream.UpgradeFailureError
+		if errors.As(err, &uf) {
+			// A pod (or container) that is not there is not there for
+			// SPDY either, whose error would lose the status.
+			return !apierrors.IsNotFound(uf.Cause)
+		}
+		return httpstream.IsHTTPSProxyError(err)
 	})
 }
 
@@ -215,6 +222,12 @@ func (b *k8sBackend) exec(ctx context.Context, pod string, cmd []string, stdin [
 	case context.Cause(sctx) != nil:
 		res.stopped = context.Cause(sctx)
 		return res, nil
+	}
+	// The API server's answer to a refused upgrade, not the wrapper's text.
+	var uf *httpstream.UpgradeFailureError
+	var st apierrors.APIStatus
+	if errors.As(err, &uf) && errors.As(uf.Cause, &st) {
+		err = uf.Cause
 	}
 	return res, apiError("exec", err)
 }

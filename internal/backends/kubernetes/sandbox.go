@@ -208,6 +208,15 @@ func (s *sandbox) run(ctx context.Context, cmd []string, stdin, block []byte, ti
 	if err == nil && res.stopped == nil && s.podUID != "" {
 		err = s.samePod(ctx)
 	}
+	if err == nil && res.stopped == nil && !time.Now().Add(time.Second).Before(s.expires) {
+		// A command that ends as the lifetime does may have been cut by the
+		// pod's end, its exit status lost on the way (a proxy or load
+		// balancer in front of the API server can close the stream
+		// cleanly): the pod says which.
+		if g := s.whyGone(ctx, nil); g != nil {
+			return backends.Result{}, g
+		}
+	}
 	if err != nil {
 		if g := s.whyGone(ctx, err); g != nil {
 			return backends.Result{}, g
