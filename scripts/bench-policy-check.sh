@@ -28,7 +28,7 @@ go build -trimpath -o "$work/provider/terraform-provider-sandboxio" .
 conftest=${CONFTEST:-}
 if [[ -z "$conftest" ]]; then
 	echo "== installing conftest $CONFTEST_VERSION into a temporary GOBIN"
-	GOBIN="$work/gobin" GOFLAGS='' go install "github.com/open-policy-agent/conftest@$CONFTEST_VERSION"
+	GOBIN="$work/gobin" GOTOOLCHAIN=local CGO_ENABLED=1 GOFLAGS='' go install "github.com/open-policy-agent/conftest@$CONFTEST_VERSION"
 	conftest="$work/gobin/conftest"
 fi
 echo "conftest $CONFTEST_VERSION: $conftest"

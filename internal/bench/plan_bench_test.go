@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -16,10 +15,15 @@ import (
 
 const planResources = 200
 
+// repoRoot is two levels above this package's directory, where go test
+// runs it (runtime.Caller would give a module path under -trimpath).
 func repoRoot(b *testing.B) string {
 	b.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	wd, err := os.Getwd()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return filepath.Join(wd, "..", "..")
 }
 
 func terraformPath() string {
