@@ -294,8 +294,9 @@ func TestDocker_RefusalProvisionsNothing(t *testing.T) {
 // Cancelling the context of With removes the sandbox at once, while a
 // command is still running in it: With returns within the teardown grace
 // of the cancel (how long the open took on a loaded host is not counted),
-// and the container is gone (confirmed then, or by the removal the close
-// started, when the daemon was too busy to confirm it within the grace).
+// and the container is gone when it returns, unless the close reported it
+// orphaned (a daemon too busy to confirm the kill within the grace): then
+// the removal the close started finishes it.
 func TestDocker_WithCancellationRemovesTheSandbox(t *testing.T) {
 	cli := needDocker(t)
 	t.Parallel()
@@ -338,7 +339,15 @@ func TestDocker_WithCancellationRemovesTheSandbox(t *testing.T) {
 	if d := returned.Sub(at); d > model.TeardownGrace+3*time.Second {
 		t.Fatalf("With returned %s after the cancel (teardown grace %s)", d, model.TeardownGrace)
 	}
-	goneEventually(t, cli, id)
+	// A close that reported no orphan confirmed the removal: the container
+	// is gone now. Only one reported orphaned may finish removing after.
+	var oe *OrphanedError
+	if errors.As(err, &oe) {
+		t.Logf("close not confirmed within the grace on this host: %v", oe)
+		goneEventually(t, cli, id)
+		return
+	}
+	containerGone(t, cli, id)
 }
 
 // Fifty tenants opened at once on this machine all succeed, each sandbox
