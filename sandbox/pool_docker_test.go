@@ -139,7 +139,7 @@ func TestPoolClaimBindsTenantAndRelease(t *testing.T) {
 		t.Fatal("the secret is in the audit log")
 	}
 
-	closedEventually(t, cli, sb)
+	_ = closedEventually(t, cli, sb)
 	waitReady(t, c, 2)
 	for _, st := range c.PoolStats() {
 		if st.Claimed != 1 {

@@ -72,9 +72,7 @@ func TestOpen_OneSandboxPerTenantSessionAcrossClients(t *testing.T) {
 		}
 		got := count()
 		for _, sb := range opened {
-			if err := sb.Close(context.Background()); err != nil {
-				t.Error(err)
-			}
+			_ = closedEventually(t, cli, sb)
 		}
 		if len(opened) != 1 || got != 1 {
 			t.Fatalf("%d opens succeeded and %d containers existed; want exactly one: %v", len(opened), got, errs)

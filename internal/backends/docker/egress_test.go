@@ -132,13 +132,42 @@ func hostAddr(t *testing.T, not string) string {
 	return ""
 }
 
+// bridgeGateway is the host's address on the Docker bridge. A daemon that
+// created its network store on this start (a fresh install) reports no
+// gateway for the default bridge until it restarts, so the address is then
+// read from the bridge's interface, which the daemon has set up either way.
 func bridgeGateway(t *testing.T, b *dockerBackend) string {
 	t.Helper()
 	n, err := b.cli.NetworkInspect(context.Background(), "bridge", network.InspectOptions{})
-	if err != nil || len(n.IPAM.Config) == 0 || n.IPAM.Config[0].Gateway == "" {
-		t.Fatalf("the Docker bridge's gateway: %v %+v", err, n.IPAM)
+	if err != nil || len(n.IPAM.Config) == 0 {
+		t.Fatalf("the Docker bridge: %v %+v", err, n.IPAM)
 	}
-	return n.IPAM.Config[0].Gateway
+	if gw := n.IPAM.Config[0].Gateway; gw != "" {
+		return gw
+	}
+	_, subnet, err := net.ParseCIDR(n.IPAM.Config[0].Subnet)
+	if err != nil {
+		t.Fatalf("the Docker bridge's subnet: %v", err)
+	}
+	name := n.Options["com.docker.network.bridge.name"]
+	if name == "" {
+		name = "docker0"
+	}
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		t.Fatalf("the Docker bridge's interface %s: %v", name, err)
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		t.Fatalf("the addresses of %s: %v", name, err)
+	}
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && subnet.Contains(ip.IP) {
+			return ip.IP.String()
+		}
+	}
+	t.Fatalf("the Docker bridge %s has no address in %s: %v", name, subnet, addrs)
+	return ""
 }
 
 // Under deny, code that resolves names and connects to the host, the
