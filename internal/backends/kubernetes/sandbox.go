@@ -109,6 +109,18 @@ func (s *sandbox) expiredError() *model.Error {
 		"open a new sandbox; raise lifetime_seconds if the work needs longer")
 }
 
+// startTimeSlack is how much earlier than expires the kubelet may end the
+// pod: it counts activeDeadlineSeconds from the pod's start time as the API
+// server keeps it, in whole seconds, so from as early as the second the
+// create began in.
+const startTimeSlack = time.Second
+
+// lifetimeEnding reports whether the kubelet may already have ended the pod
+// for its lifetime, though expires has not passed yet.
+func (s *sandbox) lifetimeEnding() bool {
+	return !time.Now().Add(startTimeSlack).Before(s.expires)
+}
+
 func (s *sandbox) usable() error {
 	s.mu.Lock()
 	g := s.gone
@@ -125,6 +137,9 @@ func (s *sandbox) usable() error {
 }
 
 // whyGone asks the API server what became of the pod; nil if it still runs.
+// An exec that failed (cause) in the last second before expires is taken as
+// cut by the lifetime: the kubelet kills the containers before it records
+// the reason, so the pod read back may still look running.
 func (s *sandbox) whyGone(ctx context.Context, cause error) error {
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectBudget)
 	defer cancel()
@@ -134,7 +149,7 @@ func (s *sandbox) whyGone(ctx context.Context, cause error) error {
 	case (apierrors.IsNotFound(err) || (err == nil && pod.DeletionTimestamp != nil) ||
 		(err == nil && s.podUID != "" && pod.UID != s.podUID)) && time.Now().Before(s.expires):
 		gone = s.goneError("its pod was deleted", "open a new sandbox; this one was deleted from outside before its lifetime ended (by an operator, `sandboxio reap`, or the cluster evicting it)")
-	case !time.Now().Before(s.expires) || (err == nil && pod.Status.Reason == "DeadlineExceeded"):
+	case !time.Now().Before(s.expires) || (cause != nil && s.lifetimeEnding()) || (err == nil && pod.Status.Reason == "DeadlineExceeded"):
 		gone = s.expiredError()
 	case err != nil:
 		return nil
@@ -208,7 +223,7 @@ func (s *sandbox) run(ctx context.Context, cmd []string, stdin, block []byte, ti
 	if err == nil && res.stopped == nil && s.podUID != "" {
 		err = s.samePod(ctx)
 	}
-	if err == nil && res.stopped == nil && !time.Now().Add(time.Second).Before(s.expires) {
+	if err == nil && res.stopped == nil && s.lifetimeEnding() {
 		// A command that ends as the lifetime does may have been cut by the
 		// pod's end, its exit status lost on the way (a proxy or load
 		// balancer in front of the API server can close the stream
@@ -340,6 +355,11 @@ func (s *sandbox) killSessionWithin(ctx context.Context, sid int) bool {
 // completed classifies a command that ended: a nonzero exit is looked at
 // for a cap that was hit (the memory cgroup's OOM kills, refused forks, a
 // full disk).
+// exitSIGKILL is the exit status of a process killed by SIGKILL, as the
+// container runtime reports it: what every process in the pod gets when the
+// kubelet ends it.
+const exitSIGKILL = 128 + 9
+
 func (s *sandbox) completed(ctx context.Context, res execResult, elapsed time.Duration) (backends.Result, error) {
 	result := backends.Result{ExitCode: res.exitCode, Stdout: res.stdout, Stderr: res.stderr, Duration: elapsed}
 	if res.exitCode == 0 {
@@ -348,8 +368,16 @@ func (s *sandbox) completed(ctx context.Context, res execResult, elapsed time.Du
 	if res.exitCode == 126 && res.pid == 0 && bytes.Contains(res.errSeen, []byte("sandboxio wrap:")) {
 		return backends.Result{}, fmt.Errorf("exec: the wrapper did not start the command: %s", strings.TrimSpace(string(res.errSeen)))
 	}
-	if g := s.whyGone(ctx, nil); g != nil && res.exitCode == 137 {
-		return backends.Result{}, g
+	if res.exitCode == exitSIGKILL {
+		// Killed: by the pod's end, when the pod says so or the lifetime
+		// may already have ended it (its status can lag the kill).
+		var cause error
+		if s.lifetimeEnding() {
+			cause = fmt.Errorf("exec: the command was killed (exit %d) as the lifetime ended", res.exitCode)
+		}
+		if g := s.whyGone(ctx, cause); g != nil {
+			return backends.Result{}, g
+		}
 	}
 	if s.oomHit(ctx) {
 		s.killSession(ctx, res.pid)
