@@ -352,14 +352,14 @@ func (s *sandbox) killSessionWithin(ctx context.Context, sid int) bool {
 	return err == nil && res.stopped == nil && bytes.Contains(res.stdout, []byte("\x1esandboxio-kill\x1e left=0"))
 }
 
-// completed classifies a command that ended: a nonzero exit is looked at
-// for a cap that was hit (the memory cgroup's OOM kills, refused forks, a
-// full disk).
 // exitSIGKILL is the exit status of a process killed by SIGKILL, as the
 // container runtime reports it: what every process in the pod gets when the
 // kubelet ends it.
 const exitSIGKILL = 128 + 9
 
+// completed classifies a command that ended: a nonzero exit is looked at
+// for a cap that was hit (the memory cgroup's OOM kills, refused forks, a
+// full disk).
 func (s *sandbox) completed(ctx context.Context, res execResult, elapsed time.Duration) (backends.Result, error) {
 	result := backends.Result{ExitCode: res.exitCode, Stdout: res.stdout, Stderr: res.stderr, Duration: elapsed}
 	if res.exitCode == 0 {
