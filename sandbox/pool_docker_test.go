@@ -238,7 +238,7 @@ func TestPoolFiftyConcurrentClaimsNeverShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, sb := range sbs {
-		containerGone(t, cli, sb.ID())
+		notRunning(t, cli, sb.ID())
 	}
 	waitNoneLabelled(t, cli, "test="+labelSafe(t.Name()), 30*time.Second)
 }

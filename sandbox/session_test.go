@@ -9,6 +9,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -77,7 +78,7 @@ func TestOpen_OneSandboxPerTenantSessionAcrossClients(t *testing.T) {
 		if len(opened) != 1 || got != 1 {
 			t.Fatalf("%d opens succeeded and %d containers existed; want exactly one: %v", len(opened), got, errs)
 		}
-		if left := count(); left != 0 {
+		if left := dockertest.Left(t, "test_run="+runID, model.LabelTenantID+"=acme", model.LabelSessionID+"="+session); left != 0 {
 			t.Fatalf("%d containers left after close", left)
 		}
 	}

@@ -137,7 +137,7 @@ func reapAndCheck(t *testing.T, session string) {
 	if code != exitOK {
 		t.Fatalf("reap: exit %d", code)
 	}
-	if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id="+session); n != 0 {
+	if n := dockertest.Left(t, "test_run="+runID, "sandboxio.session_id="+session); n != 0 {
 		t.Fatalf("%d containers left after reap", n)
 	}
 }

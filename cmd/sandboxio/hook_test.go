@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 )
 
@@ -92,7 +93,7 @@ func TestRunCLI_PreExecutionHook(t *testing.T) {
 	if !strings.Contains(string(raw), `"shellcheck:SC2242"`) {
 		t.Fatalf("the audit lacks the finding ID:\n%s", raw)
 	}
-	if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id=hook"); n != 0 {
+	if n := dockertest.Left(t, "test_run="+runID, "sandboxio.session_id=hook"); n != 0 {
 		t.Fatalf("%d containers left", n)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
@@ -87,8 +88,8 @@ func TestMCP_WarmPoolDrainedOnSIGTERM(t *testing.T) {
 	if !strings.Contains(stderr.String(), "the warm pool was drained") {
 		t.Errorf("stderr does not say the pool was drained:\n%s", stderr)
 	}
-	// Removed before the server exited: nothing to wait for.
-	if n := countLabelled(t, label); n != 0 {
+	// Drained before the server exited: none runs, none is kept.
+	if n := dockertest.Left(t, label); n != 0 {
 		t.Fatalf("%d containers left after the server exited", n)
 	}
 	checkClosedRecord(t, audit, "cancelled")
@@ -201,7 +202,7 @@ func TestMCP_FirstCallClaimsFromThePool(t *testing.T) {
 	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != exitOK {
 		t.Fatalf("exit %v, want 0\n%s", cmd.ProcessState, stderr)
 	}
-	if n := countLabelled(t, label); n != 0 {
+	if n := dockertest.Left(t, label); n != 0 {
 		t.Fatalf("%d containers left after the server exited", n)
 	}
 	checkClosedRecord(t, audit, "closed")
@@ -298,7 +299,7 @@ func TestMCP_SessionEndedBeforeAnyCallLeavesNothing(t *testing.T) {
 			if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != want {
 				t.Fatalf("exit %v, want %d\n%s", cmd.ProcessState, want, stderr)
 			}
-			if n := countLabelled(t, label); n != 0 {
+			if n := dockertest.Left(t, label); n != 0 {
 				t.Fatalf("%d containers left after the server exited", n)
 			}
 			if recs := openRecords(t, audit); len(recs) != 0 {

@@ -123,7 +123,7 @@ func TestRunCLI_StreamsOutputAndKeepsSecretsOutOfEnviron(t *testing.T) {
 	if !strings.Contains(stderr.String(), "on-stderr\n") || strings.Contains(stderr.String(), canary) {
 		t.Fatalf("stderr: %q", stderr.String())
 	}
-	if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id=stream"); n != 0 {
+	if n := dockertest.Left(t, "test_run="+runID, "sandboxio.session_id=stream"); n != 0 {
 		t.Fatalf("%d containers left", n)
 	}
 }
@@ -147,7 +147,7 @@ func TestRunCLI_OutputCap(t *testing.T) {
 	if n.n == 0 || n.n > 64<<20 {
 		t.Fatalf("%d bytes streamed before the cap", n.n)
 	}
-	if c := countLabelled(t, "test_run="+runID, "sandboxio.session_id=outcap"); c != 0 {
+	if c := dockertest.Left(t, "test_run="+runID, "sandboxio.session_id=outcap"); c != 0 {
 		t.Fatalf("%d containers left", c)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -165,7 +166,7 @@ func TestRunCLI_Docker(t *testing.T) {
 	if got := strings.Join(events, " "); got != want {
 		t.Fatalf("audit events:\n got %s\nwant %s", got, want)
 	}
-	if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id=cli"); n != 0 {
+	if n := dockertest.Left(t, "test_run="+runID, "sandboxio.session_id=cli"); n != 0 {
 		t.Fatalf("%d containers left", n)
 	}
 	code, out, errOut := cli(t, "", "reap", "--dry-run", "--label", "test_run="+runID)
@@ -200,7 +201,7 @@ func TestRunCLI_InterruptRemovesTheSandbox(t *testing.T) {
 	if code != exitInterrupted || !strings.Contains(stderr, "interrupted; the sandbox was removed") {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
-	if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id=interrupted"); n != 0 {
+	if n := dockertest.Left(t, "test_run="+runID, "sandboxio.session_id=interrupted"); n != 0 {
 		t.Fatalf("%d containers left after the interrupt", n)
 	}
 	var events []string

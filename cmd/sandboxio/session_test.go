@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 )
 
@@ -151,7 +152,7 @@ func TestOneSandboxPerSessionAcrossProcesses(t *testing.T) {
 	if winner.code != exitInterrupted {
 		t.Errorf("interrupted CLI: exit %d, want %d:\n%s", winner.code, exitInterrupted, winner.stderrText())
 	}
-	if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id="+session); n != 0 {
+	if n := dockertest.Left(t, "test_run="+runID, "sandboxio.session_id="+session); n != 0 {
 		t.Fatalf("%d containers left", n)
 	}
 }
@@ -228,7 +229,7 @@ func TestSIGKILLedCLILeavesAuditTrail(t *testing.T) {
 	if recs := records(); len(recs) != 2 {
 		t.Fatalf("want the created and the final record, got %d: %v", len(recs), recs)
 	}
-	if n := countLabelled(t, "test_run="+runID, "sandboxio.session_id="+session); n != 0 {
+	if n := dockertest.Left(t, "test_run="+runID, "sandboxio.session_id="+session); n != 0 {
 		t.Fatalf("%d containers left after the watcher", n)
 	}
 }

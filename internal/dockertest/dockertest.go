@@ -113,20 +113,9 @@ func leftovers() []string {
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// A close confirms the kill within the teardown grace; the removal of
-	// a stopped container may finish a little later (the daemon's
-	// AutoRemove, the close's background removal). A running container is
-	// a leak at once; a stopped one, if it is still there after 30 s.
-	var cs []container.Summary
-	for wait := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		var err error
-		cs, err = cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "test_run="+RunID))})
-		if err != nil {
-			return []string{"container list: " + err.Error()}
-		}
-		if len(cs) == 0 || time.Now().After(wait) || slices.ContainsFunc(cs, func(c container.Summary) bool { return c.State == "running" }) {
-			break
-		}
+	cs, err := settled(ctx, cli, "test_run="+RunID)
+	if err != nil {
+		return []string{"container list: " + err.Error()}
 	}
 	var left []string
 	for _, c := range cs {
@@ -134,6 +123,45 @@ func leftovers() []string {
 		_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
 	}
 	return left
+}
+
+// settled lists the containers carrying every one of labels by the rule a
+// close is held to. A close confirms the kill within the teardown grace; the
+// removal of the stopped container may finish a little later (the daemon's
+// AutoRemove, the close's background removal), and the daemon's list may
+// still show a container for a moment after inspecting it says it is gone.
+// So a running container is left at once, a stopped one only if it is still
+// there after 30 s.
+func settled(ctx context.Context, cli *client.Client, labels ...string) ([]container.Summary, error) {
+	f := filters.NewArgs()
+	for _, l := range labels {
+		f.Add("label", l)
+	}
+	for wait := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+		if err != nil || len(cs) == 0 || time.Now().After(wait) ||
+			slices.ContainsFunc(cs, func(c container.Summary) bool { return c.State == "running" }) {
+			return cs, err
+		}
+	}
+}
+
+// Left counts the containers carrying every one of labels that closes left
+// behind: any that still runs, and any stopped one still there 30 s on.
+func Left(t testing.TB, labels ...string) int {
+	t.Helper()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := settled(ctx, cli, labels...)
+	if err != nil {
+		t.Fatalf("container list: %v", err)
+	}
+	return len(cs)
 }
 
 // CheckStopped fails the test for any of the containers that still runs
