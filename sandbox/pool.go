@@ -355,13 +355,32 @@ func (pl *pool) discard(e *warmEntry) {
 	}
 	pl.mu.Unlock()
 	if closed {
-		_ = e.w.Discard(context.Background())
+		_ = pl.remove(context.Background(), e)
 		return
 	}
 	go func() {
 		defer pl.wg.Done()
-		_ = e.w.Discard(context.Background())
+		_ = pl.remove(context.Background(), e)
 	}()
+}
+
+// remove discards a warm sandbox. One whose kill the backend cannot confirm
+// within the teardown grace is reported as an orphaned sandbox is: audited
+// (event orphaned, op discard) and handed to Config.OnWarning, with its id
+// and labels, so that it can be found and reaped.
+func (pl *pool) remove(ctx context.Context, e *warmEntry) error {
+	err := e.w.Discard(ctx)
+	var oe *backends.OrphanedError
+	if errors.As(err, &oe) {
+		r := baseRecord(pl.plan)
+		r.Event, r.Op, r.SandboxID, r.Tier = EventOrphaned, "discard", ptr(e.w.ID()), e.tier
+		r.Source = SourcePool
+		r.Reason = oe.Warning.Message
+		r.Warnings = []string{oe.Warning.String()}
+		pl.c.audit(r, Secrets{}) // a warm sandbox holds no secret
+		pl.c.warn(oe.Warning, Secrets{})
+	}
+	return err
 }
 
 // take hands out the oldest ready warm sandbox that is not near the end of
@@ -386,7 +405,7 @@ func (pl *pool) take() *warmEntry {
 		pl.wg.Add(1)
 		go func() {
 			defer pl.wg.Done()
-			_ = e.w.Discard(context.Background())
+			_ = pl.remove(context.Background(), e)
 		}()
 	}
 	pl.holdUntil = time.Time{}
@@ -395,8 +414,9 @@ func (pl *pool) take() *warmEntry {
 }
 
 // drain stops the refill and removes every warm sandbox, and returns once
-// the daemon has removed them all: the ready ones at once, those being
-// created as they land (each removal is waited for). Only when ctx ends
+// the backend has confirmed them all ended: the ready ones at once, those
+// being created as they land (each is waited for). As with Close, the
+// removal of what is left of one (a stopped container) may finish after. Only when ctx ends
 // first are the creates in flight cancelled; the backend then removes what
 // they leave in the background, and drain says the drain is incomplete.
 func (pl *pool) drain(ctx context.Context) error {
@@ -414,7 +434,7 @@ func (pl *pool) drain(ctx context.Context) error {
 	defer pl.cancel()
 	var errs []error
 	for _, e := range ready {
-		errs = append(errs, e.w.Discard(ctx))
+		errs = append(errs, pl.remove(ctx, e))
 	}
 	done := make(chan struct{})
 	go func() { pl.wg.Wait(); close(done) }()

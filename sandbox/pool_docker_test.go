@@ -2,9 +2,13 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -280,6 +284,111 @@ func TestPoolDrainedOnClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitNoneLabelled(t, cli, label, 30*time.Second)
+}
+
+// A warm sandbox whose kill the daemon cannot confirm within the teardown
+// grace (here its runtime shim is frozen with SIGSTOP, so the kill hangs
+// between the daemon and the container) is reported by the drain as a
+// closed sandbox would be: Close returns an *OrphanedError naming it with
+// its labels, the warning reaches OnWarning, and the audit log records it
+// orphaned. Nothing is claimed done that was not.
+func TestPoolDrainReportsAnUnconfirmedKill(t *testing.T) {
+	cli := needDocker(t)
+	t.Parallel()
+	spec, sum := canonical(t, template(t))
+	var audit auditBuffer
+	var mu sync.Mutex
+	var warnings []model.Warning
+	c, err := New(context.Background(), Config{
+		Audit: NewAuditLog(&audit, nil),
+		OnWarning: func(w model.Warning) {
+			mu.Lock()
+			defer mu.Unlock()
+			warnings = append(warnings, w)
+		},
+		Pools: []PoolConfig{{Spec: spec, SpecSHA256: sum, Size: 1, MaxIdle: time.Minute}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, c, 1)
+	ctx := context.Background()
+	label := "test=" + labelSafe(t.Name())
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label))})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("warm sandboxes: %d (%v)", len(cs), err)
+	}
+	id := cs[0].ID
+	initPID, shim := freezeShim(t, cli, id)
+
+	start := time.Now()
+	err = c.Close(ctx)
+	if d := time.Since(start); d > model.TeardownGrace+3*time.Second {
+		t.Errorf("Close returned %s after it began (teardown grace %s)", d, model.TeardownGrace)
+	}
+	var oe *OrphanedError
+	if !errors.As(err, &oe) {
+		t.Fatalf("Close: %v, want an *OrphanedError", err)
+	}
+	if oe.Warning.Class != model.OrphanedSandboxWarning || oe.Warning.SandboxID != id || oe.Warning.Labels[model.LabelManaged] != "true" {
+		t.Fatalf("warning: %+v", oe.Warning)
+	}
+	mu.Lock()
+	got := len(warnings)
+	mu.Unlock()
+	if got != 1 {
+		t.Errorf("OnWarning got %d warnings, want the orphan's", got)
+	}
+	orphaned := 0
+	for _, r := range audit.records(t) {
+		if r["event"] == EventOrphaned && r["op"] == "discard" && r["sandbox_id"] == id && r["source"] == SourcePool {
+			orphaned++
+		}
+	}
+	if orphaned != 1 {
+		t.Fatalf("%d orphaned discard records for %s, want 1:\n%s", orphaned, shortID(id), audit.String())
+	}
+	// It was indeed not ended: its init still runs (the host's /proc says;
+	// the daemon, its kill of the container hanging, would not answer an
+	// inspect). Thawed, the kill the drain sent lands and the daemon's
+	// AutoRemove removes it.
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", initPID)); err != nil {
+		t.Fatalf("the warm sandbox reported orphaned has ended: %v", err)
+	}
+	_ = syscall.Kill(shim, syscall.SIGCONT)
+	goneEventually(t, cli, id)
+}
+
+// freezeShim stops (SIGSTOP) the runtime shim of a container, the parent of
+// its init, until the test ends: the daemon then cannot reach the container.
+// It returns the pids of the container's init and of the shim.
+func freezeShim(t *testing.T, cli *client.Client, id string) (initPID, shim int) {
+	t.Helper()
+	ins, err := cli.ContainerInspect(context.Background(), id)
+	if err != nil || ins.State == nil || ins.State.Pid == 0 {
+		t.Fatalf("container %s: %v", shortID(id), err)
+	}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", ins.State.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+			shim, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", shim))
+	if !strings.HasPrefix(string(comm), "containerd-shim") {
+		t.Fatalf("the parent of the container's init is %d %q, not a containerd shim", shim, comm)
+	}
+	if err := syscall.Kill(shim, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(shim, syscall.SIGCONT)
+		_ = cli.ContainerRemove(context.Background(), id, container.RemoveOptions{Force: true})
+	})
+	return ins.State.Pid, shim
 }
 
 // A warm sandbox changed on the daemon after it was created (here its

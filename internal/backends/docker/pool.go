@@ -178,16 +178,18 @@ func (w *warm) Discard(ctx context.Context) error {
 	return w.remove(ctx)
 }
 
+// remove ends a warm sandbox as Close ends any sandbox: the kill, which no
+// write slot holds up, is confirmed within the teardown grace and the removal
+// of the stopped container may finish after; a kill that cannot be confirmed
+// is an *OrphanedError with the container's id and labels. (Removing it
+// outright, as before, waited for a write slot: with many closes at once on
+// a busy host the grace ran out before the removal began, and a running warm
+// sandbox was left with only a plain error.)
 func (w *warm) remove(ctx context.Context) error {
 	if w.attach.Conn != nil {
 		w.attach.Close()
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.b.cfg.teardownGrace)
-	defer cancel()
-	err := w.b.removeContainer(rctx, w.s.id)
-	w.s.stopObserver()
-	w.b.events.forget(w.s.id)
-	return err
+	return w.s.Close(ctx)
 }
 
 // Claim binds the warm sandbox to the tenant and session of req.Spec. In
