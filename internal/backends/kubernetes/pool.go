@@ -124,10 +124,12 @@ func (w *warm) Discard(ctx context.Context) error {
 	return w.remove(ctx)
 }
 
+// remove ends a warm sandbox as Close ends any sandbox: the deletion and
+// then no container of the pod running are confirmed within the teardown
+// grace, and what cannot be confirmed is an *OrphanedError with the pod's
+// name and labels (the pool audits it and warns), not a plain error.
 func (w *warm) remove(ctx context.Context) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.b.grace)
-	defer cancel()
-	return w.b.removeSandbox(rctx, w.s.name)
+	return w.s.Close(ctx)
 }
 
 // Claim binds the warm sandbox to the tenant and session of req.Spec; any
