@@ -129,7 +129,12 @@ func (s *fakeSandbox) RunCode(ctx context.Context, _ string, code string, opts b
 	return s.Run(ctx, []string{code}, opts)
 }
 
-func (s *fakeSandbox) Upload(context.Context, string, []byte, int64) error { return nil }
+func (s *fakeSandbox) Upload(context.Context, string, []byte, int64) error {
+	if s.closed.Load() {
+		return &model.Error{Class: model.SandboxGone, Message: "sandbox is gone: it was killed"}
+	}
+	return nil
+}
 
 func (s *fakeSandbox) Kill(context.Context) error {
 	s.closed.Store(true)

@@ -311,6 +311,43 @@ func TestWith_CallAfterTheCancellationCloseReportsTheCancellation(t *testing.T) 
 	}
 }
 
+// An upload whose context was cancelled, and whose sandbox the
+// cancellation closed first (as With does), has the cancellation as its
+// cause, as a run does: errors.Is(err, context.Canceled), the SandboxGone
+// still in the chain, and the audit records the upload killed (cancelled),
+// not gone.
+func TestUpload_CancelledFirst(t *testing.T) {
+	tpl := template(t)
+	spec, _ := tenantSpec(t, tpl, "acme", "s-up")
+	f := &fakeBackend{}
+	c, audit := newClient(t)
+	withFake(c, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	sb, err := c.Open(ctx, Request{Spec: spec, TenantID: "acme", SessionID: "s-up"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	_ = sb.Close(context.Background())
+	err = sb.Upload(ctx, "/work/a.txt", []byte("x"), 0)
+	if !errors.Is(err, context.Canceled) || ClassOf(err) != SandboxGone {
+		t.Fatalf("want the cancellation first and SandboxGone in the chain, got %v", err)
+	}
+	var got []string
+	for _, r := range audit.records(t) {
+		if r["op"] == "upload" {
+			got = append(got, fmt.Sprint(r["event"], ":", r["reason"]))
+		}
+	}
+	if strings.Join(got, " ") != EventKilled+":cancelled" {
+		t.Fatalf("upload records: %v", got)
+	}
+	// Without a cancellation, the same call is plainly gone.
+	if err := sb.Upload(context.Background(), "/work/a.txt", []byte("x"), 0); errors.Is(err, context.Canceled) || ClassOf(err) != SandboxGone {
+		t.Fatalf("want SandboxGone alone, got %v", err)
+	}
+}
+
 // With closes on return, error, panic and cancellation; on cancellation at
 // once, while fn is still inside a call.
 func TestWith_ClosesOnEveryPath(t *testing.T) {

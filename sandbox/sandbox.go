@@ -244,6 +244,7 @@ func (s *Sandbox) Upload(ctx context.Context, path string, content []byte, mode 
 	err := s.b.Upload(ctx, path, content, int64(mode.Perm()))
 	if err != nil {
 		err = classify(err, s.info.Backend, "upload", s.secrets)
+		err = cancelledFirst(ctx, err)
 	} else {
 		r.ExitCode = ptr(0)
 	}
