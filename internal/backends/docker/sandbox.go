@@ -233,13 +233,20 @@ func (s *sandbox) died(ctx context.Context, started time.Time, cause error, stde
 	tracef("died after %s: %v", time.Since(started), cause)
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectBudget)
 	defer cancel()
-	// Events arrive in order: once the die event is in, so is any OOM
-	// event before it, and there is nothing to wait for.
+	// The OOM event that explains a death usually comes 100-200 ms before
+	// the die event, but nothing orders the shim's OOM and exit reports,
+	// and the subscription may have missed one: a gVisor sandbox OOM-killed
+	// under load was once reported as stopped from outside, its die event in
+	// and no OOM event. So it is waited for a little, and then looked up in
+	// the daemon's event log, even once the die event is in; only a sandbox
+	// this process ended itself (Close, Kill, its lifetime) has a known
+	// cause and no wait.
+	s.mu.Lock()
+	endedHere := s.gone != nil
+	s.mu.Unlock()
 	wait := oomEventLatency
-	select {
-	case <-s.b.events.died(s.id):
+	if endedHere {
 		wait = 0
-	default:
 	}
 	if !oom {
 		oom = s.takeOOM(ictx, wait)
