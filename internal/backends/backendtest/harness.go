@@ -56,6 +56,13 @@ type Harness struct {
 	// GoneWithin is how long a killed, closed or expired sandbox may still
 	// be listed; zero means 15 s.
 	GoneWithin time.Duration
+	// LifetimeEarly is how long before its lifetime (counted from the
+	// start of the create call) the vendor may end a sandbox; zero means
+	// 100 ms. A backend whose enforcer counts whole seconds from a start
+	// time truncated to the second (a Kubernetes kubelet and
+	// activeDeadlineSeconds) rounds toward ending early, never late, and
+	// declares up to 1 s here.
+	LifetimeEarly time.Duration
 
 	// Skip maps a behaviour to the reason this harness cannot show it.
 	Skip map[Behaviour]string

@@ -349,6 +349,13 @@ func (e *env) execTimeout() time.Duration {
 	return 2 * time.Second
 }
 
+func (e *env) lifetimeEarly() time.Duration {
+	if e.h.LifetimeEarly > 0 {
+		return e.h.LifetimeEarly
+	}
+	return 100 * time.Millisecond
+}
+
 func (e *env) lifetime() time.Duration {
 	if e.h.Lifetime > 0 {
 		return e.h.Lifetime
