@@ -416,9 +416,10 @@ func (pl *pool) take() *warmEntry {
 // drain stops the refill and removes every warm sandbox, and returns once
 // the backend has confirmed them all ended: the ready ones at once, those
 // being created as they land (each is waited for). As with Close, the
-// removal of what is left of one (a stopped container) may finish after. Only when ctx ends
-// first are the creates in flight cancelled; the backend then removes what
-// they leave in the background, and drain says the drain is incomplete.
+// removal of what is left of one (a stopped container) may finish after.
+// Only when ctx ends first are the creates in flight cancelled; the backend
+// then removes what they leave in the background, and drain says the drain
+// is incomplete.
 func (pl *pool) drain(ctx context.Context) error {
 	pl.mu.Lock()
 	if pl.closed {

@@ -60,8 +60,8 @@ type Harness struct {
 	// start of the create call) the vendor may end a sandbox; zero means
 	// 100 ms. A backend whose enforcer counts whole seconds from a start
 	// time truncated to the second (a Kubernetes kubelet and
-	// activeDeadlineSeconds) rounds toward ending early, never late, and
-	// declares up to 1 s here.
+	// activeDeadlineSeconds) rounds toward ending early rather than late,
+	// and declares up to 1 s here.
 	LifetimeEarly time.Duration
 
 	// Skip maps a behaviour to the reason this harness cannot show it.

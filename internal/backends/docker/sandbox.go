@@ -239,8 +239,7 @@ func (s *sandbox) died(ctx context.Context, started time.Time, cause error, stde
 	// under load was once reported as stopped from outside, its die event in
 	// and no OOM event. So it is waited for a little, and then looked up in
 	// the daemon's event log, even once the die event is in; only a sandbox
-	// this process ended itself (Close, Kill, its lifetime) has a known
-	// cause and no wait.
+	// this process ended itself (Close, Kill) has a known cause and no wait.
 	s.mu.Lock()
 	endedHere := s.gone != nil
 	s.mu.Unlock()

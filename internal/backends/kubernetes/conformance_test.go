@@ -59,7 +59,7 @@ func conformance(t *testing.T, b *k8sBackend) {
 		// The kubelet counts activeDeadlineSeconds from the pod's start
 		// time, which the API server keeps in whole seconds: a pod can
 		// end up to a second before the lifetime counted from the
-		// create's start, never after (seen: 19.879 s of 20 s).
+		// create's start (seen: 19.879 s of 20 s).
 		LifetimeEarly: time.Second,
 		Spec: func() model.Spec {
 			s := testSpec("")

@@ -21,13 +21,8 @@ import (
 // that exited by itself in that second keeps its result. Seen on the test
 // cluster: the conformance suite's lifetime behaviour got a plain exit.
 func TestLastSecondOfTheLifetime(t *testing.T) {
-	running := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "sandboxio-abc", Namespace: "ns1"},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
-			{Name: sandboxCtr, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
-	}
 	sb := func(left time.Duration) *sandbox {
-		b := &k8sBackend{cs: fake.NewClientset(running.DeepCopy()), namespace: "ns1"}
+		b := &k8sBackend{cs: fake.NewClientset(runningPod("sandboxio-abc")), namespace: "ns1"}
 		return &sandbox{b: b, name: "sandboxio-abc", expires: time.Now().Add(left)}
 	}
 	gone := func(t *testing.T, err error) {
@@ -59,4 +54,14 @@ func TestLastSecondOfTheLifetime(t *testing.T) {
 			t.Fatalf("a command that finished in the last second lost its result: %+v %v", res, err)
 		}
 	})
+}
+
+// runningPod is a pod in namespace ns1 whose sandbox container runs, as the
+// API server would show it.
+func runningPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns1"},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: sandboxCtr, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -23,11 +22,6 @@ import (
 // *OrphanedError naming the pod and its labels, not a plain error and not
 // success; a pod that is gone is success.
 func TestWarmDiscardConfirmsTheKill(t *testing.T) {
-	running := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "sandboxio-w-abc", Namespace: "ns1"},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{
-			{Name: sandboxCtr, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
-	}
 	labels := map[string]string{model.LabelManaged: "true", labelPool: poolWarm}
 	warmOn := func(cs *fake.Clientset) *warm {
 		b := &k8sBackend{cs: cs, namespace: "ns1", grace: 300 * time.Millisecond}
@@ -35,7 +29,7 @@ func TestWarmDiscardConfirmsTheKill(t *testing.T) {
 	}
 
 	t.Run("never stops", func(t *testing.T) {
-		cs := fake.NewClientset(running.DeepCopy())
+		cs := fake.NewClientset(runningPod("sandboxio-w-abc"))
 		cs.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, nil // accepted; the pod stays, running
 		})
@@ -49,7 +43,7 @@ func TestWarmDiscardConfirmsTheKill(t *testing.T) {
 		}
 	})
 	t.Run("deleted", func(t *testing.T) {
-		cs := fake.NewClientset(running.DeepCopy())
+		cs := fake.NewClientset(runningPod("sandboxio-w-abc"))
 		w := warmOn(cs)
 		if err := w.Discard(context.Background()); err != nil {
 			t.Fatal(err)
