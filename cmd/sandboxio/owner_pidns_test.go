@@ -48,6 +48,7 @@ func TestOwnerInAnotherPIDNamespaceHoldsTheSession(t *testing.T) {
 			second := startCLIProc(t, nil, "run", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", session, "--", "true")
 			waitExit(t, second, 90*time.Second)
 			errOut := second.stderrText()
+			t.Logf("second run (exit %d):\n%s", second.code, errOut)
 			if second.code != exitConfiguration || !strings.Contains(errOut, "SBX-RUN-005") ||
 				!strings.Contains(errOut, holder.ID[:12]) || !strings.Contains(errOut, ownerID) ||
 				!strings.Contains(errOut, "pid "+ownerPID) || (ownerNS != "" && !strings.Contains(errOut, ownerNS)) {
