@@ -119,6 +119,8 @@ func (f *reapFlags) run(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "sandboxio reap: left %d sandbox(es) that sandboxio did not create on this host (see above)\n", left)
 	}
 	switch n := len(reaped) - left; {
+	case n == 0 && left > 0:
+		fmt.Fprintf(e.stderr, "sandboxio reap: nothing else to reap\n")
 	case n == 0:
 		fmt.Fprintf(e.stderr, "sandboxio reap: nothing to reap\n")
 	case f.dryRun:
