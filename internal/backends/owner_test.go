@@ -217,3 +217,22 @@ func TestDescribeOwner(t *testing.T) {
 		t.Errorf("empty record: %q", d)
 	}
 }
+
+// Whatever a record holds, the judgement does not panic, and an owner
+// recorded in another PID namespace of this boot is never dead.
+func FuzzOwnerJudge(f *testing.F) {
+	self := ProcessOwner()
+	f.Add("x", "1", self.Boot, "12", self.PIDNS, self.TimeNS, self.Machine, self.BootTime, self.Host)
+	f.Add("x", "999999999", "b", "", "", "", "", "0", "")
+	f.Fuzz(func(t *testing.T, id, pid, boot, start, pidns, timens, machine, btime, host string) {
+		rec := map[string]string{LabelOwner: id, LabelOwnerPID: pid, LabelOwnerBoot: boot, LabelOwnerStart: start,
+			LabelOwnerPIDNS: pidns, LabelOwnerTimeNS: timens, LabelOwnerMachine: machine, LabelOwnerBootTime: btime, LabelOwnerHost: host}
+		v := self.Judge(rec)
+		if v.Why == "" {
+			t.Fatalf("no reason: %v", rec)
+		}
+		if v.Dead && boot == self.Boot && pidns != self.PIDNS {
+			t.Fatalf("another PID namespace judged dead: %v", rec)
+		}
+	})
+}

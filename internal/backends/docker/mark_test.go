@@ -96,3 +96,17 @@ func TestReapKeyFile(t *testing.T) {
 		t.Error("a key of the wrong size was accepted")
 	}
 }
+
+// No mark string is valid unless it is the HMAC of the labels under the key.
+func FuzzMarkValid(f *testing.F) {
+	key := bytes.Repeat([]byte{9}, reapKeySize)
+	f.Add("v1:"+keyID(key)+":00", "acme")
+	f.Add("", "")
+	f.Fuzz(func(t *testing.T, mark, tenant string) {
+		labels := map[string]string{model.LabelTenantID: tenant, labelMark: mark}
+		ok, why := markValid(key, labels)
+		if ok != (mark == markFor(key, labels)) || (!ok && why == "") {
+			t.Fatalf("markValid(%q) = %v %q", mark, ok, why)
+		}
+	})
+}
