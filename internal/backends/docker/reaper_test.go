@@ -149,12 +149,15 @@ func TestReapRemovesExpiredAndOrphaned(t *testing.T) {
 		t.Cleanup(func() { _ = b.removeContainer(context.Background(), resp.ID) })
 		return resp.ID
 	}
-	expired := mk("expired", map[string]string{labelExpires: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
+	// Expired by the clock Reap is given (now), not the daemon's: a
+	// lifetime backstop on the daemon must not remove it first.
+	now := time.Now().Add(45 * time.Minute)
+	expired := mk("expired", map[string]string{labelExpires: time.Now().Add(30 * time.Minute).UTC().Format(time.RFC3339)})
 	orphan := mk("orphan", map[string]string{labelOwner: "dead-owner", labelOwnerPID: fmt.Sprint(dead.ProcessState.Pid()), labelOwnerStart: "1"})
 	mine := mk("mine", nil)
 
 	scope := map[string]string{"test": labelSafe(t.Name())}
-	dry, err := b.Reap(ctx, backends.ReapOptions{DryRun: true, Labels: scope})
+	dry, err := b.Reap(ctx, backends.ReapOptions{DryRun: true, Labels: scope, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +171,7 @@ func TestReapRemovesExpiredAndOrphaned(t *testing.T) {
 	if left, _ := b.List(ctx, scope); len(left) != 3 {
 		t.Fatalf("a dry run removed something: %d left", len(left))
 	}
-	if _, err := b.Reap(ctx, backends.ReapOptions{Labels: scope}); err != nil {
+	if _, err := b.Reap(ctx, backends.ReapOptions{Labels: scope, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := b.List(ctx, scope)
@@ -191,7 +194,10 @@ func TestReapLeavesUnmarkedContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	scope := map[string]string{"test": labelSafe(t.Name())}
-	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	// Expired by the clock Reap is given, not by the daemon's: a lifetime
+	// backstop on the daemon must not remove them first.
+	later := time.Now().Add(2 * time.Hour)
+	past := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	hand := func(kind string, mark func(map[string]string)) string {
 		l := map[string]string{model.LabelManaged: "true", model.LabelTenantID: "acme", model.LabelSessionID: "by-hand-" + kind,
 			"test": scope["test"], labelExpires: past, labelOwner: "by-hand", labelOwnerPID: "999999999"}
@@ -213,7 +219,6 @@ func TestReapLeavesUnmarkedContainers(t *testing.T) {
 	foreign := hand("foreign", func(l map[string]string) { l[labelMark] = markFor([]byte("another host's key, 32 bytes...."), l) })
 	real := open(t, b, testSpec(t))
 
-	later := time.Now().Add(time.Hour) // past the real sandbox's expiry
 	got, err := b.Reap(ctx, backends.ReapOptions{Labels: scope, Now: later})
 	if err != nil {
 		t.Fatal(err)
