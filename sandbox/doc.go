@@ -92,7 +92,9 @@
 // tenant and session, so the daemon refuses a second one, and Open returns
 // the same refusal naming the sandbox that holds the pair. A container that
 // holds the name but is no sandbox any more (exited, past its lifetime, or
-// left by a dead process on this host) is removed first; a live one is
+// left by a process that is verifiably dead: same boot and PID namespace as
+// the one that looks; an owner that cannot be judged from here counts as
+// alive) is removed first; a live one is
 // removed by its owner's Close, its owner's watcher when the owner dies, or
 // its lifetime. The scope of the rule is the daemon, narrowed by
 // SANDBOXIO_DOCKER_SCOPE when set. The tenant and session become the

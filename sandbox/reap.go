@@ -31,13 +31,20 @@ type Reaped struct {
 	Labels    map[string]string
 	Expires   time.Time
 	// Reason is "expired" (its lifetime passed) or "owner gone" (the process
-	// that opened it is dead and its watcher did not remove it).
+	// that opened it is verifiably dead and its watcher did not remove it).
 	Reason string
+	// Left, when set, says why the sandbox was left in place for all its
+	// Reason: it is not verifiably one sandboxio created (on Docker, no
+	// valid mark under this host's reap key). It is never removed.
+	Left string
 }
 
 // Reap removes sandboxes whose lifetime has passed or whose owner process is
-// gone: what a crash, a stopped daemon or a lost connection left behind.
-// Sandboxes of live owners within their lifetime are never touched. Each
+// verifiably gone: what a crash, a stopped daemon or a lost connection left
+// behind. Sandboxes of live owners within their lifetime are never touched,
+// and an owner whose liveness cannot be verified from here (another PID
+// namespace or machine) counts as alive. A container sandboxio did not
+// create is returned with Left set, and left. Each
 // one is audited (expired, or orphaned for a dead owner). Without
 // opts.Backend it sweeps every registered backend that can list its
 // sandboxes; a backend that fails does not stop the others, and the first
@@ -105,7 +112,10 @@ func (c *Client) reapBackend(ctx context.Context, target backends.DSN, opts Reap
 		in := g.Info
 		out = append(out, Reaped{ID: in.ID, Backend: in.Backend, Tier: in.Tier, TenantID: in.Labels[model.LabelTenantID],
 			SessionID: in.Labels[model.LabelSessionID], Template: in.Labels[model.LabelTemplate], Labels: in.Labels,
-			Expires: in.Expires, Reason: g.Reason})
+			Expires: in.Expires, Reason: g.Reason, Left: g.Left})
+		if g.Left != "" {
+			continue // nothing was done to it: no audit record
+		}
 		ev := EventOrphaned
 		if g.Reason == "expired" {
 			ev = EventExpired

@@ -27,8 +27,18 @@ func init() {
 		summary: "remove sandboxes left behind: lifetime passed, or owner process gone",
 		usage:   "reap [--dry-run] [--label KEY=VALUE]... [--backend DSN] [--audit FILE] [--json]",
 		help: `Removes the sandboxio sandboxes that nothing will close any more: those whose lifetime has
-passed, and those whose owner process (the CLI or service that opened them) is gone, for
-owners on this host. A sandbox of a live owner within its lifetime is never touched.
+passed, and those whose owner process (the CLI or service that opened them) is verifiably
+gone: it ran on this host, in this boot and in the same PID namespace as reap, and no longer
+does (or in an earlier boot of this machine). An owner reap cannot see (in another PID
+namespace, such as a container, or on another host) counts as alive: its sandbox is left to
+its lifetime. A sandbox of a live owner within its lifetime is never touched.
+
+On Docker reap removes only containers that sandboxio created on this host: each carries a
+mark (label sandboxio.mark), an HMAC of its identifying labels under a key kept in
+~/.local/state/sandboxio/reap.key (or $XDG_STATE_HOME/sandboxio). A container that carries
+sandboxio's labels without a valid mark (made by hand or by another tool, by a sandboxio
+older than the mark, or on another host that shares the daemon) is printed as "left" with
+the reason, and never removed.
 
 Closing is normally enough: every sandbox is removed when it is closed, at the end of
 its lifetime by the backend itself, and, on Docker, by a watcher process when its owner
@@ -97,16 +107,26 @@ func (f *reapFlags) run(ctx context.Context, e *env, args []string) int {
 		return exitFor(err)
 	}
 	counts := map[string]int{}
+	left := 0
 	for _, r := range reaped {
+		if r.Left != "" {
+			left++
+			continue
+		}
 		counts[r.Reason]++
 	}
-	switch {
-	case len(reaped) == 0:
+	if left > 0 {
+		fmt.Fprintf(e.stderr, "sandboxio reap: left %d sandbox(es) that sandboxio did not create on this host (see above)\n", left)
+	}
+	switch n := len(reaped) - left; {
+	case n == 0 && left > 0:
+		fmt.Fprintf(e.stderr, "sandboxio reap: nothing else to reap\n")
+	case n == 0:
 		fmt.Fprintf(e.stderr, "sandboxio reap: nothing to reap\n")
 	case f.dryRun:
-		fmt.Fprintf(e.stderr, "sandboxio reap: would remove %d sandbox(es) (%s); run without --dry-run to remove them\n", len(reaped), reasons(counts))
+		fmt.Fprintf(e.stderr, "sandboxio reap: would remove %d sandbox(es) (%s); run without --dry-run to remove them\n", n, reasons(counts))
 	default:
-		fmt.Fprintf(e.stderr, "sandboxio reap: removed %d sandbox(es) (%s)\n", len(reaped), reasons(counts))
+		fmt.Fprintf(e.stderr, "sandboxio reap: removed %d sandbox(es) (%s)\n", n, reasons(counts))
 	}
 	return exitOK
 }
@@ -122,12 +142,13 @@ func printReapedJSON(w io.Writer, reaped []sandbox.Reaped, dryRun bool) {
 		Template  string            `json:"template"`
 		Reason    string            `json:"reason"`
 		Removed   bool              `json:"removed"`
+		Left      string            `json:"left,omitempty"`
 		Labels    map[string]string `json:"labels"`
 	}
 	rows := make([]row, 0, len(reaped))
 	for _, r := range reaped {
 		rows = append(rows, row{ID: r.ID, Backend: r.Backend, TenantID: r.TenantID, SessionID: r.SessionID,
-			Template: r.Template, Reason: r.Reason, Removed: !dryRun, Labels: r.Labels})
+			Template: r.Template, Reason: r.Reason, Removed: !dryRun && r.Left == "", Left: r.Left, Labels: r.Labels})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -142,7 +163,11 @@ func printReaped(w io.Writer, reaped []sandbox.Reaped, dryRun bool) {
 		verb = "would remove"
 	}
 	for _, r := range reaped {
+		verb := verb
 		tenant, session, reason := orDash(r.TenantID), orDash(r.SessionID), r.Reason
+		if r.Left != "" {
+			verb, reason = "left", reason+"; "+r.Left
+		}
 		if r.Labels[bindingLabel] == "name" && (r.TenantID == "" || r.SessionID == "") {
 			// A claimed warm sandbox (Docker): its tenant and session are
 			// in its name, which only a sweep by tenant reads back.

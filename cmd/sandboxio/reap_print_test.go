@@ -34,3 +34,20 @@ func TestPrintReaped_ClaimedSandboxSession(t *testing.T) {
 		}
 	}
 }
+
+// A sandbox reap left (not one sandboxio created) is printed as left with
+// why, never as removed, and the JSON says it was not removed.
+func TestPrintReaped_Left(t *testing.T) {
+	left := sandbox.Reaped{ID: "0123456789abcdef", Backend: "docker", TenantID: "acme", SessionID: "s-1", Labels: map[string]string{},
+		Reason: "expired", Left: "not ours, left: it carries no sandboxio mark"}
+	var b strings.Builder
+	printReaped(&b, []sandbox.Reaped{left}, false)
+	if want := "left 0123456789ab backend=docker tenant=acme session=s-1 template=- (expired; not ours, left: it carries no sandboxio mark)\n"; b.String() != want {
+		t.Errorf("got  %q\nwant %q", b.String(), want)
+	}
+	b.Reset()
+	printReapedJSON(&b, []sandbox.Reaped{left}, false)
+	if !strings.Contains(b.String(), `"removed": false`) || !strings.Contains(b.String(), `"left": "not ours, left: it carries no sandboxio mark"`) {
+		t.Errorf("JSON:\n%s", b.String())
+	}
+}

@@ -39,11 +39,19 @@ func (p *cliProc) stderrText() string {
 // (later entries win).
 func startCLIProc(t *testing.T, env []string, args ...string) *cliProc {
 	t.Helper()
+	return startCLIProcUnder(t, nil, env, args...)
+}
+
+// startCLIProcUnder starts the CLI as startCLIProc does, run by the command
+// wrapper (such as unshare) when it is not empty.
+func startCLIProcUnder(t *testing.T, wrapper, env []string, args ...string) *cliProc {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cliProc{cmd: exec.Command(exe, args...), exited: make(chan struct{})}
+	argv := append(append(append([]string{}, wrapper...), exe), args...)
+	p := &cliProc{cmd: exec.Command(argv[0], argv[1:]...), exited: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), cliChildEnv+"=1", "SANDBOXIO_TEST_RUN_ID="+runID), env...)
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {

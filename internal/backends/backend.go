@@ -150,10 +150,14 @@ type ReapOptions struct {
 	Now time.Time
 }
 
-// Reaped is one sandbox that Reap removed (or would remove, on a dry run).
+// Reaped is one sandbox that Reap removed (or would remove, on a dry run),
+// or, with Left set, one it would have removed for Reason but left alone.
 type Reaped struct {
 	Info   Info
 	Reason string // "expired" or "owner gone"
+	// Left says why the sandbox was left: it is not verifiably one this
+	// backend created (on Docker: no valid mark under this host's key).
+	Left string
 }
 
 // TrailTime is the time of the records of a Trail: the process that writes

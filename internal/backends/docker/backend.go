@@ -78,7 +78,7 @@ func WithoutEgressObserver() Option { return func(c *config) { c.noObserver = tr
 type dockerBackend struct {
 	cli    *client.Client
 	cfg    config
-	owner  owner
+	owner  backends.Owner
 	events *eventWatch
 	// writes bounds the creates, starts and removals this backend has in
 	// flight at once (see maxDaemonWrites).
@@ -554,6 +554,7 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 		labels[labelSpecHash] = p.warmSpecHash
 		labels[labelIdleUntil] = created.Add(p.warmIdle).UTC().Format(time.RFC3339)
 	}
+	setMark(labels)
 
 	netMode := "none"
 	if p.networkMode == "bridge" {
@@ -643,7 +644,7 @@ func (b *dockerBackend) sandboxLabels(p createPlan, expires time.Time) map[strin
 	for k, v := range p.labels {
 		labels[k] = v
 	}
-	for k, v := range b.owner.labels() {
+	for k, v := range b.owner.Labels() {
 		labels[k] = v
 	}
 	labels[labelExpires] = expires.UTC().Format(time.RFC3339)
@@ -681,7 +682,7 @@ func (c *containerCreate) create(ctx context.Context) (container.CreateResponse,
 			return resp, herr
 		}
 		if try == 8 {
-			return resp, busyError(p, "", nil, time.Time{})
+			return resp, busyError(p, "", nil, time.Time{}, backends.Verdict{})
 		}
 		if herr != nil {
 			select {
@@ -1168,9 +1169,10 @@ func (b *dockerBackend) probeStorageOpt(ctx context.Context, image string) (bool
 	}
 	labels := map[string]string{model.LabelManaged: "true", labelProbe: "storage-opt",
 		labelExpires: time.Now().Add(time.Minute).UTC().Format(time.RFC3339)}
-	for k, v := range b.owner.labels() {
+	for k, v := range b.owner.Labels() {
 		labels[k] = v
 	}
+	setMark(labels)
 	resp, err := b.cli.ContainerCreate(ctx,
 		&container.Config{Image: image, Entrypoint: []string{"true"}, Labels: labels},
 		&container.HostConfig{NetworkMode: "none", StorageOpt: map[string]string{"size": "64M"}},

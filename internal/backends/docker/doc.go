@@ -191,17 +191,21 @@
 // hash, with the scope of ScopeEnv), so that the daemon refuses a second
 // container for them whichever process or host asks: the create gets 409
 // Conflict and is refused with ConfigurationError SBX-RUN-005, naming the
-// holder. A holder that is no sandbox any more (exited or dead, or what Reap
-// would remove: past its expiry, or its owner on this host gone) is removed
-// and the create tried again; so is a name whose holder cannot be inspected
+// holder (its owner's id, pid, host and PID namespace). A holder that is no
+// sandbox any more (exited or dead, past its expiry, or its owner verifiably
+// gone: see backends.Owner.Judge) is removed and the create tried again; an
+// owner that cannot be judged from here (another PID namespace or machine)
+// counts as alive; so is a name whose holder cannot be inspected
 // yet (a create in flight), a few times. Clean-up of a create this process
 // gave up on removes the container of that name only while it carries this
 // process's owner label.
 //
 // # Reaper
 //
-// Each sandbox carries labels naming its owner (a per-process id, pid, boot
-// id, hostname and process start time) and its expiry. Two mechanisms remove
+// Each sandbox carries labels naming its owner (backends.Owner: a
+// per-process id, pid, start time, boot id, PID and time namespaces, machine
+// digest and hostname), its expiry, and a mark (see mark.go) that only this
+// host's reap key makes. Two mechanisms remove
 // leftovers, neither needing an image from a registry:
 //
 //   - A watcher process, in the spirit of testcontainers' Ryuk. On the first
@@ -218,5 +222,6 @@
 //     is closed; the watcher appends the records it still holds to the
 //     owner's audit file after the sweep (see trail.go).
 //   - Reap (the `sandboxio reap` command) sweeps containers whose expiry has
-//     passed or whose owner process on this host is gone.
+//     passed or whose owner is verifiably gone, and removes only those that
+//     carry a valid mark; the others it lists as left.
 package docker

@@ -387,7 +387,7 @@ func (b *dockerBackend) rename(ctx context.Context, id, name string, p createPla
 			return fmt.Errorf("warm sandbox rename: %w", err)
 		}
 		if try == 3 {
-			return busyError(p, "", nil, time.Time{})
+			return busyError(p, "", nil, time.Time{}, backends.Verdict{})
 		}
 		if ferr := b.freeName(ctx, name, p); ferr != nil {
 			if !errors.Is(ferr, errNameInFlight) {

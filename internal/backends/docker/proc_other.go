@@ -3,6 +3,9 @@
 package docker
 
 import (
+	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -16,3 +19,13 @@ func detach(cmd *exec.Cmd) {
 // lockFile does nothing here: the in-process lock still serialises one
 // process's creates, and duplicates from other processes are removed after.
 func lockFile(string) (release func()) { return func() {} }
+
+func openNoFollow(path string) (*os.File, error) { return os.Open(path) }
+
+// checkKeyFile: file ownership and modes are not checked here.
+func checkKeyFile(fi fs.FileInfo) error {
+	if !fi.Mode().IsRegular() || fi.Size() != reapKeySize {
+		return fmt.Errorf("not a regular file of %d bytes", reapKeySize)
+	}
+	return nil
+}

@@ -16,7 +16,11 @@ import (
 )
 
 // Reap removes sandboxio containers whose lifetime has passed or whose owner
-// process is gone (judged only for owners on this host; see ownerGone). A
+// process is verifiably gone (see backends.Owner.Judge: an owner in another
+// PID namespace, on another machine, or with labels that say too little
+// counts as alive). It removes only containers this backend created, as
+// their mark under this host's reap key shows (see markValid); any other
+// that would be reaped is returned with Left saying why it was left. A
 // container of this very process is never reaped for its owner.
 func (b *dockerBackend) Reap(ctx context.Context, opts backends.ReapOptions) ([]backends.Reaped, error) {
 	now := opts.Now
@@ -27,16 +31,24 @@ func (b *dockerBackend) Reap(ctx context.Context, opts backends.ReapOptions) ([]
 	if err != nil {
 		return nil, err
 	}
+	key, keyErr := reapKey()
 	var out []backends.Reaped
 	var firstErr error
 	for _, c := range cs {
 		reason := ""
 		if t, err := time.Parse(time.RFC3339, c.Labels[labelExpires]); err == nil && now.After(t) {
 			reason = "expired"
-		} else if ownerGone(c.Labels, b.owner) {
+		} else if b.owner.Gone(c.Labels) {
 			reason = "owner gone"
 		}
 		if reason == "" {
+			continue
+		}
+		if ok, why := markValid(key, c.Labels); !ok {
+			if keyErr != nil {
+				why += " (" + keyErr.Error() + ")"
+			}
+			out = append(out, backends.Reaped{Info: infoFromSummary(c), Reason: reason, Left: "not ours, left: " + why})
 			continue
 		}
 		if !opts.DryRun {

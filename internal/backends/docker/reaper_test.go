@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"strings"
@@ -133,12 +134,13 @@ func TestReapRemovesExpiredAndOrphaned(t *testing.T) {
 	mk := func(kind string, labels map[string]string) string {
 		l := map[string]string{model.LabelManaged: "true", "test": labelSafe(t.Name()), "kind": kind,
 			labelExpires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339)}
-		for k, v := range self.labels() {
+		for k, v := range self.Labels() {
 			l[k] = v
 		}
 		for k, v := range labels {
 			l[k] = v
 		}
+		setMark(l) // as a create by this backend marks it
 		resp, err := b.cli.ContainerCreate(ctx, &container.Config{Image: LocalImage, Entrypoint: []string{"sleep", "600"}, Labels: l},
 			&container.HostConfig{NetworkMode: "none"}, nil, nil, "sandboxio-reaptest-"+randomHex(4))
 		if err != nil {
@@ -147,12 +149,15 @@ func TestReapRemovesExpiredAndOrphaned(t *testing.T) {
 		t.Cleanup(func() { _ = b.removeContainer(context.Background(), resp.ID) })
 		return resp.ID
 	}
-	expired := mk("expired", map[string]string{labelExpires: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
+	// Expired by the clock Reap is given (now), not the daemon's: a
+	// lifetime backstop on the daemon must not remove it first.
+	now := time.Now().Add(45 * time.Minute)
+	expired := mk("expired", map[string]string{labelExpires: time.Now().Add(30 * time.Minute).UTC().Format(time.RFC3339)})
 	orphan := mk("orphan", map[string]string{labelOwner: "dead-owner", labelOwnerPID: fmt.Sprint(dead.ProcessState.Pid()), labelOwnerStart: "1"})
 	mine := mk("mine", nil)
 
 	scope := map[string]string{"test": labelSafe(t.Name())}
-	dry, err := b.Reap(ctx, backends.ReapOptions{DryRun: true, Labels: scope})
+	dry, err := b.Reap(ctx, backends.ReapOptions{DryRun: true, Labels: scope, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,11 +171,79 @@ func TestReapRemovesExpiredAndOrphaned(t *testing.T) {
 	if left, _ := b.List(ctx, scope); len(left) != 3 {
 		t.Fatalf("a dry run removed something: %d left", len(left))
 	}
-	if _, err := b.Reap(ctx, backends.ReapOptions{Labels: scope}); err != nil {
+	if _, err := b.Reap(ctx, backends.ReapOptions{Labels: scope, Now: now}); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := b.List(ctx, scope)
 	if len(left) != 1 || left[0].ID != mine {
 		t.Fatalf("after reaping: %v", left)
+	}
+}
+
+// Reap removes only what this backend created: a container that carries
+// sandboxio's labels (expired, an owner gone) but no mark, a mark copied
+// from another container, or one made under another key, is listed as left
+// and stays; a real sandbox past its expiry is removed.
+func TestReapLeavesUnmarkedContainers(t *testing.T) {
+	needDocker(t)
+	t.Parallel()
+	b := newTestBackend(t)
+	ctx := context.Background()
+	key, err := reapKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := map[string]string{"test": labelSafe(t.Name())}
+	// Expired by the clock Reap is given, not by the daemon's: a lifetime
+	// backstop on the daemon must not remove them first.
+	later := time.Now().Add(2 * time.Hour)
+	past := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	hand := func(kind string, mark func(map[string]string)) string {
+		l := map[string]string{model.LabelManaged: "true", model.LabelTenantID: "acme", model.LabelSessionID: "by-hand-" + kind,
+			"test": scope["test"], labelExpires: past, labelOwner: "by-hand", labelOwnerPID: "999999999"}
+		mark(l)
+		resp, err := b.cli.ContainerCreate(ctx, &container.Config{Image: LocalImage, Entrypoint: []string{"sleep", "600"}, Labels: l},
+			&container.HostConfig{NetworkMode: "none"}, nil, nil, "sandboxio-reaptest-"+randomHex(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.removeContainer(context.Background(), resp.ID) })
+		return resp.ID
+	}
+	unmarked := hand("unmarked", func(map[string]string) {})
+	copied := hand("copied", func(l map[string]string) {
+		other := maps.Clone(l)
+		other[model.LabelSessionID] = "another"
+		l[labelMark] = markFor(key, other)
+	})
+	foreign := hand("foreign", func(l map[string]string) { l[labelMark] = markFor([]byte("another host's key, 32 bytes...."), l) })
+	real := open(t, b, testSpec(t))
+
+	got, err := b.Reap(ctx, backends.ReapOptions{Labels: scope, Now: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]string{}
+	removed := map[string]string{}
+	for _, r := range got {
+		if r.Left != "" {
+			left[r.Info.ID] = r.Left
+		} else {
+			removed[r.Info.ID] = r.Reason
+		}
+	}
+	for id, want := range map[string]string{unmarked: "carries no sandboxio mark", copied: "does not match", foreign: "another host's reap key"} {
+		if !strings.Contains(left[id], "not ours, left") || !strings.Contains(left[id], want) {
+			t.Errorf("%s: left %q, want it left saying %q", id[:12], left[id], want)
+		}
+		if _, err := b.cli.ContainerInspect(ctx, id); err != nil {
+			t.Errorf("%s was removed: %v", id[:12], err)
+		}
+	}
+	if removed[real.id] != "expired" || len(removed) != 1 {
+		t.Errorf("removed %v, want only the real sandbox %s (expired)", removed, real.id[:12])
+	}
+	if _, err := b.cli.ContainerInspect(ctx, real.id); err == nil {
+		t.Errorf("the real sandbox past its expiry is still there")
 	}
 }

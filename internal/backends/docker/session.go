@@ -15,6 +15,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -117,7 +118,7 @@ func (b *dockerBackend) freeName(ctx context.Context, name string, p createPlan)
 	}
 	expires, _ := time.Parse(time.RFC3339, labels[labelExpires])
 	expired := !expires.IsZero() && time.Now().After(expires)
-	dead := labels[labelOwner] != b.owner.ID && ownerGone(labels, b.owner)
+	owner := b.owner.Judge(labels)
 	stale := false
 	switch status {
 	case container.StateExited, container.StateDead, container.StateRemoving:
@@ -130,13 +131,14 @@ func (b *dockerBackend) freeName(ctx context.Context, name string, p createPlan)
 		// sandbox, unless it is what `sandboxio reap` removes, a sandbox
 		// past its lifetime or whose owner process on this host is gone
 		// (a created one never starts without its owner, and AutoRemove
-		// never removes a container that did not run).
-		stale = expired || dead
+		// never removes a container that did not run). An owner whose
+		// liveness cannot be verified from here counts as alive.
+		stale = expired || owner.Dead
 	}
 	if stale {
 		return b.removeContainer(ctx, ins.ID)
 	}
-	return busyError(p, ins.ID, labels, expires)
+	return busyError(p, ins.ID, labels, expires, owner)
 }
 
 // errNameInFlight: the name is held, but by no container that can be
@@ -145,10 +147,10 @@ var errNameInFlight = errors.New("the name is held by a create in flight")
 
 // busyError refuses a second sandbox for a tenant and session, naming the one
 // that holds it.
-func busyError(p createPlan, id string, labels map[string]string, expires time.Time) error {
+func busyError(p createPlan, id string, labels map[string]string, expires time.Time, owner backends.Verdict) error {
 	who := ""
-	if pid, host := labels[labelOwnerPID], labels[labelOwnerHost]; pid != "" {
-		who = fmt.Sprintf(", opened by process %s on host %s", pid, host)
+	if labels[labelOwner] != "" {
+		who = fmt.Sprintf(", opened by %s; %s", backends.Describe(labels), owner.Why)
 	}
 	until := ""
 	if !expires.IsZero() {
@@ -162,7 +164,7 @@ func busyError(p createPlan, id string, labels map[string]string, expires time.T
 		Message: fmt.Sprintf("a sandbox is already open for tenant %q session %q (%s): one sandbox per tenant and session, on this Docker daemon",
 			clip(p.spec.TenantID), clip(p.spec.SessionID), holder),
 		Fix: "use the open sandbox, or close it first" + until +
-			", or open the new sandbox under another session id; if the process that opened it was killed, its watcher removes it within seconds, and `sandboxio reap` removes it once that process is gone"}
+			", or open the new sandbox under another session id; if the process that opened it was killed, its watcher removes it within seconds, and `sandboxio reap` removes it once that process is verifiably gone (run it on the same host and in the same PID namespace as that process); a sandbox whose owner cannot be judged from here is never removed before its lifetime ends"}
 }
 
 func clip(s string) string {

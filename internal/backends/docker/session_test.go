@@ -151,7 +151,7 @@ func TestStaleSessionContainerIsReplaced(t *testing.T) {
 	ctx := context.Background()
 	labels := map[string]string{model.LabelManaged: "true", model.LabelTenantID: spec.TenantID, model.LabelSessionID: spec.SessionID,
 		labelExpires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "test": labelSafe(t.Name())}
-	for k, v := range b.owner.labels() {
+	for k, v := range b.owner.Labels() {
 		labels[k] = v
 	}
 	labels[labelOwner] = "someone-else"

@@ -204,34 +204,6 @@ func TestRuntimeTierConfirmedByRegistration(t *testing.T) {
 	}
 }
 
-func TestOwnerGone(t *testing.T) {
-	self := processOwner()
-	alive := self.labels()
-	alive[labelOwner] = "someone-else"
-	if ownerGone(alive, self) {
-		t.Fatal("a live process is not gone")
-	}
-	dead := self.labels()
-	dead[labelOwner] = "dead"
-	dead[labelOwnerPID] = "999999999"
-	if !ownerGone(dead, self) {
-		t.Fatal("a pid that does not exist is gone")
-	}
-	reused := self.labels()
-	reused[labelOwner] = "reused"
-	reused[labelOwnerStart] = "1"
-	if !ownerGone(reused, self) {
-		t.Fatal("a pid with another start time is gone")
-	}
-	other := self.labels()
-	other[labelOwner] = "remote"
-	other[labelOwnerHost] = "another-host"
-	other[labelOwnerPID] = "999999999"
-	if ownerGone(other, self) {
-		t.Fatal("an owner on another host cannot be judged")
-	}
-}
-
 // A network named sandboxio-egress that lets containers talk to each other
 // (made by hand, or by another tool) is refused, not joined.
 func TestEgressNetworkMustKeepSandboxesApart(t *testing.T) {

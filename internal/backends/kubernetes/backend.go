@@ -46,7 +46,7 @@ type k8sBackend struct {
 	netOpts   netOptions
 	api       string // APIPod or APIAgentSandbox (the DSN's api)
 	dyn       dynamic.Interface
-	owner     owner
+	owner     backends.Owner
 	grace     time.Duration
 
 	mu    sync.Mutex

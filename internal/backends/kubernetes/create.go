@@ -58,7 +58,7 @@ func (b *k8sBackend) create(ctx context.Context, p createPlan) (*sandbox, error)
 	bound, shutdown := p.lifetime, created.Add(p.lifetime)
 	lbls := maps.Clone(p.labels)
 	lbls[labelOwner] = b.owner.ID
-	ann := b.owner.annotations()
+	ann := ownerAnnotations(b.owner)
 	if p.warmIdle > 0 {
 		bound += p.warmIdle
 		shutdown = created.Add(p.warmIdle)

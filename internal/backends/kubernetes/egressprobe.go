@@ -174,7 +174,7 @@ func (b *k8sBackend) createProbePod(ctx context.Context, name string, cmd []stri
 	deadline := int64(math.Ceil(probeTimeout.Seconds()))
 	res := corev1.ResourceList{corev1.ResourceCPU: qty("100m"), corev1.ResourceMemory: qty("32Mi"), corev1.ResourceEphemeralStorage: qty("16Mi")}
 	lbls := map[string]string{model.LabelManaged: "true", labelOwner: b.owner.ID, labelProbe: "egress"}
-	ann := b.owner.annotations()
+	ann := ownerAnnotations(b.owner)
 	ann[annExpires] = time.Now().Add(probeTimeout).UTC().Format(time.RFC3339)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, Annotations: maps.Clone(ann)},

@@ -10,22 +10,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/disksplit"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
 // Annotations this backend sets (free text, unlike label values).
 const (
-	annExpires   = model.ReservedLabelPrefix + "expires"
-	annTier      = model.ReservedLabelPrefix + "tier"
-	annDiskCap   = model.ReservedLabelPrefix + "disk_cap"
-	annPidsCap   = model.ReservedLabelPrefix + "pids_cap"
-	annOwnerPID  = model.ReservedLabelPrefix + "owner.pid"
-	annOwnerHost = model.ReservedLabelPrefix + "owner.host"
-	annOwnerBoot = model.ReservedLabelPrefix + "owner.boot_id"
-	annOwnerTime = model.ReservedLabelPrefix + "owner.start"
-	// labelOwner is a label: the watcher-less reaper selects an owner's pods.
-	labelOwner = model.ReservedLabelPrefix + "owner"
+	annExpires = model.ReservedLabelPrefix + "expires"
+	annTier    = model.ReservedLabelPrefix + "tier"
+	annDiskCap = model.ReservedLabelPrefix + "disk_cap"
+	annPidsCap = model.ReservedLabelPrefix + "pids_cap"
+	// labelOwner is a label: the watcher-less reaper selects an owner's
+	// pods. The rest of the owner's record are annotations (ownerAnnotations).
+	labelOwner = backends.LabelOwner
 )
 
 // Where the wrapper lives inside the sandbox container.
