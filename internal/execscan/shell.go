@@ -77,7 +77,15 @@ func (s *scanner) stmt(st *syntax.Stmt, c ctx) {
 		}
 		return
 	}
-	// Redirections: stdin for the command, and the list of them.
+	// Redirections: stdin for the command, and the list of them. A simple
+	// command is reserved first: >(...) in a redirection reads its output.
+	writer := -1
+	call, isCall := st.Cmd.(*syntax.CallExpr)
+	if isCall {
+		if writer = s.reserve(c); writer < 0 {
+			return
+		}
+	}
 	var redirs []Redirect
 	in := c.in
 	for _, r := range st.Redirs {
@@ -99,7 +107,7 @@ func (s *scanner) stmt(st *syntax.Stmt, c ctx) {
 			w.Value += "\n"
 			in = textStdin(w, "heredoc", rd.FD)
 		default:
-			rd.Target = s.word(r.Word, c, -1)
+			rd.Target = s.word(r.Word, c, writer)
 			if (r.Op == syntax.RdrIn || r.Op == syntax.RdrInOut) && (rd.FD == "" || rd.FD == "0") {
 				in = stdin{kind: stdinFile, path: rd.Target.Value, fed: rd.Target.fed}
 			}
@@ -114,7 +122,7 @@ func (s *scanner) stmt(st *syntax.Stmt, c ctx) {
 	switch x := st.Cmd.(type) {
 	case nil:
 	case *syntax.CallExpr:
-		s.simple(x, cc, redirs)
+		s.simple(writer, call, cc, redirs)
 	case *syntax.BinaryCmd:
 		s.stmt(x.X, cc)
 		s.stmt(x.Y, cc)
@@ -231,11 +239,7 @@ func textStdin(w Word, from, fd string) stdin {
 }
 
 // call scans one simple command.
-func (s *scanner) simple(x *syntax.CallExpr, c ctx, redirs []Redirect) {
-	idx := s.reserve(c)
-	if idx < 0 {
-		return
-	}
+func (s *scanner) simple(idx int, x *syntax.CallExpr, c ctx, redirs []Redirect) {
 	var assigns []string
 	for _, a := range x.Assigns {
 		if a.Name != nil {
@@ -246,11 +250,6 @@ func (s *scanner) simple(x *syntax.CallExpr, c ctx, redirs []Redirect) {
 	words := make([]Word, 0, len(x.Args))
 	for _, w := range x.Args {
 		words = append(words, s.word(w, c, idx))
-	}
-	for i := range redirs {
-		// The target's substitutions are already scanned; >(...) in one
-		// reads this command's output.
-		_ = i
 	}
 	s.resolve(idx, words, c, redirs, assigns)
 }

@@ -99,6 +99,9 @@ func (s *scanner) resolve(idx int, words []Word, c ctx, redirs []Redirect, assig
 			return
 		}
 		name := path.Base(head.Value)
+		if name == "exec" && len(words) == 1 {
+			break
+		}
 		if next, w, stdinArgs, ok := s.unwrap(name, words, c); ok {
 			if next == nil {
 				// The wrapper runs nothing (sudo -l) or could not be read.
@@ -112,6 +115,12 @@ func (s *scanner) resolve(idx int, words []Word, c ctx, redirs []Redirect, assig
 		}
 		s.set(idx, name, head.Value, true, words[1:], wrapped, fromStdin)
 		s.reader(idx, name, head.Value, words[1:], c, fromStdin)
+		return
+	}
+	if len(words) == 1 {
+		// exec alone: it only redirects the shell's own descriptors.
+		s.set(idx, "exec", "exec", true, nil, wrapped, fromStdin)
+		s.reader(idx, "exec", "exec", nil, c, fromStdin)
 		return
 	}
 	s.set(idx, "", "", true, nil, wrapped, fromStdin)
