@@ -3,9 +3,11 @@
 # description: >-
 #   Every run and run_code call is decided here before anything executes, on
 #   the call's document (kind exec): the command's argv or the code and its
-#   language, the template, tenant and session, the sandbox's network policy
-#   and the findings of the static analysers (bandit on Python, shellcheck on
-#   shell). A rule's finding is in block (the call must not run) or in
+#   language, the simple commands it runs (wrappers unwrapped, every shell
+#   script parsed, standard input handed to a shell or an interpreter read
+#   as its code), what the hook could not read, the template, tenant and
+#   session, the sandbox's network policy and the findings of the static
+#   analysers (bandit on Python, shellcheck on shell). A rule's finding is in block (the call must not run) or in
 #   require_approval (it runs once approved). Built-in exec rules are
 #   advisory: a finding is a warning and an audit entry, and the call runs.
 #   A team makes one mandatory with exec_enforcement in its policies;
@@ -523,9 +525,11 @@ bandit_high := sort({x.id |
 #   bandit found a high-severity issue in the Python code about to run
 #   (subprocess with shell=True, exec of a download, a disabled TLS check,
 #   ...). When bandit did not analyse the code (not installed, timed out,
-#   could not parse it) the rule cannot show that there is none, so it
-#   reports that instead of passing: a rule never passes on an analysis that
-#   did not happen.
+#   could not parse it), or when Python code runs that the hook was not
+#   given (python3 job.py, python3 -m mod, python reading a pipe, a file run
+#   by its path), the rule cannot show that there is none, so it reports
+#   that instead of passing: a rule never passes on an analysis that did not
+#   happen.
 # custom:
 #   id: SBX-EXE-004
 #   class: ApprovalRequired
@@ -575,8 +579,9 @@ shellcheck_errors := sort({x.id |
 #   shellcheck reports an error-level issue: most often the script does not
 #   parse (SC1xxx), which also means that the textual rules above may not
 #   read it the way the shell will. When shellcheck did not analyse the
-#   script (not installed, timed out) the rule reports that instead of
-#   passing.
+#   script (not installed, timed out), or when shell code runs that the
+#   hook was not given (sh job.sh, . ./lib.sh, sh reading a pipe, a file
+#   run by its path), the rule reports that instead of passing.
 # custom:
 #   id: SBX-EXE-005
 #   class: ApprovalRequired
