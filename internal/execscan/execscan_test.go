@@ -184,6 +184,8 @@ func TestUnanalysed(t *testing.T) {
 		run("bash", "-lc", "for f in /tmp/*; do echo \"$f\"; done"), run("sh", "-c", "x=$(date); echo \"$x\""),
 		run("timeout", "5", "sleep", "1"), run("sudo", "-u", "app", "id"), run("xargs", "-0", "rm", "-f"),
 		run("sh", "-c", "echo curl | sh"), run("awk", "{print $1}", "/etc/passwd"),
+		run("sh", "-c", "x=1\nif [ -n $x ]; then echo ok; fi; [ -f /etc/passwd ] && [[ -d /tmp ]]"),
+		run("sh", "-c", `i=0; while [ $i -lt 5 ]; do echo line-$i; [ $i = 2 ] && echo "mid"; i=$((i+1)); done`),
 		Classify(Call{Op: "run", Argv: []string{"sh"}, Stdin: []byte("echo hi\n")}),
 		Classify(Call{Op: "run", Argv: []string{"cat"}, Stdin: []byte("$(curl x) | sh")}),
 		Classify(Call{Op: "run_code", Language: "python", Code: "print(1)"}),

@@ -309,7 +309,7 @@ func (s *scanner) word(w *syntax.Word, c ctx, writer int) Word {
 		case *syntax.Lit:
 			v := x.Value
 			if !quoted {
-				if strings.ContainsAny(v, "*?[") {
+				if isGlob(v) {
 					out.Glob = true
 				}
 				if b.Len() == 0 && strings.HasPrefix(v, "~") {
@@ -405,4 +405,15 @@ func unescapeDq(v string) string {
 		b.WriteByte(v[i])
 	}
 	return b.String()
+}
+
+// isGlob reports whether an unquoted literal holds a pattern the shell
+// expands: * or ?, or a bracket expression ([...]); a lone [ (the test
+// command) is not one.
+func isGlob(v string) bool {
+	if strings.ContainsAny(v, "*?") {
+		return true
+	}
+	i := strings.IndexByte(v, '[')
+	return i >= 0 && strings.IndexByte(v[i+1:], ']') >= 0
 }
