@@ -144,12 +144,23 @@ downloaded_files contains f if {
 }
 
 downloaded_files contains f if {
-	some d in commands
-	download(d)
-	some c in commands
-	c.pipeline == d.pipeline
+	some i in downloads
+	d := commands[i]
+	d.stages > 1
+	p := d.pipeline
+
+	# A comprehension OPA indexes by p: a long script is not read in
+	# quadratic time.
+	later := [c | some c in commands; c.pipeline == p]
+	some c in later
 	c.position > d.position
 	some f in stage_writes(c)
+}
+
+# downloads are the indices of the download commands.
+downloads contains i if {
+	some i, c in commands
+	download(c)
 }
 
 stage_writes(c) := {a | lower(c.name) == "tee"; some a in c.args; not startswith(a, "-")} | {rd.target.value |

@@ -38,7 +38,7 @@ cmdw(name, words) := {
 cmd(name, args) := cmdw(name, [lit(a) | some a in args])
 
 # at puts a command at a stage of a pipeline.
-at(c, pipeline, position) := object.union(c, {"pipeline": pipeline, "position": position})
+at(c, pipeline, position) := object.union(c, {"pipeline": pipeline, "position": position, "stages": max([position + 1, 2])})
 
 # reads makes a command a reader of code in lang, from where, fed by.
 reads(c, lang, from, fed) := object.union(c, {"reads": {"language": lang, "from": from, "analysed": from != "file", "fed_by": fed}})

@@ -193,6 +193,9 @@ type ctx struct {
 	subst, source, depth  int
 	in                    stdin
 	shell                 string // the language of the script it is in
+	// root is true for the statements of a script or substitution (each
+	// its own pipeline), false for those of a pipeline's stage.
+	root bool
 }
 
 type scanner struct {

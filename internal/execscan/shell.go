@@ -26,6 +26,9 @@ func (s *scanner) script(text string, c ctx) bool {
 		s.unanalysed("structure", c.shell, "a "+c.shell+" script does not parse, so the commands it runs cannot be read")
 		return false
 	}
+	// A script read from a pipeline's stage keeps its stage for its first
+	// statements' input (fed_by); each statement is its own pipeline.
+	c.root = true
 	s.stmts(f.Stmts, c)
 	return true
 }
@@ -49,6 +52,9 @@ func (s *scanner) stmt(st *syntax.Stmt, c ctx) {
 	if s.full || st == nil {
 		return
 	}
+	if c.root {
+		c.pipeline, c.pos, c.stages = s.newPipeline(), 0, 1
+	}
 	if b, ok := st.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.Pipe || b.Op == syntax.PipeAll) {
 		list := stages(b.X, nil)
 		list = stages(b.Y, list)
@@ -56,7 +62,7 @@ func (s *scanner) stmt(st *syntax.Stmt, c ctx) {
 		in := c.in
 		for i, stage := range list {
 			cc := c
-			cc.pipeline, cc.pos, cc.stages = id, i, len(list)
+			cc.pipeline, cc.pos, cc.stages, cc.root = id, i, len(list), false
 			first := len(s.out.Commands)
 			if i > 0 {
 				cc.in = in
@@ -283,8 +289,7 @@ func (s *scanner) subst(list []*syntax.Stmt, c ctx, in stdin, _ uint) []int {
 	id := s.substs
 	s.substs++
 	cc := c
-	cc.subst, cc.depth, cc.in = id, c.depth+1, in
-	cc.pipeline, cc.pos, cc.stages = s.newPipeline(), 0, 1
+	cc.subst, cc.depth, cc.in, cc.root = id, c.depth+1, in, true
 	first := len(s.out.Commands)
 	s.stmts(list, cc)
 	var out []int
