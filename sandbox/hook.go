@@ -3,12 +3,11 @@ package sandbox
 import (
 	"context"
 	"fmt"
-	"path"
-	"regexp"
-	"strings"
+	"sort"
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/analysers"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/execscan"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -69,6 +68,21 @@ type call struct {
 	argv     []string
 	language string
 	code     string
+	stdin    []byte   // the call's standard input (nil: none)
+	env      []string // the names the call's environment sets
+}
+
+// envNames lists the variables a call's environment sets: the template's,
+// the Request's and the call's.
+func (s *Sandbox) envNames(call map[string]string) []string {
+	var out []string
+	for _, m := range []map[string]string{s.plan.spec.Env, s.env, call} {
+		for k := range m {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // preExec evaluates the pre-execution hook on a call, fills the record's
@@ -80,7 +94,8 @@ func (s *Sandbox) preExec(ctx context.Context, rec *Record, c call) error {
 	hr := &HookRecord{Decision: HookAllow, Rules: []HookRule{}, Analysers: []AnalyserRecord{}}
 	rec.Hook = hr
 	defer func() { hr.DurationMS = ms(time.Since(start)) }()
-	in.Analysers = s.c.analyse(ctx, in.Source)
+	var runs []analysers.Report
+	in.Analysers, runs = s.c.analyse(ctx, in.Scan)
 	if err := ctx.Err(); err != nil {
 		// The caller cancelled: that is the answer, not an analyser
 		// failure that would read as "needs approval".
@@ -88,11 +103,9 @@ func (s *Sandbox) preExec(ctx context.Context, rec *Record, c call) error {
 		return fmt.Errorf("pre-execution hook: %w", err)
 	}
 	var ids []string
-	for _, tool := range []string{analysers.Bandit, analysers.ShellCheck} {
-		if r, ok := in.Analysers[tool]; ok {
-			hr.Analysers = append(hr.Analysers, AnalyserRecord{Tool: tool, Status: string(r.Status), Findings: r.IDs(), DurationMS: ms(r.Duration)})
-			ids = append(ids, r.IDs()...)
-		}
+	for _, r := range runs {
+		hr.Analysers = append(hr.Analysers, AnalyserRecord{Tool: r.Tool, Status: string(r.Status), Findings: r.IDs(), DurationMS: ms(r.Duration)})
+		ids = append(ids, r.IDs()...)
 	}
 	d, err := s.c.eng.EvaluateExec(ctx, in)
 	if err != nil {
@@ -178,68 +191,89 @@ func (c *Client) approve(ctx context.Context, req ApprovalRequest) (bool, error)
 	return ok, nil
 }
 
-// execInput builds the hook's document of a call.
+// execInput builds the hook's document of a call: what it runs, as
+// execscan reads it (argv, code and standard input), and the code the
+// analysers read.
 func (s *Sandbox) execInput(c call) policy.ExecInput {
 	in := policy.ExecInput{Op: c.op, Argv: c.argv, Language: c.language, Code: c.code,
 		Template: s.info.Template, TenantID: s.info.TenantID, SessionID: s.info.SessionID,
-		Backend: s.info.Backend, Network: s.info.Network}
-	if c.op == policy.OpRunCode {
-		in.Source = &policy.ExecSource{Language: codeLanguage(c.language), Text: c.code}
-	} else {
-		in.Source = sourceOfArgv(c.argv)
+		Backend: s.info.Backend, Network: s.info.Network, StdinBytes: -1}
+	if c.stdin != nil {
+		in.StdinBytes = len(c.stdin)
+	}
+	sc := execscan.Classify(execscan.Call{Op: c.op, Argv: c.argv, Language: c.language, Code: c.code, Stdin: c.stdin, Env: c.env})
+	in.Scan = &sc
+	if len(sc.Sources) > 0 {
+		in.Source = &policy.ExecSource{Language: sc.Sources[0].Language, Text: sc.Sources[0].Text}
 	}
 	return in
 }
 
-// codeLanguage names run_code's language as the rules and analysers do.
-func codeLanguage(lang string) string {
-	if strings.HasPrefix(lang, "python") {
-		return "python"
-	}
-	return lang
-}
+// maxAnalyserRuns bounds the analyser runs of one call; code past it is
+// reported as not analysed.
+const maxAnalyserRuns = 8
 
-// shellFlags is a shell's option word that ends in c (-c, -ec, -xc, -lc).
-var shellFlags = regexp.MustCompile(`^-[a-z]*c$`)
-
-// sourceOfArgv finds the code a command runs: the script of a shell's -c
-// (sh -c SCRIPT, bash -lc SCRIPT) or the program of python3 -c. Other
-// commands have none (the rules still read their argv).
-func sourceOfArgv(argv []string) *policy.ExecSource {
-	if len(argv) < 3 || !shellFlags.MatchString(argv[1]) {
-		return nil
-	}
-	name := path.Base(argv[0])
-	switch {
-	case name == "sh" || name == "bash" || name == "dash" || name == "ash" || name == "ksh":
-		return &policy.ExecSource{Language: name, Text: argv[2]}
-	case argv[1] == "-c" && (name == "python" || strings.HasPrefix(name, "python3")):
-		return &policy.ExecSource{Language: "python", Text: argv[2]}
-	}
-	return nil
-}
-
-// analyse runs the analysers that apply to the source's language.
-func (c *Client) analyse(ctx context.Context, src *policy.ExecSource) map[string]analysers.Report {
+// analyse runs the analyser of each piece of code's language (bandit on
+// Python, shellcheck on shell), once per distinct piece, and merges each
+// tool's reports: ok only when every piece was analysed, the findings of
+// all. It returns the merged reports by tool and each run.
+func (c *Client) analyse(ctx context.Context, sc *execscan.Scan) (map[string]analysers.Report, []analysers.Report) {
 	out := map[string]analysers.Report{}
-	if src == nil {
-		return out
+	var runs []analysers.Report
+	if sc == nil {
+		return out, nil
 	}
 	cfg := analysers.Config{BanditPath: c.cfg.Analysers.BanditPath, ShellCheckPath: c.cfg.Analysers.ShellCheckPath, Timeout: c.cfg.Analysers.Timeout}
-	start := time.Now()
-	switch src.Language {
-	case "python":
-		r := cfg.RunBandit(ctx, src.Text)
-		r.Duration = time.Since(start)
-		out[analysers.Bandit] = r
-	case "sh", "bash", "dash", "ash", "ksh":
-		dialect := src.Language
-		if dialect == "ash" {
-			dialect = "sh"
+	seen := map[string]bool{}
+	for _, src := range sc.Sources {
+		var tool string
+		switch {
+		case src.Language == "python":
+			tool = analysers.Bandit
+		case execscan.IsShell(src.Language):
+			tool = analysers.ShellCheck
+		default:
+			continue
 		}
-		r := cfg.RunShellCheck(ctx, src.Text, dialect)
-		r.Duration = time.Since(start)
-		out[analysers.ShellCheck] = r
+		if key := src.Language + "\x00" + src.Text; seen[key] {
+			continue
+		} else {
+			seen[key] = true
+		}
+		var r analysers.Report
+		if len(runs) >= maxAnalyserRuns {
+			r = analysers.Report{Tool: tool, Status: analysers.Failed, Detail: "the call holds more code than the hook analyses", Findings: []analysers.Finding{}}
+		} else {
+			start := time.Now()
+			if tool == analysers.Bandit {
+				r = cfg.RunBandit(ctx, src.Text)
+			} else {
+				r = cfg.RunShellCheck(ctx, src.Text, shellcheckDialect(src.Language))
+			}
+			r.Duration = time.Since(start)
+			runs = append(runs, r)
+		}
+		m, ok := out[tool]
+		if !ok {
+			out[tool] = r
+			continue
+		}
+		if m.Status == analysers.OK && r.Status != analysers.OK {
+			m.Status, m.Detail = r.Status, r.Detail
+		}
+		m.Findings = append(m.Findings, r.Findings...)
+		m.Duration += r.Duration
+		out[tool] = m
 	}
-	return out
+	return out, runs
+}
+
+func shellcheckDialect(lang string) string {
+	switch lang {
+	case "bash", "dash", "ksh":
+		return lang
+	case "zsh":
+		return "bash"
+	}
+	return "sh"
 }

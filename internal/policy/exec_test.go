@@ -7,14 +7,19 @@ import (
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/analysers"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/execscan"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
+// execRun is a run call's document as the hook builds it (the scan of
+// its argv included: without one the built-in rules read a call they
+// could not analyse).
 func execRun(argv ...string) policy.ExecInput {
+	sc := execscan.Classify(execscan.Call{Op: policy.OpRun, Argv: argv})
 	return policy.ExecInput{Op: policy.OpRun, Argv: argv, Template: "python", TenantID: "acme", SessionID: "s-1",
-		Backend: "docker", Network: model.NetworkPolicy{Egress: model.EgressDeny}}
+		Backend: "docker", Network: model.NetworkPolicy{Egress: model.EgressDeny}, Scan: &sc, StdinBytes: -1}
 }
 
 func evalExec(t *testing.T, e *policy.Engine, in policy.ExecInput) policy.Decision {
@@ -82,8 +87,9 @@ func TestExec_AnalyserStatusReachesTheRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sc := execscan.Classify(execscan.Call{Op: policy.OpRunCode, Language: "python", Code: "print(1)"})
 	in := policy.ExecInput{Op: policy.OpRunCode, Language: "python", Code: "print(1)", Source: &policy.ExecSource{Language: "python", Text: "print(1)"},
-		Network: model.NetworkPolicy{Egress: model.EgressDeny}}
+		Network: model.NetworkPolicy{Egress: model.EgressDeny}, Scan: &sc}
 	in.Analysers = map[string]analysers.Report{analysers.Bandit: {Tool: analysers.Bandit, Status: analysers.TimedOut, Findings: []analysers.Finding{}}}
 	f, ok := findingOf(evalExec(t, e, in), rules.ExecBanditHigh)
 	if !ok || f.Decision != policy.DecisionApproval || !strings.Contains(f.Message, "timeout") {
@@ -260,5 +266,22 @@ func BenchmarkEvaluateExec(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A call's document without the hook's scan is a call the rules could not
+// analyse: each command rule reports it, none passes.
+func TestExec_NoScanIsNotClean(t *testing.T) {
+	e, err := policy.New(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := execRun("echo", "hello")
+	in.Scan = nil
+	d := evalExec(t, e, in)
+	for _, id := range []string{rules.ExecDownloadPipe, rules.ExecRemoveRoot, rules.ExecInstallDenied} {
+		if f, ok := findingOf(d, id); !ok || !strings.Contains(f.Message, "could not analyse") {
+			t.Errorf("%s: %+v", id, d.Denies)
+		}
 	}
 }

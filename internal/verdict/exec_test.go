@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/execscan"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -36,8 +37,9 @@ func execEngine(t *testing.T) *policy.Engine {
 
 func execDecide(t *testing.T, e *policy.Engine, w *Waivers, argv ...string) Verdict {
 	t.Helper()
+	sc := execscan.Classify(execscan.Call{Op: policy.OpRun, Argv: argv})
 	in := policy.ExecInput{Op: policy.OpRun, Argv: argv, Template: "python", TenantID: "acme", SessionID: "s-1",
-		Network: model.NetworkPolicy{Egress: model.EgressDeny}}
+		Network: model.NetworkPolicy{Egress: model.EgressDeny}, Scan: &sc}
 	d, err := e.EvaluateExec(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +76,8 @@ func TestExec_LevelsAndWaivers(t *testing.T) {
 		t.Fatalf("waived soft-mandatory exec rule: %v", got)
 	}
 	// Another tenant's calls are not covered.
-	in := policy.ExecInput{Op: policy.OpRun, Argv: []string{"rm", "-rf", "/"}, Template: "python", TenantID: "globex", SessionID: "s-1"}
+	sc := execscan.Classify(execscan.Call{Op: policy.OpRun, Argv: []string{"rm", "-rf", "/"}})
+	in := policy.ExecInput{Op: policy.OpRun, Argv: []string{"rm", "-rf", "/"}, Template: "python", TenantID: "globex", SessionID: "s-1", Scan: &sc}
 	d, _ := e.EvaluateExec(context.Background(), in)
 	if got := outcomes(Decide(e, d, policy.KindExec, Options{Address: in.Address(), Waivers: ws, Now: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)})); got[rules.ExecRemoveRoot] != Fail {
 		t.Fatalf("a waiver for acme applied to globex: %v", got)
