@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -99,6 +98,8 @@ type mcpFlags struct {
 	idleTimeout time.Duration
 	head, tail  int
 	elicit      bool
+	tokenFile   string
+	noToken     bool
 }
 
 func init() {
@@ -116,6 +117,8 @@ func init() {
 			fs.DurationVar(&m.idleTimeout, "idle-timeout", 10*time.Minute, "with --http: end the session, and remove the sandbox, after this long without a request")
 			fs.IntVar(&m.head, "head", mcpserver.DefaultHeadBytes, "bytes of the beginning of each stream a result shows")
 			fs.IntVar(&m.tail, "tail", mcpserver.DefaultTailBytes, "bytes of the end of each stream a result shows")
+			fs.StringVar(&m.tokenFile, "token-file", "", "with --http: require the bearer token in `FILE` (a regular file of the current user, mode 0600 or stricter) on every request")
+			fs.BoolVar(&m.noToken, "insecure-no-token", false, "with --http: serve without a bearer token; any local process or user that reaches the port can then run code in the sandbox")
 			fs.BoolVar(&m.elicit, "approve-by-elicitation", false, "put each call the hook requires approval for, and --approve does not approve, to the client's user (MCP elicitation); without it, or when the client cannot ask, such a call is refused with ApprovalRequired")
 			return func(ctx context.Context, e *env, args []string) int {
 				return m.run(ctx, e, f, args)
@@ -138,17 +141,23 @@ func (m *mcpFlags) run(ctx context.Context, e *env, f *runFlags, args []string) 
 		return usage("--idle-timeout must be positive")
 	case m.http == "" && f.spec == "-":
 		return usage("--spec - and the MCP stream cannot both read standard input: pass the spec as a file")
+	case m.http == "" && (m.tokenFile != "" || m.noToken):
+		return usage("--token-file and --insecure-no-token apply to --http only: on stdio the host that starts the server is its only client")
 	case m.http == "" && f.audit == "-":
 		return usage("--audit - would write audit records into the MCP stream on standard output: pass a file")
 	}
 	var ln net.Listener
+	var auth *bearerToken
 	if m.http != "" {
-		// Before anything is opened: a refused address provisions nothing.
+		// Before anything is opened: a refused address or token provisions nothing.
 		var err error
 		if ln, err = listenLoopback(ctx, m.http); err != nil {
 			return usage("--http: %v", err)
 		}
 		defer ln.Close()
+		if auth, err = m.bearer(e); err != nil {
+			return usage("%v", err)
+		}
 	} else {
 		f.usesStdin = true // the MCP stream: --spec - is refused
 	}
@@ -181,7 +190,7 @@ func (m *mcpFlags) run(ctx context.Context, e *env, f *runFlags, args []string) 
 	}
 	what += ")"
 	if ln != nil {
-		err = m.serveHTTP(ctx, e, ln, srv, what)
+		err = m.serveHTTP(ctx, e, ln, srv, auth, what)
 	} else {
 		fmt.Fprintf(e.stderr, "sandboxio mcp: serving %s over stdio\n", what)
 		err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}, MaxLineLength: mcpserver.MaxMessageBytes})
@@ -346,67 +355,4 @@ func listenLoopback(ctx context.Context, addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("listening on %s, which is not a loopback address", ln.Addr())
 	}
 	return ln, nil
-}
-
-// serveHTTP serves one MCP session over streamable HTTP until the client
-// ends it, it idles past --idle-timeout, or ctx ends. A second session is
-// refused while the first is served, and after it: the sandbox is the first
-// session's, and it is removed when that session ends.
-func (m *mcpFlags) serveHTTP(ctx context.Context, e *env, ln net.Listener, srv *mcp.Server, what string) error {
-	var mu sync.Mutex
-	claimed := false
-	ended := make(chan struct{})
-	// The SDK asks getServer more than once per request, so the one session
-	// is kept here: the first request without a session id (the client's
-	// initialize) claims the server; any later one is refused.
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{SessionTimeout: m.idleTimeout, MaxRequestBodyBytes: mcpserver.MaxMessageBytes})
-	gate := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Session-Id") == "" {
-			mu.Lock()
-			taken := claimed
-			if !taken {
-				claimed = true
-				go m.watchSession(srv, ended)
-			}
-			mu.Unlock()
-			if taken {
-				http.Error(w, "this sandboxio mcp server serves one MCP session, which is taken: start another server (with its own --session) for another client", http.StatusConflict)
-				return
-			}
-		}
-		handler.ServeHTTP(w, r)
-	})
-	hs := &http.Server{Handler: gate, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(e.stderr, "sandboxio mcp: serving %s over streamable HTTP at http://%s/\n", what, ln.Addr())
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	var err error
-	select {
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-ended:
-	case err = <-served:
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(sctx)
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
-}
-
-// watchSession closes ended when the session the handler just created is
-// over, or when none was initialized within the idle timeout.
-func (m *mcpFlags) watchSession(srv *mcp.Server, ended chan<- struct{}) {
-	defer close(ended)
-	deadline := time.Now().Add(m.idleTimeout)
-	for time.Now().Before(deadline) {
-		for ss := range srv.Sessions() {
-			_ = ss.Wait()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
