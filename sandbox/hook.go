@@ -69,6 +69,8 @@ type call struct {
 	argv     []string
 	language string
 	code     string
+	// onWarning is the call's own RunOptions.OnWarning.
+	onWarning func(model.Warning)
 }
 
 // preExec evaluates the pre-execution hook on a call, fills the record's
@@ -137,6 +139,9 @@ func (s *Sandbox) preExec(ctx context.Context, rec *Record, c call) error {
 			w := model.Warning{Class: ExecutionAdvisoryWarning, Rule: r.ID, Attribute: r.Attribute,
 				Message: fmt.Sprintf("%s (advisory %s; the call runs)", r.Message, r.Decision), Fix: r.Fix}
 			s.c.warn(w, s.secrets)
+			if c.onWarning != nil {
+				c.onWarning(redactWarning(w, s.secrets))
+			}
 		}
 	}
 	return nil

@@ -100,6 +100,8 @@ type mcpFlags struct {
 	elicit      bool
 	tokenFile   string
 	noToken     bool
+	maxCalls    int
+	callWait    time.Duration
 }
 
 func init() {
@@ -119,6 +121,8 @@ func init() {
 			fs.IntVar(&m.tail, "tail", mcpserver.DefaultTailBytes, "bytes of the end of each stream a result shows")
 			fs.StringVar(&m.tokenFile, "token-file", "", "with --http: require the bearer token in `FILE` (a regular file of the current user, mode 0600 or stricter) on every request")
 			fs.BoolVar(&m.noToken, "insecure-no-token", false, "with --http: serve without a bearer token; any local process or user that reaches the port can then run code in the sandbox")
+			fs.IntVar(&m.maxCalls, "max-calls", mcpserver.DefaultMaxCalls, "tool calls served at once; a call beyond them waits up to --call-wait, then fails with Busy")
+			fs.DurationVar(&m.callWait, "call-wait", mcpserver.DefaultCallWait, "how long a call waits for one of the --max-calls to end before it fails with Busy")
 			fs.BoolVar(&m.elicit, "approve-by-elicitation", false, "put each call the hook requires approval for, and --approve does not approve, to the client's user (MCP elicitation); without it, or when the client cannot ask, such a call is refused with ApprovalRequired")
 			return func(ctx context.Context, e *env, args []string) int {
 				return m.run(ctx, e, f, args)
@@ -139,6 +143,8 @@ func (m *mcpFlags) run(ctx context.Context, e *env, f *runFlags, args []string) 
 		return usage("--head and --tail must be positive")
 	case m.idleTimeout <= 0:
 		return usage("--idle-timeout must be positive")
+	case m.maxCalls <= 0 || m.callWait <= 0:
+		return usage("--max-calls and --call-wait must be positive")
 	case m.http == "" && f.spec == "-":
 		return usage("--spec - and the MCP stream cannot both read standard input: pass the spec as a file")
 	case m.http == "" && (m.tokenFile != "" || m.noToken):
@@ -183,7 +189,8 @@ func (m *mcpFlags) run(ctx context.Context, e *env, f *runFlags, args []string) 
 	}
 	lz := &lazySandbox{client: s.client, req: s.req, ctx: ctx, stderr: e.stderr, ended: make(chan struct{})}
 	srv := mcpserver.New(mcpserver.Options{Sandbox: lz, Decision: dec, Secrets: s.req.Secrets, Version: version,
-		Timeout: f.timeout, Workdir: f.workdir, HeadBytes: m.head, TailBytes: m.tail})
+		Timeout: f.timeout, Workdir: f.workdir, HeadBytes: m.head, TailBytes: m.tail,
+		MaxCalls: m.maxCalls, CallWait: m.callWait})
 	what := fmt.Sprintf("tenant %s session %s (%s backend; the sandbox opens at the first tool call", dec.TenantID, dec.SessionID, dec.Backend)
 	if dec.Pooled {
 		what += ", from the warm pool when one is ready"
