@@ -22,7 +22,16 @@ const mcpHelp = `Serves one sandbox to an agent host over the Model Context Prot
 and output (the default, for a host that starts the server as a subprocess), or over
 streamable HTTP on a loopback address (--http 127.0.0.1:PORT; any other address is
 refused). It serves one sandbox for one tenant and session, and one MCP session: one
-client, never two, never another tenant. As it starts, it runs the checks of
+client, never two, never another tenant.
+
+Over HTTP every request must carry the bearer token of --token-file (Authorization:
+Bearer TOKEN; the file is a regular file of this user, mode 0600 or stricter, no
+symlink), or the server is started with --insecure-no-token, which warns: any local
+process or user can reach a loopback port. A request whose Host is not a loopback
+address with the server's port, or whose Origin is not a loopback http origin, is
+refused (403), as is a CORS preflight (405) and a missing or wrong token (401). Only a
+client's initialize that the server answers takes the one session; a refused or stray
+request takes nothing. As it starts, it runs the checks of
 ` + "`sandboxio run`" + ` that need no backend (the spec's sha256, the tenant binding, the secrets,
 the policy bundle): a refusal exits with the same code as run, before serving. The
 sandbox itself is opened, with the live backend's checks (require_isolation, one
@@ -45,7 +54,9 @@ Each call goes through the run-time helper: the policy's checks on the call, the
 pre-execution hook and the audit log apply as for run and run-code. A result gives the exit code and the first and
 last --head/--tail bytes of each stream with its size; a longer stream is kept in full
 (secrets redacted) under ` + mcpserver.DefaultOutputDir + ` in the sandbox, and the result names the
-file. A failure is an MCP tool error (isError) whose text starts with its error class
+file. Output is not held whole: it goes into the sandbox in parts as it arrives, and
+at most --max-calls calls are served at once (a call beyond them waits --call-wait,
+then fails with Busy), which bounds the server's memory. A failure is an MCP tool error (isError) whose text starts with its error class
 and whose structured content is {"error": {"class", "rule", "attribute", "limit",
 "message", "fix"}}. A command that exits non-zero is not a failure: its exit code is in
 the result.
@@ -59,8 +70,9 @@ nothing runs. A mandatory require_approval runs only when approved: --approve RU
 (a yes/no form), for hosts that show such requests to a person. Otherwise, or when the
 user declines or the client cannot ask, it is a tool error ApprovalRequired naming the
 rule. Elicitation is off by default because the server cannot tell a person's answer
-from a client that answers by itself. Advisory findings are warnings on stderr and in
-the audit record; the call runs.
+from a client that answers by itself. Advisory findings are warnings in the tool
+result (a "warning:" line and structured "warnings"), on stderr and in the audit
+record; the call runs.
 
 The sandbox is removed when the client disconnects (standard input closes; over HTTP,
 the client ends its session, or sends nothing for --idle-timeout), and on SIGTERM or
