@@ -54,9 +54,10 @@ Each call goes through the run-time helper: the policy's checks on the call, the
 pre-execution hook and the audit log apply as for run and run-code. A result gives the exit code and the first and
 last --head/--tail bytes of each stream with its size; a longer stream is kept in full
 (secrets redacted) under ` + mcpserver.DefaultOutputDir + ` in the sandbox, and the result names the
-file. Output is not held whole: it goes into the sandbox in parts as it arrives, and
-at most --max-calls calls are served at once (a call beyond them waits --call-wait,
-then fails with Busy), which bounds the server's memory. A failure is an MCP tool error (isError) whose text starts with its error class
+file. Output is not held whole in memory (past 2 MiB a stream waits in an unlinked
+temporary file, then goes into the sandbox in parts), and at most --max-calls calls
+are served at once (a call beyond them waits --call-wait, then fails with Busy),
+which bounds the server's memory. A failure is an MCP tool error (isError) whose text starts with its error class
 and whose structured content is {"error": {"class", "rule", "attribute", "limit",
 "message", "fix"}}. A command that exits non-zero is not a failure: its exit code is in
 the result.

@@ -82,9 +82,11 @@ func TestMCP_ParallelLargeOutputsKeepTheServerBounded(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
+			start := time.Now()
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run", Arguments: map[string]any{
 				"command": []string{"sh", "-c", fmt.Sprintf("head -c %d /dev/zero | tr '\\0' a; echo end-%d", size, i)}}})
 			results[i] = got{res, err}
+			t.Logf("call %d: %s", i, time.Since(start).Round(time.Millisecond))
 		})
 	}
 	wg.Wait()

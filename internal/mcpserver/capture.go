@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
 	"unicode/utf8"
 )
 
-// KeepChunkBytes is how much of a stream the server holds before it hands
-// that part to the sandbox (see capture): with the head and tail, it is
-// what one stream of a call costs the server's memory, whatever the
-// stream's length.
+// KeepChunkBytes is how much of a stream the server holds in memory
+// beyond its head and tail (see capture); it is also the size of the
+// parts a long stream goes into the sandbox in.
 const KeepChunkBytes = 2 << 20
 
 // joinScript joins the parts of a kept stream into the file $1 (mode
@@ -21,14 +21,17 @@ const joinScript = `umask 077; d=$1; shift; cat -- "$@" >"$d" && rm -f -- "$@"`
 
 // capture is one output stream of a call as it arrives. It holds in memory
 // only what the summary needs (the first bytes, the last bytes, the count,
-// whether it is valid UTF-8) and the part of the stream not yet in the
-// sandbox: every KeepChunkBytes, that part is uploaded into the sandbox as
-// a numbered file, and the parts are joined there into the kept file when
-// the command has ended. A stream that fits in its summary is never
-// uploaded. Writes come from one goroutine at a time (sandbox.RunOptions).
+// whether it is valid UTF-8) and up to KeepChunkBytes of the stream; past
+// that, the stream goes on to a temporary file of the server, unlinked at
+// once, so that it is in no directory and goes when the server does. When
+// the command has ended, the stream goes into the sandbox in parts of
+// KeepChunkBytes, joined there into the kept file. Nothing is uploaded
+// while the command runs: a second exec on the container while the first
+// one's output is not read can stall both (seen with Docker 20.10). A
+// stream that fits in its summary is never uploaded. Writes come from one
+// goroutine at a time (sandbox.RunOptions).
 type capture struct {
 	s    *server
-	ctx  context.Context
 	base string // the kept file; its parts are base.partNNNN
 
 	whole int    // a stream of up to this many bytes is held whole, in first
@@ -40,16 +43,18 @@ type capture struct {
 	carry   []byte // an unfinished UTF-8 sequence at the end of what arrived
 	invalid bool
 
-	chunk   []byte // what is not yet in the sandbox
-	parts   []string
+	chunk   []byte   // what is not in spill
+	spill   *os.File // the stream past the first chunk, unlinked
+	spilled int64
+	parts   []string // uploaded into the sandbox
 	keepErr error
 }
 
-func (s *server) newCapture(ctx context.Context, base string) *capture {
+func (s *server) newCapture(base string) *capture {
 	// Beyond head+tail, UTFMax bytes on each side let summarize move a cut
 	// off a character, as it does on the whole stream.
 	whole := s.o.HeadBytes + s.o.TailBytes + 2*utf8.UTFMax
-	return &capture{s: s, ctx: ctx, base: base, whole: whole}
+	return &capture{s: s, base: base, whole: whole}
 }
 
 func (c *capture) Write(p []byte) (int, error) {
@@ -64,10 +69,10 @@ func (c *capture) Write(p []byte) (int, error) {
 		c.chunk = append(c.chunk, q[:take]...)
 		q = q[take:]
 		if len(c.chunk) >= max(KeepChunkBytes, c.whole) {
-			c.flush()
+			c.toSpill()
 		}
 	}
-	// A part that could not be kept does not stop the command: the
+	// A stream that could not be kept does not stop the command: the
 	// summary is still right, and the result says the stream was not kept.
 	return len(p), nil
 }
@@ -135,21 +140,44 @@ func (c *capture) validate(p []byte) {
 	c.carry = append(c.carry[:0], p[cut:]...)
 }
 
-// flush hands the held part to the sandbox.
-func (c *capture) flush() {
+// toSpill moves the held chunk to the spill file.
+func (c *capture) toSpill() {
 	if len(c.chunk) == 0 || c.keepErr != nil {
 		return
 	}
-	part := fmt.Sprintf("%s.part%04d", c.base, len(c.parts))
+	if c.spill == nil {
+		f, err := os.CreateTemp("", "sandboxio-mcp-*")
+		if err != nil {
+			c.fail(fmt.Errorf("the server could not hold the stream: %w", err))
+			return
+		}
+		// Unlinked at once: only this open file holds it.
+		_ = os.Remove(f.Name())
+		c.spill = f
+	}
 	// The sandbox redacted the stream already; this is the server's own
 	// pass, as on every string it returns.
-	if err := c.s.o.Sandbox.Upload(c.ctx, part, c.s.o.Secrets.Redact(c.chunk), 0o600); err != nil {
-		c.keepErr = err
-		c.chunk = nil
+	n, err := c.spill.Write(c.s.o.Secrets.Redact(c.chunk))
+	c.spilled += int64(n)
+	if err != nil {
+		c.fail(fmt.Errorf("the server could not hold the stream: %w", err))
 		return
 	}
-	c.parts = append(c.parts, part)
 	c.chunk = c.chunk[:0]
+}
+
+// fail gives up keeping the stream.
+func (c *capture) fail(err error) {
+	c.keepErr, c.chunk = err, nil
+	c.close()
+}
+
+// close lets the spill file go.
+func (c *capture) close() {
+	if c.spill != nil {
+		_ = c.spill.Close()
+		c.spill = nil
+	}
 }
 
 // stream is the summary of the whole stream.
@@ -172,15 +200,29 @@ func (c *capture) stream() Stream {
 // keep puts the whole stream into the sandbox as the file base, and
 // returns why it could not.
 func (c *capture) keep(ctx context.Context) error {
-	if c.keepErr == nil && len(c.parts) == 0 {
+	defer c.close()
+	if c.keepErr == nil && c.spill == nil {
 		data := c.s.o.Secrets.Redact(c.chunk)
 		c.chunk = nil
 		return c.s.o.Sandbox.Upload(ctx, c.base, data, 0o600)
 	}
-	c.flush()
+	c.toSpill()
 	if c.keepErr != nil {
-		c.discard(ctx)
 		return c.keepErr
+	}
+	buf := make([]byte, KeepChunkBytes)
+	for off := int64(0); off < c.spilled; off += int64(len(buf)) {
+		n, err := c.spill.ReadAt(buf, off)
+		if n == 0 && err != nil {
+			c.discard(ctx)
+			return fmt.Errorf("the server could not read back the stream: %w", err)
+		}
+		part := fmt.Sprintf("%s.part%04d", c.base, len(c.parts))
+		if err := c.s.o.Sandbox.Upload(ctx, part, buf[:n], 0o600); err != nil {
+			c.discard(ctx)
+			return err
+		}
+		c.parts = append(c.parts, part)
 	}
 	res, err := c.s.o.Sandbox.Run(ctx, append([]string{"sh", "-c", joinScript, "sandboxio-keep", c.base}, c.parts...), c.s.callOptions(0, "/", nil))
 	if err == nil && res.ExitCode != 0 {
@@ -194,10 +236,11 @@ func (c *capture) keep(ctx context.Context) error {
 	return nil
 }
 
-// discard removes the parts already in the sandbox (a call that failed,
-// or a stream that could not be kept whole): they would fill its disk.
+// discard lets the stream go: the spill file, and the parts already in
+// the sandbox, which would fill its disk.
 func (c *capture) discard(ctx context.Context) {
 	c.chunk = nil
+	c.close()
 	if len(c.parts) == 0 {
 		return
 	}

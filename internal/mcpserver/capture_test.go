@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -10,7 +9,7 @@ import (
 // captured feeds out to a capture in writes of the given sizes (cycled).
 func captured(out []byte, head, tail int, sizes []int) Stream {
 	s := &server{o: Options{HeadBytes: head, TailBytes: tail}}
-	c := s.newCapture(context.Background(), "/tmp/x")
+	c := s.newCapture("/tmp/x")
 	for i := 0; len(out) > 0; i++ {
 		n := len(out)
 		if len(sizes) > 0 {

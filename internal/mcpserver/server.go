@@ -249,7 +249,7 @@ func (s *server) execCall(ctx context.Context, op string, opts sandbox.RunOption
 	}
 	defer release()
 	n := s.calls.Add(1)
-	stdout, stderr := s.newCapture(ctx, s.keptPath(n, op, "stdout")), s.newCapture(ctx, s.keptPath(n, op, "stderr"))
+	stdout, stderr := s.newCapture(s.keptPath(n, op, "stdout")), s.newCapture(s.keptPath(n, op, "stderr"))
 	warnings := &callWarnings{}
 	opts.Stdout, opts.Stderr, opts.OnWarning = stdout, stderr, warnings.add
 	res, err := run(opts)
