@@ -121,7 +121,7 @@ func init() {
 	register(&command{
 		name:      "mcp",
 		summary:   "serve a tenant session's sandbox to an agent host over MCP (stdio, or HTTP on loopback)",
-		usage:     "mcp --spec FILE --tenant ID --session ID [--spec-sha256 HEX] [--http 127.0.0.1:PORT] [--timeout 30s] [--audit FILE] [flags]",
+		usage:     "mcp --spec FILE --tenant ID --session ID [--spec-sha256 HEX] [--http 127.0.0.1:PORT --token-file FILE] [--timeout 30s] [--audit FILE] [flags]",
 		help:      mcpHelp,
 		exitCodes: mcpExitCodesHelp,
 		setup: func(fs *flag.FlagSet) runFunc {
