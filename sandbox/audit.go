@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/safefile"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -101,15 +102,19 @@ type Timeouts struct {
 // When the log is a file (w is an *os.File open on a regular file), a
 // sandbox whose backend runs a watcher outside the caller (Docker) also gets
 // a final record should the caller die without closing it (SIGKILL, a
-// crash): the watcher appends it to the same file, by path, once it has
-// removed the sandbox: event orphaned with op watch (or gone, or expired,
-// when the sandbox had already ended). The record is rendered and redacted
-// here, when the sandbox is created; the watcher only sets its time.
+// crash): the watcher appends it to the same file once it has removed the
+// sandbox: event orphaned with op watch (or gone, or expired, when the
+// sandbox had already ended). The watcher opens the file by its path, never
+// through a symlink, and only when it is still the file w writes to (same
+// device and inode); a path replaced meanwhile gets nothing. The record is
+// rendered and redacted here, when the sandbox is created; the watcher only
+// sets its time.
 type AuditLog struct {
 	mu   sync.Mutex
 	w    io.Writer
 	fn   func(Record)
 	path string // of the file w writes to, for the watcher; "" when w is no regular file
+	id   string // the identity of that file (safefile.ID), which the watcher checks
 }
 
 // NewAuditLog returns an audit log writing JSON lines to w (a file, or
@@ -118,31 +123,33 @@ func NewAuditLog(w io.Writer, fn func(Record)) *AuditLog {
 	if w == nil && fn == nil {
 		return nil
 	}
-	return &AuditLog{w: w, fn: fn, path: filePath(w)}
+	a := &AuditLog{w: w, fn: fn}
+	a.path, a.id = filePath(w)
+	return a
 }
 
 // filePath is the absolute path of the regular file w writes to, checked to
-// be the same file, or "".
-func filePath(w io.Writer) string {
+// be the same file, and that file's identity; "" when there is none.
+func filePath(w io.Writer) (string, string) {
 	f, ok := w.(*os.File)
 	if !ok || f == nil {
-		return ""
+		return "", ""
 	}
 	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return ""
+	if err != nil || !st.Mode().IsRegular() || safefile.ID(st) == "" {
+		return "", ""
 	}
 	// The name the file was opened by may be relative, or /dev/stdout.
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
 	if err != nil {
 		if p, err = filepath.Abs(f.Name()); err != nil {
-			return ""
+			return "", ""
 		}
 	}
-	if pst, err := os.Stat(p); err != nil || !os.SameFile(st, pst) {
-		return ""
+	if pst, err := os.Lstat(p); err != nil || !os.SameFile(st, pst) {
+		return "", ""
 	}
-	return p
+	return p, safefile.ID(st)
 }
 
 func (a *AuditLog) emit(r Record, secrets Secrets) {
@@ -207,6 +214,7 @@ func (c *Client) trail(s *Sandbox) {
 	}
 	tr := backends.Trail{
 		Path:      a.path,
+		FileID:    a.id,
 		Removed:   line(EventOrphaned, "its watcher removed the sandbox"),
 		Unremoved: line(EventOrphaned, "its watcher could not remove the sandbox; its lifetime ends it, or `sandboxio reap` removes it"),
 		Gone:      line(EventGone, "the sandbox had already been removed when its watcher looked"),

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/safefile"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -140,5 +143,46 @@ func TestRedactLine_ReplacesWholeLiterals(t *testing.T) {
 	}
 	if clean := []byte(`{"event":"exec","duration_ms":0}`); &redactLine(clean, NewSecrets(map[string]string{"A": "zzz"}))[0] != &clean[0] {
 		t.Fatal("a line with no secret should be returned as is")
+	}
+}
+
+// The audit log gives its watcher the file's absolute path and identity
+// (what fstat says of the open file), so that a reopen by name can check
+// it; a writer that is no regular file, or a path no longer naming the
+// open file (replaced by a symlink), gives none.
+func TestAuditLog_FilePathAndIdentity(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "audit.jsonl")
+	f, err := safefile.OpenAppend(p, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := NewAuditLog(f, nil)
+	if a.path != p || a.id == "" || a.id != safefile.ID(fi) {
+		t.Fatalf("path %q id %q; want %q and %q", a.path, a.id, p, safefile.ID(fi))
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if a := NewAuditLog(w, nil); a.path != "" || a.id != "" {
+		t.Errorf("a pipe: path %q id %q", a.path, a.id)
+	}
+	if err := os.Rename(p, p+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(p+".moved", p); err != nil {
+		t.Fatal(err)
+	}
+	// /proc names the moved file, which is still the open one.
+	if a := NewAuditLog(f, nil); a.path != p+".moved" || a.id != safefile.ID(fi) {
+		t.Errorf("after a rename: path %q id %q", a.path, a.id)
 	}
 }

@@ -70,6 +70,8 @@ type call struct {
 	code     string
 	stdin    []byte   // the call's standard input (nil: none)
 	env      []string // the names the call's environment sets
+	// onWarning is the call's own RunOptions.OnWarning.
+	onWarning func(model.Warning)
 }
 
 // envNames lists the variables a call's environment sets: the template's,
@@ -150,6 +152,9 @@ func (s *Sandbox) preExec(ctx context.Context, rec *Record, c call) error {
 			w := model.Warning{Class: ExecutionAdvisoryWarning, Rule: r.ID, Attribute: r.Attribute,
 				Message: fmt.Sprintf("%s (advisory %s; the call runs)", r.Message, r.Decision), Fix: r.Fix}
 			s.c.warn(w, s.secrets)
+			if c.onWarning != nil {
+				c.onWarning(redactWarning(w, s.secrets))
+			}
 		}
 	}
 	return nil

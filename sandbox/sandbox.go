@@ -70,6 +70,11 @@ type RunOptions struct {
 	// held back until the next write or the end of the command. Redaction matches the exact bytes of each value: see the
 	// package documentation for what it cannot catch.
 	Stdout, Stderr io.Writer
+	// OnWarning, when set, receives the warnings of this call, redacted,
+	// before the command runs: the pre-execution hook's advisory findings
+	// (ExecutionAdvisoryWarning), so that a caller serving several calls
+	// can hand each its own. Config.OnWarning receives them as well.
+	OnWarning func(model.Warning)
 }
 
 // Result is a command that ran to completion. A command that timed out or
@@ -166,6 +171,7 @@ func (s *Sandbox) RunCode(ctx context.Context, lang, code string, opts RunOption
 // anything executes: a block, or a require_approval that is not approved,
 // returns its typed error and runs nothing.
 func (s *Sandbox) exec(ctx context.Context, r Record, opts RunOptions, c call, run func(backends.RunOptions) (backends.Result, error)) (Result, error) {
+	c.onWarning = opts.OnWarning
 	timeout := model.EffectiveTimeout(opts.Timeout, s.info.CallTimeout)
 	r.Timeouts.CallSeconds = seconds(timeout)
 	// Refused before the call, as Open refuses them before provisioning

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -23,7 +22,16 @@ const mcpHelp = `Serves one sandbox to an agent host over the Model Context Prot
 and output (the default, for a host that starts the server as a subprocess), or over
 streamable HTTP on a loopback address (--http 127.0.0.1:PORT; any other address is
 refused). It serves one sandbox for one tenant and session, and one MCP session: one
-client, never two, never another tenant. As it starts, it runs the checks of
+client, never two, never another tenant.
+
+Over HTTP every request must carry the bearer token of --token-file (Authorization:
+Bearer TOKEN; the file is a regular file of this user, mode 0600 or stricter, no
+symlink), or the server is started with --insecure-no-token, which warns: any local
+process or user can reach a loopback port. A request whose Host is not a loopback
+address with the server's port, or whose Origin is not a loopback http origin, is
+refused (403), as is a CORS preflight (405) and a missing or wrong token (401). Only a
+client's initialize that the server answers takes the one session; a refused or stray
+request takes nothing. As it starts, it runs the checks of
 ` + "`sandboxio run`" + ` that need no backend (the spec's sha256, the tenant binding, the secrets,
 the policy bundle): a refusal exits with the same code as run, before serving. The
 sandbox itself is opened, with the live backend's checks (require_isolation, one
@@ -46,7 +54,10 @@ Each call goes through the run-time helper: the policy's checks on the call, the
 pre-execution hook and the audit log apply as for run and run-code. A result gives the exit code and the first and
 last --head/--tail bytes of each stream with its size; a longer stream is kept in full
 (secrets redacted) under ` + mcpserver.DefaultOutputDir + ` in the sandbox, and the result names the
-file. A failure is an MCP tool error (isError) whose text starts with its error class
+file. Output is not held whole in memory (past 2 MiB a stream waits in an unlinked
+temporary file, then goes into the sandbox in parts), and at most --max-calls calls
+are served at once (a call beyond them waits --call-wait, then fails with Busy),
+which bounds the server's memory. A failure is an MCP tool error (isError) whose text starts with its error class
 and whose structured content is {"error": {"class", "rule", "attribute", "limit",
 "message", "fix"}}. A command that exits non-zero is not a failure: its exit code is in
 the result.
@@ -60,8 +71,9 @@ nothing runs. A mandatory require_approval runs only when approved: --approve RU
 (a yes/no form), for hosts that show such requests to a person. Otherwise, or when the
 user declines or the client cannot ask, it is a tool error ApprovalRequired naming the
 rule. Elicitation is off by default because the server cannot tell a person's answer
-from a client that answers by itself. Advisory findings are warnings on stderr and in
-the audit record; the call runs.
+from a client that answers by itself. Advisory findings are warnings in the tool
+result (a "warning:" line and structured "warnings"), on stderr and in the audit
+record; the call runs.
 
 The sandbox is removed when the client disconnects (standard input closes; over HTTP,
 the client ends its session, or sends nothing for --idle-timeout), and on SIGTERM or
@@ -99,13 +111,17 @@ type mcpFlags struct {
 	idleTimeout time.Duration
 	head, tail  int
 	elicit      bool
+	tokenFile   string
+	noToken     bool
+	maxCalls    int
+	callWait    time.Duration
 }
 
 func init() {
 	register(&command{
 		name:      "mcp",
 		summary:   "serve a tenant session's sandbox to an agent host over MCP (stdio, or HTTP on loopback)",
-		usage:     "mcp --spec FILE --tenant ID --session ID [--spec-sha256 HEX] [--http 127.0.0.1:PORT] [--timeout 30s] [--audit FILE] [flags]",
+		usage:     "mcp --spec FILE --tenant ID --session ID [--spec-sha256 HEX] [--http 127.0.0.1:PORT --token-file FILE] [--timeout 30s] [--audit FILE] [flags]",
 		help:      mcpHelp,
 		exitCodes: mcpExitCodesHelp,
 		setup: func(fs *flag.FlagSet) runFunc {
@@ -116,6 +132,10 @@ func init() {
 			fs.DurationVar(&m.idleTimeout, "idle-timeout", 10*time.Minute, "with --http: end the session, and remove the sandbox, after this long without a request")
 			fs.IntVar(&m.head, "head", mcpserver.DefaultHeadBytes, "bytes of the beginning of each stream a result shows")
 			fs.IntVar(&m.tail, "tail", mcpserver.DefaultTailBytes, "bytes of the end of each stream a result shows")
+			fs.StringVar(&m.tokenFile, "token-file", "", "with --http: require the bearer token in `FILE` (a regular file of the current user, mode 0600 or stricter) on every request")
+			fs.BoolVar(&m.noToken, "insecure-no-token", false, "with --http: serve without a bearer token; any local process or user that reaches the port can then run code in the sandbox")
+			fs.IntVar(&m.maxCalls, "max-calls", mcpserver.DefaultMaxCalls, "tool calls served at once; a call beyond them waits up to --call-wait, then fails with Busy")
+			fs.DurationVar(&m.callWait, "call-wait", mcpserver.DefaultCallWait, "how long a call waits for one of the --max-calls to end before it fails with Busy")
 			fs.BoolVar(&m.elicit, "approve-by-elicitation", false, "put each call the hook requires approval for, and --approve does not approve, to the client's user (MCP elicitation); without it, or when the client cannot ask, such a call is refused with ApprovalRequired")
 			return func(ctx context.Context, e *env, args []string) int {
 				return m.run(ctx, e, f, args)
@@ -136,19 +156,27 @@ func (m *mcpFlags) run(ctx context.Context, e *env, f *runFlags, args []string) 
 		return usage("--head and --tail must be positive")
 	case m.idleTimeout <= 0:
 		return usage("--idle-timeout must be positive")
+	case m.maxCalls <= 0 || m.callWait <= 0:
+		return usage("--max-calls and --call-wait must be positive")
 	case m.http == "" && f.spec == "-":
 		return usage("--spec - and the MCP stream cannot both read standard input: pass the spec as a file")
+	case m.http == "" && (m.tokenFile != "" || m.noToken):
+		return usage("--token-file and --insecure-no-token apply to --http only: on stdio the host that starts the server is its only client")
 	case m.http == "" && f.audit == "-":
 		return usage("--audit - would write audit records into the MCP stream on standard output: pass a file")
 	}
 	var ln net.Listener
+	var auth *bearerToken
 	if m.http != "" {
-		// Before anything is opened: a refused address provisions nothing.
+		// Before anything is opened: a refused address or token provisions nothing.
 		var err error
 		if ln, err = listenLoopback(ctx, m.http); err != nil {
 			return usage("--http: %v", err)
 		}
 		defer ln.Close()
+		if auth, err = m.bearer(e); err != nil {
+			return usage("%v", err)
+		}
 	} else {
 		f.usesStdin = true // the MCP stream: --spec - is refused
 	}
@@ -174,14 +202,15 @@ func (m *mcpFlags) run(ctx context.Context, e *env, f *runFlags, args []string) 
 	}
 	lz := &lazySandbox{client: s.client, req: s.req, ctx: ctx, stderr: e.stderr, ended: make(chan struct{})}
 	srv := mcpserver.New(mcpserver.Options{Sandbox: lz, Decision: dec, Secrets: s.req.Secrets, Version: version,
-		Timeout: f.timeout, Workdir: f.workdir, HeadBytes: m.head, TailBytes: m.tail})
+		Timeout: f.timeout, Workdir: f.workdir, HeadBytes: m.head, TailBytes: m.tail,
+		MaxCalls: m.maxCalls, CallWait: m.callWait})
 	what := fmt.Sprintf("tenant %s session %s (%s backend; the sandbox opens at the first tool call", dec.TenantID, dec.SessionID, dec.Backend)
 	if dec.Pooled {
 		what += ", from the warm pool when one is ready"
 	}
 	what += ")"
 	if ln != nil {
-		err = m.serveHTTP(ctx, e, ln, srv, what)
+		err = m.serveHTTP(ctx, e, ln, srv, auth, what)
 	} else {
 		fmt.Fprintf(e.stderr, "sandboxio mcp: serving %s over stdio\n", what)
 		err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}, MaxLineLength: mcpserver.MaxMessageBytes})
@@ -346,67 +375,4 @@ func listenLoopback(ctx context.Context, addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("listening on %s, which is not a loopback address", ln.Addr())
 	}
 	return ln, nil
-}
-
-// serveHTTP serves one MCP session over streamable HTTP until the client
-// ends it, it idles past --idle-timeout, or ctx ends. A second session is
-// refused while the first is served, and after it: the sandbox is the first
-// session's, and it is removed when that session ends.
-func (m *mcpFlags) serveHTTP(ctx context.Context, e *env, ln net.Listener, srv *mcp.Server, what string) error {
-	var mu sync.Mutex
-	claimed := false
-	ended := make(chan struct{})
-	// The SDK asks getServer more than once per request, so the one session
-	// is kept here: the first request without a session id (the client's
-	// initialize) claims the server; any later one is refused.
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{SessionTimeout: m.idleTimeout, MaxRequestBodyBytes: mcpserver.MaxMessageBytes})
-	gate := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Session-Id") == "" {
-			mu.Lock()
-			taken := claimed
-			if !taken {
-				claimed = true
-				go m.watchSession(srv, ended)
-			}
-			mu.Unlock()
-			if taken {
-				http.Error(w, "this sandboxio mcp server serves one MCP session, which is taken: start another server (with its own --session) for another client", http.StatusConflict)
-				return
-			}
-		}
-		handler.ServeHTTP(w, r)
-	})
-	hs := &http.Server{Handler: gate, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(e.stderr, "sandboxio mcp: serving %s over streamable HTTP at http://%s/\n", what, ln.Addr())
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	var err error
-	select {
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-ended:
-	case err = <-served:
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(sctx)
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
-}
-
-// watchSession closes ended when the session the handler just created is
-// over, or when none was initialized within the idle timeout.
-func (m *mcpFlags) watchSession(srv *mcp.Server, ended chan<- struct{}) {
-	defer close(ended)
-	deadline := time.Now().Add(m.idleTimeout)
-	for time.Now().Before(deadline) {
-		for ss := range srv.Sessions() {
-			_ = ss.Wait()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

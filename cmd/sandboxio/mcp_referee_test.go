@@ -329,28 +329,18 @@ func TestMCPReferee_HTTP(t *testing.T) {
 	session := "mcp-http-" + runID
 	spec, sum := specFile(t, "acme", session, func(x *inputs.Template) { x.SecretNames = []string{"REFEREE_SECRET"} })
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	p := startCLIProc(t, []string{"REFEREE_SECRET=" + canary}, "mcp", "--http", "127.0.0.1:0", "--spec", spec, "--spec-sha256", sum,
-		"--tenant", "acme", "--session", session, "--audit", audit)
-	var url string
-	for deadline := time.Now().Add(2 * time.Minute); url == ""; time.Sleep(50 * time.Millisecond) {
-		if m := httpURL.FindStringSubmatch(p.stderrText()); m != nil {
-			url = m[1]
-		}
-		select {
-		case <-p.exited:
-			t.Fatalf("the server exited %d before serving:\n%s", p.code, p.stderrText())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server did not say where it serves:\n%s", p.stderrText())
-		}
-	}
-	steps, everything := refereeSteps(t, []string{"REFEREE_MODE=http", "REFEREE_URL=" + url, "REFEREE_STEPS=run-exit,run-code"})
+	tokPath, tok := newTokenFile(t)
+	url, p := startHTTPMCP(t, []string{"REFEREE_SECRET=" + canary}, "--spec", spec, "--spec-sha256", sum,
+		"--tenant", "acme", "--session", session, "--audit", audit, "--token-file", tokPath)
+	steps, everything := refereeSteps(t, []string{"REFEREE_MODE=http", "REFEREE_URL=" + url, "REFEREE_TOKEN=" + tok, "REFEREE_STEPS=run-exit,run-code"})
 	if got := fmt.Sprint(steps["run-exit"]["sc"].(map[string]any)["exit_code"]); got != "3" {
 		t.Errorf("run-exit over HTTP: exit code %s", got)
 	}
 	if got := fmt.Sprint(steps["run-code"]["text"]); !strings.Contains(got, "key=[REDACTED]") {
 		t.Errorf("run-code over HTTP: %s", got)
+	}
+	if c, _ := steps["no-token-client"]["connected"].(bool); c || steps["no-token-client"]["code"] != 401.0 || !strings.Contains(fmt.Sprint(steps["no-token-client"]["error"]), "requires its bearer token") {
+		t.Errorf("a client without the token: %v", steps["no-token-client"])
 	}
 	if c, _ := steps["second-client"]["connected"].(bool); c || steps["second-client"]["code"] != 409.0 || !strings.Contains(fmt.Sprint(steps["second-client"]["error"]), "serves one MCP session") {
 		t.Errorf("a second client while the session is held: %v", steps["second-client"])
@@ -367,5 +357,8 @@ func TestMCPReferee_HTTP(t *testing.T) {
 	checkClosedRecord(t, audit, "closed")
 	if strings.Contains(everything+p.stderrText(), canary) {
 		t.Error("the secret's value is in the referee's output or the server's stderr")
+	}
+	if strings.Contains(p.stderrText(), tok) || strings.Contains(everything, "Bearer "+tok) {
+		t.Error("the bearer token is in the server's stderr or the referee's output")
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/safefile"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
@@ -200,7 +200,10 @@ func openAudit(path string, stdout io.Writer) (out io.Writer, closeFn func(), er
 	case "-":
 		return stdout, func() {}, nil
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	// Opened once, never through a symlink: the watcher that writes the
+	// last record of a killed run reopens it only when it is still this
+	// file (see sandbox.AuditLog).
+	f, err := safefile.OpenAppend(path, 0o600)
 	if err != nil {
 		return nil, func() {}, err
 	}

@@ -171,6 +171,9 @@ var TrailTime = time.Unix(0, 0).UTC()
 // TrailTime.
 type Trail struct {
 	Path string // the audit file, absolute
+	// FileID is the identity of that file as the owner opened it
+	// (safefile.ID): the watcher writes to Path only while it is that file.
+	FileID string
 	// Removed: the watcher removed the sandbox. Unremoved: it could not (the
 	// lifetime or reap ends it). Gone and Expired: the sandbox was no longer
 	// there when the watcher looked, before or after its lifetime ended.

@@ -17,7 +17,8 @@ type ErrorInfo struct {
 	// ResourceLimitExceeded, SandboxGone, ... and the pre-execution hook's
 	// ExecutionBlocked and ApprovalRequired), BackendError for a backend
 	// failure outside the classes, Cancelled when the client cancelled the
-	// call, or Error.
+	// call, Busy when the server already serves its most calls at once
+	// (limit max_calls), or Error.
 	Class     string `json:"class"`
 	Rule      string `json:"rule,omitempty"`
 	Attribute string `json:"attribute,omitempty"`
@@ -32,7 +33,11 @@ type ErrorInfo struct {
 func (s *server) toolError(err error) *mcp.CallToolResult {
 	info := ErrorInfo{Class: "Error", Message: err.Error()}
 	var me *model.Error
+	var be *busyError
 	switch {
+	case errors.As(err, &be):
+		info = ErrorInfo{Class: "Busy", Limit: "max_calls", Message: err.Error(),
+			Fix: "retry when a running call has ended, send fewer calls at once, or start the server with a higher --max-calls"}
 	case errors.As(err, &me):
 		info = ErrorInfo{Class: string(me.Class), Rule: me.Rule, Attribute: me.Attribute, Limit: me.Limit, Message: me.Message, Fix: me.Fix}
 		if me.Err != nil {

@@ -24,13 +24,14 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
 
@@ -63,6 +64,12 @@ type Options struct {
 	// HeadBytes and TailBytes bound the beginning and end of each stream a
 	// result shows (defaults DefaultHeadBytes, DefaultTailBytes).
 	HeadBytes, TailBytes int
+	// MaxCalls bounds the tool calls served at once (default
+	// DefaultMaxCalls): a call beyond it waits up to CallWait (default
+	// DefaultCallWait) for one to end, then fails with Busy. With the
+	// bounded capture of each stream, it bounds the server's memory.
+	MaxCalls int
+	CallWait time.Duration
 }
 
 // Defaults of Options.
@@ -80,11 +87,14 @@ const (
 	// MaxMessageBytes bounds one request from the client, on either
 	// transport (the Go SDK's stdio frame limit).
 	MaxMessageBytes = 16 << 20
+	DefaultMaxCalls = 4
+	DefaultCallWait = 10 * time.Second
 )
 
 type server struct {
 	o     Options
-	calls atomic.Int64 // numbers the kept output files
+	calls atomic.Int64  // numbers the kept output files
+	slots chan struct{} // one per call being served
 }
 
 // New returns an MCP server with the four tools, bound to o.Sandbox.
@@ -98,7 +108,13 @@ func New(o Options) *mcp.Server {
 	if o.TailBytes <= 0 {
 		o.TailBytes = DefaultTailBytes
 	}
-	s := &server{o: o}
+	if o.MaxCalls <= 0 {
+		o.MaxCalls = DefaultMaxCalls
+	}
+	if o.CallWait <= 0 {
+		o.CallWait = DefaultCallWait
+	}
+	s := &server{o: o, slots: make(chan struct{}, o.MaxCalls)}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "sandboxio", Title: "sandboxio sandbox", Version: o.Version},
 		&mcp.ServerOptions{Instructions: s.instructions()})
 	s.addTools(srv)
@@ -146,39 +162,129 @@ func (s *server) callOptions(timeoutSeconds int, workdir string, stdin []byte) s
 	return o
 }
 
+// busyError refuses a call while MaxCalls calls are served.
+type busyError struct {
+	max  int
+	wait time.Duration
+}
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("%d calls are running, the most this server serves at once, and none ended within %s", e.max, e.wait)
+}
+
+// acquire takes a call's slot, waiting up to CallWait; release gives it back.
+func (s *server) acquire(ctx context.Context) (release func(), err error) {
+	release = func() { <-s.slots }
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	t := time.NewTimer(s.o.CallWait)
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	case <-t.C:
+		return nil, &busyError{max: s.o.MaxCalls, wait: s.o.CallWait}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // ExecResult is the structured content of run and run_code.
 type ExecResult struct {
 	ExitCode   int    `json:"exit_code"`
 	DurationMS int64  `json:"duration_ms"`
 	Stdout     Stream `json:"stdout"`
 	Stderr     Stream `json:"stderr"`
+	// Warnings are the pre-execution hook's advisory findings on the
+	// call: it ran, and the model that sent it should know.
+	Warnings []WarningInfo `json:"warnings,omitempty"`
 }
 
-// execResult summarizes a command that ran, and keeps each stream the
-// summary cuts as a file in the sandbox.
-func (s *server) execResult(ctx context.Context, op string, res sandbox.Result) *mcp.CallToolResult {
+// WarningInfo is one warning of a call.
+type WarningInfo struct {
+	Class     string `json:"class"`
+	Rule      string `json:"rule,omitempty"`
+	Attribute string `json:"attribute,omitempty"`
+	Message   string `json:"message"`
+	Fix       string `json:"fix,omitempty"`
+}
+
+// callWarnings collects the warnings of one call (RunOptions.OnWarning).
+type callWarnings struct {
+	mu   sync.Mutex
+	list []model.Warning
+}
+
+func (w *callWarnings) add(x model.Warning) {
+	w.mu.Lock()
+	w.list = append(w.list, x)
+	w.mu.Unlock()
+}
+
+// infos returns the warnings, redacted, and the lines the text gives them.
+func (s *server) infos(w *callWarnings) ([]WarningInfo, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []WarningInfo
+	var b strings.Builder
+	for _, x := range w.list {
+		out = append(out, WarningInfo{Class: string(x.Class), Rule: s.redact(x.Rule), Attribute: s.redact(x.Attribute),
+			Message: s.redact(x.Message), Fix: s.redact(x.Fix)})
+		b.WriteString("warning: " + s.redact(x.String()) + "\n")
+	}
+	return out, b.String()
+}
+
+// execCall runs a command with its output captured (see capture), then
+// summarizes it and keeps each stream the summary cuts as a file in the
+// sandbox. The hook's advisory findings on the call are in the result,
+// failed or not.
+func (s *server) execCall(ctx context.Context, op string, opts sandbox.RunOptions, run func(sandbox.RunOptions) (sandbox.Result, error)) *mcp.CallToolResult {
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return s.toolError(err)
+	}
+	defer release()
 	n := s.calls.Add(1)
-	out := ExecResult{ExitCode: res.ExitCode, DurationMS: res.Duration.Milliseconds()}
+	stdout, stderr := s.newCapture(s.keptPath(n, op, "stdout")), s.newCapture(s.keptPath(n, op, "stderr"))
+	warnings := &callWarnings{}
+	opts.Stdout, opts.Stderr, opts.OnWarning = stdout, stderr, warnings.add
+	res, err := run(opts)
+	ws, wtext := s.infos(warnings)
+	if err != nil {
+		stdout.discard(ctx)
+		stderr.discard(ctx)
+		r := s.toolError(err)
+		if len(ws) > 0 {
+			r.StructuredContent.(map[string]any)["warnings"] = ws
+			tc := r.Content[0].(*mcp.TextContent)
+			tc.Text += "\n" + strings.TrimSuffix(wtext, "\n")
+		}
+		return r
+	}
+	out := ExecResult{ExitCode: res.ExitCode, DurationMS: res.Duration.Milliseconds(), Warnings: ws}
 	for _, st := range []struct {
-		name string
-		data []byte
-		dst  *Stream
-	}{{"stdout", res.Stdout, &out.Stdout}, {"stderr", res.Stderr, &out.Stderr}} {
-		data := s.o.Secrets.Redact(st.data)
-		*st.dst = summarize(data, s.o.HeadBytes, s.o.TailBytes)
+		c   *capture
+		dst *Stream
+	}{{stdout, &out.Stdout}, {stderr, &out.Stderr}} {
+		*st.dst = st.c.stream()
 		st.dst.Head, st.dst.Tail = s.redact(st.dst.Head), s.redact(st.dst.Tail)
 		if st.dst.Omitted == 0 {
+			st.c.discard(ctx)
 			continue
 		}
-		p := path.Join(s.o.OutputDir, fmt.Sprintf("%04d-%s.%s", n, op, st.name))
-		if err := s.o.Sandbox.Upload(ctx, p, data, 0o600); err != nil {
+		if err := st.c.keep(ctx); err != nil {
 			st.dst.KeepError = s.redact(err.Error())
 		} else {
-			st.dst.Path = p
+			st.dst.Path = st.c.base
 		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "exit code %d (%s)\n", out.ExitCode, res.Duration.Round(time.Millisecond))
+	b.WriteString(wtext)
 	out.Stdout.render(&b, "stdout")
 	out.Stderr.render(&b, "stderr")
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}, StructuredContent: out}

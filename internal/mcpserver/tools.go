@@ -98,23 +98,24 @@ func (s *server) run(ctx context.Context, req *mcp.CallToolRequest, a RunArgs) (
 	if a.Stdin != "" {
 		stdin = []byte(a.Stdin)
 	}
-	res, err := s.o.Sandbox.Run(ctx, a.Command, s.callOptions(a.TimeoutSeconds, a.Workdir, stdin))
-	if err != nil {
-		return s.toolError(err), nil, nil
-	}
-	return s.execResult(ctx, "run", res), nil, nil
+	return s.execCall(ctx, "run", s.callOptions(a.TimeoutSeconds, a.Workdir, stdin), func(o sandbox.RunOptions) (sandbox.Result, error) {
+		return s.o.Sandbox.Run(ctx, a.Command, o)
+	}), nil, nil
 }
 
 func (s *server) runCode(ctx context.Context, req *mcp.CallToolRequest, a RunCodeArgs) (*mcp.CallToolResult, any, error) {
 	ctx = withSession(ctx, req.Session)
-	res, err := s.o.Sandbox.RunCode(ctx, a.Language, a.Code, s.callOptions(a.TimeoutSeconds, a.Workdir, nil))
-	if err != nil {
-		return s.toolError(err), nil, nil
-	}
-	return s.execResult(ctx, "run_code", res), nil, nil
+	return s.execCall(ctx, "run_code", s.callOptions(a.TimeoutSeconds, a.Workdir, nil), func(o sandbox.RunOptions) (sandbox.Result, error) {
+		return s.o.Sandbox.RunCode(ctx, a.Language, a.Code, o)
+	}), nil, nil
 }
 
 func (s *server) upload(ctx context.Context, _ *mcp.CallToolRequest, a UploadArgs) (*mcp.CallToolResult, any, error) {
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return s.toolError(err), nil, nil
+	}
+	defer release()
 	content := []byte(a.Content)
 	switch {
 	case a.Content != "" && a.ContentBase64 != "":
@@ -172,6 +173,11 @@ func (s *server) readFile(ctx context.Context, req *mcp.CallToolRequest, a ReadF
 	if a.Offset < 0 {
 		return s.toolError(argError("offset", "offset is negative", "pass a byte offset of 0 or more")), nil, nil
 	}
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return s.toolError(err), nil, nil
+	}
+	defer release()
 	res, err := s.o.Sandbox.Run(ctx, []string{"sh", "-c", readScript, "sandboxio-read", a.Path, strconv.FormatInt(a.Offset, 10), strconv.Itoa(n)},
 		s.callOptions(0, "/", nil))
 	if err != nil {

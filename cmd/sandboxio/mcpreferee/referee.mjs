@@ -36,9 +36,14 @@ if (elicit) {
   });
 }
 
+// REFEREE_TOKEN is the server's bearer token (its --token-file), sent on
+// every request of the client's session.
+const token = process.env.REFEREE_TOKEN;
+const httpOpts = (tok) => (tok ? { requestInit: { headers: { Authorization: `Bearer ${tok}` } } } : {});
+
 let transport;
 if (mode === "http") {
-  transport = new StreamableHTTPClientTransport(new URL(process.env.REFEREE_URL));
+  transport = new StreamableHTTPClientTransport(new URL(process.env.REFEREE_URL), httpOpts(token));
 } else {
   const srv = JSON.parse(process.env.REFEREE_SERVER);
   transport = new StdioClientTransport({ command: srv.command, args: srv.args, env: srv.env, stderr: "inherit" });
@@ -93,14 +98,17 @@ for (const step of only) {
 out("elicited", { messages: elicited });
 
 if (mode === "http") {
-  // A second client while the session is held: refused.
-  const other = new Client({ name: "intruder", version: "1.0.0" });
-  try {
-    await other.connect(new StreamableHTTPClientTransport(new URL(process.env.REFEREE_URL)));
-    out("second-client", { connected: true });
-    await other.close();
-  } catch (e) {
-    out("second-client", { connected: false, code: e?.code, error: String(e?.message ?? e) });
+  // Another client while the session is held: without the token it is
+  // refused as unauthorized; with it, because the one session is taken.
+  for (const [step, tok] of [["no-token-client", undefined], ["second-client", token]]) {
+    const other = new Client({ name: "intruder", version: "1.0.0" });
+    try {
+      await other.connect(new StreamableHTTPClientTransport(new URL(process.env.REFEREE_URL), httpOpts(tok)));
+      out(step, { connected: true });
+      await other.close();
+    } catch (e) {
+      out(step, { connected: false, code: e?.code, error: String(e?.message ?? e) });
+    }
   }
   await transport.terminateSession();
 }

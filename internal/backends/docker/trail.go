@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/safefile"
 )
 
 // The owner tells its watcher, over the pipe the watcher waits on, the final
@@ -100,7 +100,9 @@ func writeTrail(t backends.Trail, line []byte, now time.Time, logf func(string, 
 	}
 	placeholder, _ := json.Marshal(backends.TrailTime)
 	line = bytes.Replace(line, append([]byte(`"time":`), placeholder...), append([]byte(`"time":`), ts...), 1)
-	f, err := os.OpenFile(t.Path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	// The path may have been replaced since the owner opened it (by a
+	// symlink to another file, say): only the owner's file is written to.
+	f, err := safefile.ReopenAppend(t.Path, t.FileID)
 	if err != nil {
 		logf("audit: %v", err)
 		return

@@ -3,6 +3,7 @@ package docker
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/safefile"
 )
 
 // The watcher keeps the trails the owner set and did not withdraw, and
@@ -20,7 +22,7 @@ func TestTrailProtocol(t *testing.T) {
 		return append(b, '\n')
 	}
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	tr := backends.Trail{Path: path, Removed: line("orphaned"), Gone: line("gone")}
+	tr := backends.Trail{Path: path, FileID: fileID(t, path), Removed: line("orphaned"), Gone: line("gone")}
 	var pipe bytes.Buffer
 	for _, m := range []watcherMsg{{ID: "a", Trail: &tr}, {ID: "b", Trail: &tr}, {ID: "a", Forget: true}} {
 		b, _ := json.Marshal(m)
@@ -47,5 +49,47 @@ func TestTrailProtocol(t *testing.T) {
 	trails = readTrails(strings.NewReader(`{"id":"c","trail":{"Path":"x"}}`+"\nnot json\n"), t.Logf)
 	if _, ok := trails["c"]; !ok {
 		t.Fatalf("trails: %v", trails)
+	}
+}
+
+// fileID creates path and returns its identity, as the owner's audit log
+// gives it in a trail.
+func fileID(t *testing.T, path string) string {
+	t.Helper()
+	f, err := safefile.OpenAppend(path, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return safefile.ID(fi)
+}
+
+// A trail is written only to the file the owner opened: the path replaced
+// by a symlink to another file gets nothing, nor does the file it points to.
+func TestWriteTrail_ReplacedPathGetsNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	tr := backends.Trail{Path: path, FileID: fileID(t, path), Removed: []byte(`{"event":"orphaned"}` + "\n")}
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path, path+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, path); err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	writeTrail(tr, tr.Removed, time.Now(), func(f string, a ...any) { fmt.Fprintf(&logged, f+"\n", a...) })
+	if b, _ := os.ReadFile(victim); len(b) != 0 {
+		t.Fatalf("the trail went through the symlink: %s", b)
+	}
+	if !strings.Contains(logged.String(), "symbolic link") {
+		t.Errorf("log: %q", logged.String())
 	}
 }
