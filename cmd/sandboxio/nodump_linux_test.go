@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -181,7 +182,8 @@ func TestCLIAndWatcherAreNotDumpable(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {
-		case <-done:
+		case err := <-done:
+			t.Logf("the watcher exited: %v", err)
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
 			t.Fatal("the watcher did not exit after its owner")
@@ -212,7 +214,7 @@ func TestCLIAndWatcherAreNotDumpable(t *testing.T) {
 		if strings.Contains(stderr.String(), "could not re-execute") {
 			t.Fatalf("a non-dumpable CLI could not re-execute itself: %s", stderr.String())
 		}
-		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitBackend {
+		if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != exitBackend {
 			t.Fatalf("run: %v, want exit %d (no daemon there)", err, exitBackend)
 		}
 	})
