@@ -85,8 +85,16 @@ func daemonDown(err error) bool {
 	return strings.Contains(strings.ToLower(err.Error()), "cannot connect to the docker daemon")
 }
 
-// ClassOf returns the class of err, or "" when it has none.
+// ClassOf returns the class of err, or "" when it has none. An error that
+// wraps another of a different class has its own, outer class, the one its
+// text starts with and the audit records: a ResourceLimitExceeded whose
+// sandbox died of it (its SandboxGone in the chain, where errors.Is finds
+// it too) is ResourceLimitExceeded.
 func ClassOf(err error) model.ErrorClass {
+	var me *model.Error
+	if errors.As(err, &me) && me.Class != "" {
+		return me.Class
+	}
 	for _, c := range model.ErrorClasses {
 		if errors.Is(err, c) {
 			return c

@@ -23,7 +23,12 @@ egress its sandboxes attempted and were refused: DNS names asked for, addresses 
 connected to (with the TLS server name or HTTP Host sent there), with counts, added up over every sandbox in the log. Then it prints an allow
 list to paste into a template on a backend that enforces one: domain names and addresses
 for E2B and Vercel, CIDR blocks for Modal (which takes no names; the names left out are
-said). Only plain domain names and addresses are put into a list.
+said). Only plain domain names and addresses are put into a list, and not all of them: names
+and addresses that reach a cloud's metadata service (169.254.169.254, metadata.google.internal,
+...), loopback, private and other special-purpose ranges, the Docker bridge and this host's
+other networks, reverse-DNS names (in-addr.arpa, ip6.arpa) and names for local networks
+(.internal, .local, ...) or under no public top-level domain are held back, each printed after
+the lists with a warning naming why; so is anything the report cannot classify.
 
 Blocked egress is recorded by Docker sandboxes on the runc runtime, under egress = "deny"
 and egress = "learn" alike; other backends do not report it, and their sandboxes are
@@ -56,6 +61,9 @@ func runEgressReport(_ context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "sandboxio egress report: %v\n", err)
 		return exitUsage
 	}
+	// This host's networks (its Docker bridges among them) are held back
+	// from the lists; when they cannot be read, every address is.
+	rep.HostNetworks, rep.HostNetworksErr = egressreport.LocalNetworks()
 	rep.Write(e.stdout, args[0])
 	return exitOK
 }

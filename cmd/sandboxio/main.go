@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/nodump"
 )
 
 // Exit codes, the same for every command.
@@ -86,10 +88,22 @@ func register(c *command) {
 var version = "dev"
 
 func main() {
+	protect()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, now: time.Now, reexec: true})
 	stop()
 	os.Exit(code)
+}
+
+// protect keeps the process, which may hold secret values (run, run-code,
+// mcp), out of core dumps and its /proc files from its user's other
+// processes, before anything is read. It cannot fail on Linux; if it ever
+// does, the CLI does not run unprotected.
+func protect() {
+	if err := nodump.Apply(); err != nil {
+		fmt.Fprintf(os.Stderr, "sandboxio: %v: not running, since this process may hold secret values and could not be kept out of core dumps\n", err)
+		os.Exit(exitUsage)
+	}
 }
 
 // run dispatches to the command whose name is the longest run of leading

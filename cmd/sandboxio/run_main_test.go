@@ -31,6 +31,7 @@ var runID = dockertest.RunID
 func TestMain(m *testing.M) {
 	if os.Getenv(cliChildEnv) == "1" {
 		// As main does.
+		protect()
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := run(ctx, os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, now: time.Now, reexec: true})
 		stop()

@@ -6,7 +6,10 @@
 // entries that are plain domain names, IP addresses (in canonical form) go
 // into an allow list, so nothing pasted can carry HCL syntax (a quote, an
 // interpolation) or a terminal control sequence; the rest are listed in the
-// summary as the audit record escaped them, and said to be left out.
+// summary as the audit record escaped them, and said to be left out. Of
+// those, names and addresses that reach a metadata service, this host, its
+// networks or other places that are not the Internet are held back too,
+// each named with why (classify.go).
 package egressreport
 
 import (
@@ -73,6 +76,12 @@ type Report struct {
 	NotReporting int   // sandboxes whose records carry null
 	Skipped      int   // lines that were not audit records
 	Destinations []Destination
+
+	// HostNetworks are this host's networks (LocalNetworks), whose
+	// addresses are held back from the lists; HostNetworksErr, when they
+	// could not be read, holds back every address.
+	HostNetworks    []HostNet
+	HostNetworksErr error
 }
 
 type record struct {
@@ -159,33 +168,86 @@ func Domain(name string) bool { return len(name) <= 253 && domainPattern.MatchSt
 type AllowLists struct {
 	Domains   []string // DNS names that can be allow-list entries
 	Addresses []string // IP addresses connected to directly (canonical)
-	Left      []string // names recorded that are no domain an allow list takes
+	Held      []HeldEntry
+	Left      []string // unclassified: names recorded that are no domain an allow list takes
 }
 
-// Allow derives the allow-list entries from a report.
+// HeldEntry is a name or address kept out of the lists, and why.
+type HeldEntry struct {
+	Entry string // as the report shows it (safe)
+	Kind  string // the kind of attempt it was recorded under
+	Verdict
+}
+
+// Allow derives the allow-list entries from a report. An entry held back
+// for any of its attempts is held back: a name looked up and also sent to
+// a private address is not listed.
 func (r Report) Allow() AllowLists {
-	var a AllowLists
-	seen := map[string]bool{}
+	type verdict struct {
+		entry, kind string
+		isName      bool
+		left        bool // unclassified name: listed in Left
+		Verdict
+	}
+	var vs []verdict
 	for _, d := range r.Destinations {
 		switch d.Kind {
 		case model.EgressKindDNS, model.EgressKindTLS, model.EgressKindHTTP:
 			// A name looked up, or sent first on a connection (TLS server
 			// name, HTTP Host): the connection's address is listed by its
-			// tcp entry.
-			if Domain(d.Name) && !seen[d.Name] {
-				a.Domains = append(a.Domains, d.Name)
+			// tcp entry. Lookups were refused, so the record holds no
+			// answers: a name is judged by itself and, when sent on a
+			// connection, by the address it was sent to.
+			v := verdict{entry: d.Name, kind: d.Kind, isName: true}
+			if who, ok := metadataNames[strings.ToLower(d.Name)]; ok {
+				v.entry, v.Verdict = safe(d.Name), Verdict{CatMetadata, who}
 			} else if !Domain(d.Name) {
-				a.Left = append(a.Left, safe(d.Name))
+				v.entry, v.left = safe(d.Name), true
+			} else if v.Verdict = ClassifyName(d.Name); !v.Held() && d.Kind != model.EgressKindDNS {
+				if ip, err := netip.ParseAddr(d.Address); err != nil {
+					v.Verdict = Verdict{CatUnclassified, "sent to an address that does not parse"}
+				} else if av := ClassifyAddr(ip, r.HostNetworks, r.HostNetworksErr); av.Held() {
+					v.Verdict = Verdict{CatSentToHeld, fmt.Sprintf("sent to %s: %s", ip.Unmap().WithZone(""), av)}
+				}
 			}
-			seen[d.Name] = true
-		default:
+			vs = append(vs, v)
+		case model.EgressKindTCP, model.EgressKindUDP, model.EgressKindIP:
 			ip, err := netip.ParseAddr(d.Address)
-			if err != nil || seen[ip.String()] || !ip.IsGlobalUnicast() && !ip.IsPrivate() {
+			if err != nil {
+				vs = append(vs, verdict{entry: safe(d.Address), kind: d.Kind, Verdict: Verdict{CatUnclassified, "not an IP address"}})
 				continue
 			}
-			seen[ip.String()] = true
-			a.Addresses = append(a.Addresses, ip.Unmap().String())
+			ip = ip.Unmap().WithZone("")
+			vs = append(vs, verdict{entry: ip.String(), kind: d.Kind, Verdict: ClassifyAddr(ip, r.HostNetworks, r.HostNetworksErr)})
+		default:
+			vs = append(vs, verdict{entry: safe(d.Kind) + " " + d.Label(), kind: safe(d.Kind),
+				Verdict: Verdict{CatUnclassified, "an attempt of a kind this report does not know"}})
 		}
+	}
+	held := map[string]bool{}
+	for _, v := range vs {
+		if v.Held() {
+			held[v.entry] = true
+		}
+	}
+	var a AllowLists
+	seen := map[string]bool{}
+	for _, v := range vs {
+		switch {
+		case v.Held():
+			if !seen["held "+v.entry] {
+				a.Held = append(a.Held, HeldEntry{Entry: v.entry, Kind: v.kind, Verdict: v.Verdict})
+			}
+			seen["held "+v.entry] = true
+		case held[v.entry] || seen[v.entry]:
+		case v.left:
+			a.Left = append(a.Left, v.entry)
+		case v.isName:
+			a.Domains = append(a.Domains, v.entry)
+		default:
+			a.Addresses = append(a.Addresses, v.entry)
+		}
+		seen[v.entry] = true
 	}
 	return a
 }
@@ -222,8 +284,16 @@ func (r Report) Write(w io.Writer, source string) {
 	if len(a.Domains) > 0 {
 		fmt.Fprintf(w, "# Modal takes no DNS names: %s are left out of its list; resolve them to the blocks\n# their services publish, or use E2B or Vercel, which match names.\n", strings.Join(a.Domains, ", "))
 	}
+	if len(a.Held) > 0 {
+		fmt.Fprintln(w, "# Held back from the lists: these reach a cloud's metadata service, this host, its networks or")
+		fmt.Fprintln(w, "# other places that are not the Internet. Allowing one opens that place to the sandbox: add it")
+		fmt.Fprintln(w, "# by hand only if that is what you mean.")
+		for _, h := range a.Held {
+			fmt.Fprintf(w, "#   WARNING %s (%s): %s\n", h.Entry, h.Kind, h.Verdict)
+		}
+	}
 	if len(a.Left) > 0 {
-		fmt.Fprintf(w, "# Not domain names an allow list takes, left out: %s\n", strings.Join(a.Left, ", "))
+		fmt.Fprintf(w, "# Unclassified, not domain names an allow list takes, left out: %s\n", strings.Join(a.Left, ", "))
 	}
 	fmt.Fprintln(w, "# DNS names were refused at the resolver, so the sandbox never learned their addresses\n# or tried them: with the names allowed, the code may need more (run learn again).")
 }

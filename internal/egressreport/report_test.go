@@ -2,6 +2,7 @@ package egressreport
 
 import (
 	"bytes"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -70,20 +71,23 @@ func TestWriteIsPasteReady(t *testing.T) {
 // canonical address.
 func FuzzRead(f *testing.F) {
 	f.Add([]byte(sampleLog))
+	f.Add([]byte(heldLog))
 	f.Add([]byte(`{"sandbox_id":"x","blocked_egress":-5,"blocked_egress_destinations":[{"kind":"tcp","address":"::ffff:1.2.3.4","port":70000,"count":-1}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		rep, err := Read(bytes.NewReader(b))
 		if err != nil {
 			return
 		}
+		rep.HostNetworks = hostNets
 		a := rep.Allow()
 		for _, d := range a.Domains {
-			if !Domain(d) {
+			if !Domain(d) || ClassifyName(d).Held() {
 				t.Fatalf("domain entry %q", d)
 			}
 		}
 		for _, ip := range a.Addresses {
-			if strings.ContainsAny(ip, "\"\\${}% \n") {
+			addr, err := netip.ParseAddr(ip)
+			if strings.ContainsAny(ip, "\"\\${}% \n") || err != nil || addr.String() != ip || ClassifyAddr(addr, hostNets, nil).Held() {
 				t.Fatalf("address entry %q", ip)
 			}
 		}

@@ -595,6 +595,7 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 	if err := b.attachObserver(ctx, s, p); err != nil {
 		return nil, err
 	}
+	b.attachHostPids(ctx, s)
 	if p.networkMode == "bridge" && p.onWarning != nil {
 		w := backends.RuleWarning(model.OpenEgressWarning, rules.NetOpenEgress, "network.egress")
 		w.SandboxID, w.Labels = id, s.Info().Labels

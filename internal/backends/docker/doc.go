@@ -113,7 +113,8 @@
 //     here, a fork bomb held at 256 guest processes still drove gVisor's host
 //     thread count past 5000 in six seconds, which on a host with pid_max
 //     32768 is a denial of service; with the backstop the sandbox itself dies
-//     instead (reported as ResourceLimitExceeded(pids)) and the host is
+//     instead (reported as ResourceLimitExceeded(pids), on the host cgroup's
+//     own count of the forks it refused: hostpids.go) and the host is
 //     unaffected. Ordinary work stays far below it: 1000 processes run one
 //     after another kept gVisor at ~120 host threads, 100 concurrent ones at
 //     ~850.

@@ -283,7 +283,7 @@ func (w *warm) claimedSandbox(p createPlan, name string, claimed time.Time) *san
 		// The observer attached at creation goes with the sandbox: the
 		// tenant's attempts are counted from the claim (none before it,
 		// a warm sandbox runs nothing).
-		egress: ws.egress,
+		egress: ws.egress, hostPids: ws.hostPids,
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/nodump"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -182,6 +183,12 @@ func watcherMain(ownerID string) int {
 				fmt.Fprintf(f, time.Now().Format(time.RFC3339Nano)+" reaper "+ownerID+": "+format+"\n", args...)
 			}
 		}
+	}
+	// The watcher holds its owner's environment (Docker credentials) and
+	// audit trails: no core dump, no /proc reading by the same user. It
+	// reaps even if that fails.
+	if err := nodump.Apply(); err != nil {
+		logf("%v", err)
 	}
 	grace := defaultReaperGrace
 	if d, err := time.ParseDuration(os.Getenv(reaperGraceEnv)); err == nil && d >= 0 {

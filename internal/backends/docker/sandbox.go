@@ -71,6 +71,9 @@ type sandbox struct {
 	// egress observes what the sandbox tries to send under deny (nil where
 	// it is not observed: open egress, gVisor). See package egress.
 	egress *egress.Observer
+	// hostPids is the sandbox's host pids cgroup, watched under gVisor (nil
+	// where this process cannot see it). See hostpids.go.
+	hostPids *hostPids
 }
 
 // String and GoString keep secrets out of any formatted output.
@@ -107,6 +110,9 @@ func (s *sandbox) Info() backends.Info {
 func (s *sandbox) stopObserver() {
 	if s.egress != nil {
 		s.egress.Close()
+	}
+	if s.hostPids != nil {
+		s.hostPids.close()
 	}
 }
 
@@ -255,6 +261,11 @@ func (s *sandbox) died(ctx context.Context, started time.Time, cause error, stde
 			oom = true
 		}
 	}
+	// Read before the watch stops with the observers below.
+	var hostRefused int64
+	if s.hostPids != nil {
+		hostRefused = s.hostPids.refusals()
+	}
 	var gone *model.Error
 	switch {
 	case s.expired():
@@ -270,10 +281,16 @@ func (s *sandbox) died(ctx context.Context, started time.Time, cause error, stde
 	switch {
 	case oom:
 		return s.memoryError("the sandbox was killed for running out of memory", gone)
-	case s.tier == model.TierGVisor && forkRefused(stderr):
-		// A fork bomb that reaches the host backstop takes gVisor down
-		// with it; what it printed on the way is the evidence.
-		return s.pidsError("the sandbox died filling its process ceiling", gone)
+	case hostRefused > 0:
+		// A fork bomb that drives gVisor's own threads to the host
+		// backstop takes gVisor down: the host's count of the forks it
+		// refused there is the evidence.
+		return s.pidsError(fmt.Sprintf("the sandbox died at its host pids backstop: the host refused gVisor %d forks at pids.max %d", hostRefused, s.hostPids.limit), gone)
+	case s.hostPids == nil && s.tier == model.TierGVisor && forkRefused(stderr):
+		// Where the host cgroup cannot be seen from this process (a remote
+		// daemon), the forks the command saw refused at its own ceiling
+		// are the only evidence there is.
+		return s.pidsError("the sandbox died filling its process ceiling (the command's forks were refused; the host pids cgroup is not visible from here)", gone)
 	}
 	return gone
 }
@@ -555,6 +572,26 @@ func (s *sandbox) pidsHit(pr probeResult) bool {
 	return int64(max(pr.peak, pr.procs))+1 >= s.caps.Pids
 }
 
+// hostPidsHit reports whether the host's count of forks refused at a runc
+// sandbox's pids.max grew since the last look: the counter the probe reads
+// inside, read from the host when the probe could not run (a command that
+// hit the ceiling and gave up at once leaves the probe nothing to see but
+// that count, and a busy host may not start the probe in time).
+func (s *sandbox) hostPidsHit() bool {
+	if s.hostPids == nil || s.tier == model.TierGVisor {
+		return false
+	}
+	n, err := readPidsMaxEvents(s.hostPids.dir)
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hit := n > s.lastMax
+	s.lastMax = max(s.lastMax, n)
+	return hit
+}
+
 // takeOOM reports whether the daemon has reported an OOM kill in the sandbox
 // that no earlier command was blamed for, waiting up to d for one, and marks
 // it as accounted for.
@@ -648,7 +685,7 @@ func (s *sandbox) completed(ctx context.Context, res execResult, started time.Ti
 		// The command's own report of refused forks, or a full ceiling, is
 		// the evidence then; never a plain result. Either way what the
 		// command left running is stopped.
-		if forkRefused(res.errSeen) || s.full(ictx) {
+		if forkRefused(res.errSeen) || s.full(ictx) || s.hostPidsHit() {
 			return capErr(s.pidsError("a process in the sandbox could not fork: the process ceiling was reached", nil))
 		}
 		stopLeft()
