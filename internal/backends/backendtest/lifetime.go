@@ -15,21 +15,22 @@ import (
 const LifetimeLockedB Behaviour = "lifetime-locked"
 
 // SwitchOffScript is what a sandbox's root does to outlive its lifetime: it
-// starts, detached from the command that runs it (which returns at once),
-// a loop that for the rest of the sandbox's life stops every process it
-// can see (kill -STOP -1 and each pid under /proc), from 2 s on, and sends SIGKILL and
-// SIGSTOP to PID 1, so that whatever keeps the lifetime inside the sandbox
-// is frozen. It prints PID 1's name, then "locked".
+// starts, detached from the command that runs it (which returns at once), a
+// loop that from 2 s on, for the rest of the sandbox's life, stops every
+// process it can see (kill -STOP -1, PID 1 and each pid under /proc), so
+// that whatever keeps the lifetime inside the sandbox is frozen. (It sends
+// no SIGKILL to PID 1: where that reaches the init, the sandbox just ends
+// early.) It prints PID 1's name, then "locked".
 const SwitchOffScript = `cat /proc/1/comm
 ( trap '' HUP TERM INT
   sleep 2 # the command that started it has returned by then
   i=0
   while [ $i -lt 100000 ]; do
     kill -STOP -1 2>/dev/null
-    kill -KILL 1 2>/dev/null; kill -STOP 1 2>/dev/null
+    kill -STOP 1 2>/dev/null
     for p in /proc/[0-9]*; do
       p=${p#/proc/}
-      [ "$p" = 1 ] || [ "$p" = "$$" ] || kill -STOP "$p" 2>/dev/null
+      [ "$p" = "$$" ] || kill -STOP "$p" 2>/dev/null
     done
     i=$((i+1))
     sleep 0.2

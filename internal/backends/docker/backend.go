@@ -668,6 +668,7 @@ func (b *dockerBackend) sandboxLabels(p createPlan, expires time.Time) map[strin
 		labels[k] = v
 	}
 	labels[labelExpires] = expires.UTC().Format(time.RFC3339)
+	labels[labelLifetime] = strconv.FormatInt(int64(math.Ceil(p.lifetime.Seconds())), 10)
 	labels[labelRuntime] = p.runtime
 	labels[labelTier] = string(p.tier)
 	labels[labelPidsCap] = strconv.FormatInt(p.caps.Pids, 10)

@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
@@ -50,6 +52,9 @@ const (
 	// plus the removal.
 	backstopGrace    = 5 * time.Second
 	backstopInterval = 2 * time.Second
+	// labelLifetime is a sandbox's lifetime in seconds: with the claim's
+	// time, the end of a claimed warm sandbox.
+	labelLifetime = model.ReservedLabelPrefix + "lifetime_seconds"
 	// backstopSocket is where the daemon's socket is mounted in it.
 	backstopSocket = "/docker.sock"
 	// backstopCheckTTL bounds how long a running backstop is trusted
@@ -70,31 +75,43 @@ func backstopMain() int {
 		fmt.Fprintln(os.Stderr, "sandboxio backstop:", err)
 		return 1
 	}
+	sw := &sweeper{cli: cli, grace: backstopGrace, claims: map[string]time.Time{}}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		_, _ = backstopSweep(ctx, cli, time.Now(), backstopGrace)
+		_, _ = sw.sweep(ctx, time.Now())
 		cancel()
 		time.Sleep(backstopInterval)
 	}
 }
 
-// backstopSweep removes (kills and deletes) every sandboxio container whose
-// expiry label is more than grace before now, or that has no expiry label
-// it can read (fail closed: every sandbox is given one at create). It
-// returns the ids removed.
-func backstopSweep(ctx context.Context, cli *client.Client, now time.Time, grace time.Duration) ([]string, error) {
-	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", model.LabelManaged+"=true"))})
+// sweeper is the backstop's state between sweeps.
+type sweeper struct {
+	cli    *client.Client
+	grace  time.Duration
+	claims map[string]time.Time // claimed warm sandbox -> its claim (rename) on the daemon's clock
+}
+
+// sweep removes (kills and deletes) every sandboxio container whose end is
+// more than grace before now, and returns the ids removed. The end is the
+// expiry label; for a warm sandbox not yet claimed (the claim renames it),
+// its idle bound; for a claimed one, its claim, as the daemon's rename
+// event dates it, plus its lifetime, when the daemon still has that event.
+// A sandbox without an end it can read is removed (fail closed: each is
+// given one at create).
+func (sw *sweeper) sweep(ctx context.Context, now time.Time) ([]string, error) {
+	cs, err := sw.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", model.LabelManaged+"=true"))})
 	if err != nil {
 		return nil, fmt.Errorf("container list: %w", err)
 	}
 	var removed []string
 	var firstErr error
+	seen := map[string]bool{}
 	for _, c := range cs {
-		exp, err := time.Parse(time.RFC3339, c.Labels[labelExpires])
-		if err == nil && !now.After(exp.Add(grace)) {
+		seen[c.ID] = true
+		if end, ok := sw.end(ctx, c); ok && !now.After(end.Add(sw.grace)) {
 			continue
 		}
-		err = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+		err = sw.cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
 		if err != nil && !cerrdefs.IsNotFound(err) && !strings.Contains(err.Error(), "in progress") {
 			if firstErr == nil {
 				firstErr = err
@@ -103,7 +120,66 @@ func backstopSweep(ctx context.Context, cli *client.Client, now time.Time, grace
 		}
 		removed = append(removed, c.ID)
 	}
+	for id := range sw.claims {
+		if !seen[id] {
+			delete(sw.claims, id)
+		}
+	}
 	return removed, firstErr
+}
+
+// end is when a listed sandbox must be gone.
+func (sw *sweeper) end(ctx context.Context, c container.Summary) (time.Time, bool) {
+	exp, err := time.Parse(time.RFC3339, c.Labels[labelExpires])
+	if err != nil {
+		return time.Time{}, false
+	}
+	if c.Labels[labelPool] != poolWarm || len(c.Names) == 0 {
+		return exp, true
+	}
+	if strings.HasPrefix(strings.TrimPrefix(c.Names[0], "/"), warmPrefix) {
+		idle, err := time.Parse(time.RFC3339, c.Labels[labelIdleUntil])
+		return idle, err == nil
+	}
+	secs, err := strconv.ParseInt(c.Labels[labelLifetime], 10, 64)
+	if err != nil {
+		return exp, true
+	}
+	at, ok := sw.claims[c.ID]
+	if !ok {
+		if at, ok = renamedAt(ctx, sw.cli, c.ID, time.Unix(c.Created, 0)); !ok {
+			return exp, true
+		}
+		sw.claims[c.ID] = at
+	}
+	return minTime(exp, at.Add(time.Duration(secs)*time.Second)), true
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// renamedAt is the time of a container's first rename event since it was
+// created, as the daemon's event log has it.
+func renamedAt(ctx context.Context, cli *client.Client, id string, since time.Time) (time.Time, bool) {
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	msgs, errs := cli.Events(qctx, events.ListOptions{
+		Since: eventTime(since.Add(-time.Second)), Until: eventTime(time.Now()), Filters: watchFilters(id, events.ActionRename),
+	})
+	for {
+		select {
+		case m := <-msgs:
+			return time.Unix(0, m.TimeNano), true
+		case <-errs:
+			return time.Time{}, false
+		case <-qctx.Done():
+			return time.Time{}, false
+		}
+	}
 }
 
 // backstopState is what the backend last found of the backstop.
