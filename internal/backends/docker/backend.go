@@ -804,7 +804,10 @@ func (b *dockerBackend) startContainer(ctx context.Context, id, name string, p c
 }
 
 // holdsOpen checks, on the first sandbox of an image, that the container is
-// still running: without sleep it ends at once. A container that is not is
+// still running. Its PID 1 is sandboxio's static init, which needs nothing
+// of the image, so a container that ended at once says the init could not
+// run there (a root filesystem that cannot take its mount point, a mount
+// the daemon could not make). A container that is not running is
 // discarded.
 func (b *dockerBackend) holdsOpen(ctx context.Context, id, name string, p createPlan) error {
 	select {
@@ -844,8 +847,8 @@ func (b *dockerBackend) holdsOpen(ctx context.Context, id, name string, p create
 			ins.State.Status, ins.State.ExitCode, prefixed(": ", ins.State.Error))
 	}
 	return &model.Error{Class: model.ConfigurationError, Attribute: "image",
-		Message: fmt.Sprintf("image %s cannot hold a sandbox open: its container ended at once (it needs a sleep command for the daemon-side lifetime)", p.spec.Image),
-		Fix:     "use an image that provides sleep and /bin/sh (coreutils or busybox)"}
+		Message: fmt.Sprintf("image %s cannot hold a sandbox open: its container ended at once, so sandboxio's init (%s, which keeps the lifetime) could not run in it", p.spec.Image, initTarget),
+		Fix:     fmt.Sprintf("use an image with an ordinary root filesystem; sandboxio mounts its own static binary at %s, so the image needs no init or sleep of its own (/bin/sh only for the exec wrapper and Upload)", initTarget)}
 }
 
 func prefixed(prefix, s string) string {

@@ -89,6 +89,7 @@ type sweeper struct {
 	cli    *client.Client
 	grace  time.Duration
 	claims map[string]time.Time // claimed warm sandbox -> its claim (rename) on the daemon's clock
+	labels map[string]string    // tests only: sweep just the containers that also carry these
 }
 
 // sweep removes (kills and deletes) every sandboxio container whose end is
@@ -99,7 +100,11 @@ type sweeper struct {
 // A sandbox without an end it can read is removed (fail closed: each is
 // given one at create).
 func (sw *sweeper) sweep(ctx context.Context, now time.Time) ([]string, error) {
-	cs, err := sw.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", model.LabelManaged+"=true"))})
+	f := filters.NewArgs(filters.Arg("label", model.LabelManaged+"=true"))
+	for k, v := range sw.labels {
+		f.Add("label", k+"="+v)
+	}
+	cs, err := sw.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	if err != nil {
 		return nil, fmt.Errorf("container list: %w", err)
 	}
@@ -119,6 +124,7 @@ func (sw *sweeper) sweep(ctx context.Context, now time.Time) ([]string, error) {
 			continue
 		}
 		removed = append(removed, c.ID)
+		delete(sw.claims, c.ID)
 	}
 	for id := range sw.claims {
 		if !seen[id] {

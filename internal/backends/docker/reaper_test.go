@@ -101,12 +101,15 @@ func TestReapRemovesExpiredAndOrphaned(t *testing.T) {
 		t.Cleanup(func() { _ = b.removeContainer(context.Background(), resp.ID) })
 		return resp.ID
 	}
-	expired := mk("expired", map[string]string{labelExpires: time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)})
+	// Expired as of the Now given to Reap below: a label in the past would
+	// be the host backstop's to remove first.
+	expired := mk("expired", map[string]string{labelExpires: time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339)})
 	orphan := mk("orphan", map[string]string{labelOwner: "dead-owner", labelOwnerPID: fmt.Sprint(dead.ProcessState.Pid()), labelOwnerStart: "1"})
 	mine := mk("mine", nil)
 
 	scope := map[string]string{"test": labelSafe(t.Name())}
-	dry, err := b.Reap(ctx, backends.ReapOptions{DryRun: true, Labels: scope})
+	later := time.Now().Add(20 * time.Minute)
+	dry, err := b.Reap(ctx, backends.ReapOptions{DryRun: true, Labels: scope, Now: later})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +123,7 @@ func TestReapRemovesExpiredAndOrphaned(t *testing.T) {
 	if left, _ := b.List(ctx, scope); len(left) != 3 {
 		t.Fatalf("a dry run removed something: %d left", len(left))
 	}
-	if _, err := b.Reap(ctx, backends.ReapOptions{Labels: scope}); err != nil {
+	if _, err := b.Reap(ctx, backends.ReapOptions{Labels: scope, Now: later}); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := b.List(ctx, scope)

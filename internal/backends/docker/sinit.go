@@ -98,12 +98,10 @@ func parseInitArgs(args []string) (initArgs, error) {
 	return a, nil
 }
 
-// initFacts is what was found about the init binary, once per process.
-var initFacts struct {
-	once sync.Once
-	path string
-	err  error
-}
+// initChecked caches checkInitELF's answer by path and architecture.
+var initChecked sync.Map // string -> initCheck
+
+type initCheck struct{ err error }
 
 // initBinary returns the host path of the binary mounted as the sandbox
 // init: InitEnv, or this process's executable. It must be a static ELF
@@ -111,16 +109,19 @@ var initFacts struct {
 // or nothing is created: a dynamic one would need the image's loader and
 // libraries, and an image without them would get no init, so no lifetime.
 func initBinary(arch string) (string, error) {
-	initFacts.once.Do(func() {
-		initFacts.path, initFacts.err = findInit()
-	})
-	if initFacts.err != nil {
-		return "", initFacts.err
-	}
-	if err := checkInitELF(initFacts.path, arch); err != nil {
+	path, err := findInit()
+	if err != nil {
 		return "", err
 	}
-	return initFacts.path, nil
+	key := path + "\x00" + arch
+	c, ok := initChecked.Load(key)
+	if !ok {
+		c, _ = initChecked.LoadOrStore(key, initCheck{checkInitELF(path, arch)})
+	}
+	if err := c.(initCheck).err; err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 func findInit() (string, error) {
