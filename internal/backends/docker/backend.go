@@ -385,7 +385,7 @@ func containerConfig(p createPlan, strategy, network string, labels map[string]s
 		// at the deadline it exits, the kernel ends every process of the
 		// sandbox and AutoRemove deletes the container, whether or not a
 		// client is still around, whatever the sandbox's code does.
-		Entrypoint: initCommand(p, p.expires, p.idleUntil),
+		Entrypoint: initCommand(p),
 		Cmd:        nil,
 		Env:        p.env,
 		Labels:     labels,

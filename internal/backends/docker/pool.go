@@ -185,8 +185,8 @@ func (w *warm) remove(ctx context.Context) error {
 // resources, network, capabilities and runtime are as created: `docker
 // update` and `docker network connect` can change those after creation); it
 // is renamed to the session's name, which the daemon refuses while another
-// sandbox holds the session; its shell is given the claim line and answers
-// it as it becomes the lifetime's sleep. Any failure removes it.
+// sandbox holds the session; its init is given the claim line and answers
+// it as it starts counting the lifetime. Any failure removes it.
 //
 // The claim does not run a command in the sandbox to probe it: what a probe
 // would show is already known. The container was checked at creation like a

@@ -49,13 +49,13 @@ func init() {
 // of its lifetime counted on the init's boot-time clock from its start and
 // the wall-clock expiry (the label the reaper reads); a warm one at its idle
 // bound unless the claim line comes first, and then at claim + lifetime.
-func initCommand(p createPlan, expires, idleUntil time.Time) []string {
+func initCommand(p createPlan) []string {
 	cmd := []string{initTarget, initProto}
 	if p.warmIdle > 0 {
-		return append(cmd, "warm", strconv.FormatInt(int64(p.warmIdle), 10), strconv.FormatInt(idleUntil.UnixNano(), 10),
-			strconv.FormatInt(int64(p.lifetime), 10), strconv.FormatInt(expires.UnixNano(), 10))
+		return append(cmd, "warm", strconv.FormatInt(int64(p.warmIdle), 10), strconv.FormatInt(p.idleUntil.UnixNano(), 10),
+			strconv.FormatInt(int64(p.lifetime), 10), strconv.FormatInt(p.expires.UnixNano(), 10))
 	}
-	return append(cmd, "cold", strconv.FormatInt(int64(p.lifetime), 10), strconv.FormatInt(expires.UnixNano(), 10))
+	return append(cmd, "cold", strconv.FormatInt(int64(p.lifetime), 10), strconv.FormatInt(p.expires.UnixNano(), 10))
 }
 
 // initArgs is the parsed command line of the init.

@@ -15,8 +15,8 @@ import (
 // The init's command line says what the backend planned, and parses back.
 func TestInitCommandRoundTrip(t *testing.T) {
 	created := time.Unix(1_800_000_000, 123456789)
-	cold := createPlan{lifetime: 300 * time.Second}
-	cmd := initCommand(cold, created.Add(cold.lifetime), time.Time{})
+	cold := createPlan{lifetime: 300 * time.Second, expires: created.Add(300 * time.Second)}
+	cmd := initCommand(cold)
 	if cmd[0] != initTarget || cmd[1] != initProto {
 		t.Fatalf("command %q", cmd)
 	}
@@ -24,8 +24,8 @@ func TestInitCommandRoundTrip(t *testing.T) {
 	if err != nil || a.warm || a.lifetime != cold.lifetime || !a.wall.Equal(created.Add(cold.lifetime)) {
 		t.Fatalf("cold: %+v, %v", a, err)
 	}
-	warm := createPlan{lifetime: 20 * time.Second, warmIdle: 10 * time.Second}
-	cmd = initCommand(warm, created.Add(30*time.Second), created.Add(10*time.Second))
+	warm := createPlan{lifetime: 20 * time.Second, warmIdle: 10 * time.Second, expires: created.Add(30 * time.Second), idleUntil: created.Add(10 * time.Second)}
+	cmd = initCommand(warm)
 	a, err = parseInitArgs(cmd[2:])
 	if err != nil || !a.warm || a.idle != warm.warmIdle || a.lifetime != warm.lifetime ||
 		!a.idleWall.Equal(created.Add(10*time.Second)) || !a.wall.Equal(created.Add(30*time.Second)) {
