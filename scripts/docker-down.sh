@@ -30,6 +30,13 @@ if [ "$comm" != dockerd ]; then
 	rm -f "$MARKER" "$PIDFILE"
 	exit 0
 fi
+# The sandboxio host backstop (a container the Docker backend creates, with
+# restart policy unless-stopped): removed first, so that it does not come
+# back with the next daemon, and its images with it.
+if command -v docker >/dev/null 2>&1; then
+	docker rm -f sandboxio-backstop >/dev/null 2>&1 || true
+	docker image ls -q sandboxio/backstop 2>/dev/null | xargs -r docker image rm -f >/dev/null 2>&1 || true
+fi
 say "stopping dockerd (pid $pid)"
 kill -TERM "$pid"
 deadline=$((SECONDS + WAIT))

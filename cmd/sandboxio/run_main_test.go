@@ -49,6 +49,12 @@ func needDocker(t testing.TB) { dockertest.Need(t) }
 
 func countLabelled(t testing.TB, labels ...string) int {
 	t.Helper()
+	return len(labelled(t, labels...))
+}
+
+// labelled lists the containers carrying every label ("key=value").
+func labelled(t testing.TB, labels ...string) []container.Summary {
+	t.Helper()
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +68,7 @@ func countLabelled(t testing.TB, labels ...string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(cs)
+	return cs
 }
 
 // specFile renders a per-tenant spec of a small template of the local image

@@ -60,6 +60,15 @@
 //     passes secret values as the sandbox's environment (E2B's envVars).
 //     When false and Observe reports PlainEnv, a secret value found there
 //     fails secrets.
+//   - Orphan, or else LifetimeKeeper (one is required by lifetime-locked):
+//     Orphan opens a sandbox in an owner process of its own, runs
+//     SwitchOffScript in it, and kills that owner and its helpers (Docker's
+//     watcher) outright; LifetimeKeeper names what keeps the lifetime with
+//     no client process at all (a Kubernetes kubelet, a vendor's control
+//     plane), and the suite then runs the script itself and waits.
+//     LifetimeBound is how long past the lifetime the sandbox may still be
+//     listed (default GoneWithin); Init, when set, is the name PID 1 of the
+//     sandbox must have.
 //   - Skip: behaviour name → why this harness cannot show it (shown in the
 //     test output). The key BinaryOutput says command output is text only:
 //     binary input and files are then checked by digest. Only: run just these behaviours (a second runtime that

@@ -64,6 +64,26 @@ type Harness struct {
 	// and declares up to 1 s here.
 	LifetimeEarly time.Duration
 
+	// Orphan opens a sandbox of spec in an owner process of its own (for
+	// Docker: this test binary run again, with the watcher it starts), runs
+	// script in it (SwitchOffScript, which returns at once), and then kills
+	// outright (SIGKILL) that owner and every process of it that could end
+	// the sandbox, returning once they are dead. lifetime-locked then wants
+	// the sandbox gone within its lifetime plus LifetimeBound.
+	Orphan func(ctx context.Context, spec model.Spec, script string) (Orphaned, error)
+	// LifetimeKeeper, for a harness without Orphan, says where the lifetime
+	// is kept instead, with no process of the client involved ("the
+	// kubelet: activeDeadlineSeconds"); lifetime-locked then runs the
+	// script from this process and leaves the sandbox alone until it ends.
+	// A harness must set one of the two.
+	LifetimeKeeper string
+	// LifetimeBound is how long after its lifetime an abandoned sandbox may
+	// still be listed; zero means GoneWithin.
+	LifetimeBound time.Duration
+	// Init, when set, is the name (/proc/1/comm) PID 1 of every sandbox
+	// must have: the process that keeps the lifetime inside it.
+	Init string
+
 	// Skip maps a behaviour to the reason this harness cannot show it.
 	Skip map[Behaviour]string
 	// Only, when set, runs just these behaviours.

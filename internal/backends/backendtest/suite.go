@@ -46,6 +46,7 @@ var table = []behaviour{
 	{UploadB, upload},
 	{ExecTimeoutB, execTimeout},
 	{LifetimeB, lifetime},
+	{LifetimeLockedB, lifetimeLocked},
 	{KillIdempotent, killIdempotent},
 	{CloseIdempotent, closeIdempotent},
 	{Secrets, secrets},

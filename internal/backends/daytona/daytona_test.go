@@ -50,6 +50,11 @@ func TestConformance(t *testing.T) {
 	srv, b := open(t, 0)
 	backendtest.Run(t, backendtest.Harness{
 		Name: "daytona-server", Backend: b, Spec: spec, Faults: srv, Credential: canaryKey,
+		// The vendor's lifetime is the local server's own timer, in this
+		// process as a vendor's control plane is out of a sandbox's reach;
+		// beneath it, the Docker sandbox's PID 1 is sandboxio's init.
+		LifetimeKeeper:    "the local Daytona server's timer for the sandbox's timeout (the vendor's control plane)",
+		Init:              ".sandboxio-init",
 		Caps:              model.Caps{CPU: 1, MemoryMB: 1024, DiskMB: 1024, Pids: model.DefaultCaps().Pids},
 		SecretsInPlainEnv: true,
 		Skip: map[backendtest.Behaviour]string{

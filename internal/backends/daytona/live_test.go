@@ -55,8 +55,9 @@ func TestConformanceLive(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	backendtest.Run(t, backendtest.Harness{
-		Name:    "daytona-live",
-		Backend: b,
+		LifetimeKeeper: "Daytona's control plane",
+		Name:           "daytona-live",
+		Backend:        b,
 		Spec: func() model.Spec {
 			return model.Spec{SpecVersion: model.SpecVersion, Name: "conformance-live", Backend: "daytona://", Image: image,
 				Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps(), TimeoutSeconds: 120, LifetimeSeconds: 300}

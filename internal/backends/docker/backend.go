@@ -93,12 +93,15 @@ type dockerBackend struct {
 
 	netMu     sync.Mutex // serialises finding or creating EgressNetwork
 	egressNet string     // its id once known
+
+	backstop backstopState // the daemon's host backstop (backstop.go)
 }
 
 type daemonFacts struct {
 	runtimes      map[string]system.RuntimeWithStatus
 	driver        string
 	cgroupVersion string
+	arch          string // the daemon host's architecture (x86_64, aarch64, ...)
 }
 
 // imageFacts is what the first sandbox of an image showed about it.
@@ -161,7 +164,7 @@ func (b *dockerBackend) daemon(ctx context.Context) (*daemonFacts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker info: %w", err)
 	}
-	d := &daemonFacts{runtimes: in.Runtimes, driver: in.Driver, cgroupVersion: in.CgroupVersion}
+	d := &daemonFacts{runtimes: in.Runtimes, driver: in.Driver, cgroupVersion: in.CgroupVersion, arch: in.Architecture}
 	b.mu.Lock()
 	b.info, b.infoAt = d, time.Now()
 	b.mu.Unlock()
@@ -376,30 +379,29 @@ func pidsDescription(tier model.Tier, pids int64) string {
 // network is the network mode: "none" for denied egress, the id of
 // EgressNetwork for open egress.
 func containerConfig(p createPlan, strategy, network string, labels map[string]string) (*container.Config, *container.HostConfig) {
-	lifetime := int64(math.Ceil(p.lifetime.Seconds()))
 	cfg := &container.Config{
 		Image: p.spec.Image,
-		// The lifetime is the container's own command: when sleep ends, the
-		// init exits, the container stops and AutoRemove deletes it, whether
-		// or not a client is still around.
-		Entrypoint: []string{"sleep", strconv.FormatInt(lifetime, 10)},
+		// The lifetime is kept by PID 1, sandboxio's own init (sinit.go):
+		// at the deadline it exits, the kernel ends every process of the
+		// sandbox and AutoRemove deletes the container, whether or not a
+		// client is still around, whatever the sandbox's code does.
+		Entrypoint: initCommand(p),
 		Cmd:        nil,
 		Env:        p.env,
 		Labels:     labels,
 	}
 	if p.warmIdle > 0 {
-		cfg.Entrypoint = warmEntrypoint(p.warmIdle, p.lifetime)
 		// The claim line arrives on the input (see pool.go).
 		cfg.OpenStdin, cfg.StdinOnce = true, true
 	}
-	yes := true
+	no := false
 	mem := p.caps.MemoryMB * 1024 * 1024
 	hc := &container.HostConfig{
 		NetworkMode: container.NetworkMode(network),
 		AutoRemove:  true,
-		// An init as PID 1 reaps the orphans of exec'd commands, which would
-		// otherwise pile up as zombies and eat into the process ceiling.
-		Init:        &yes,
+		// No Docker init: sandboxio's init is PID 1 and reaps the orphans of
+		// exec'd commands as Docker's would.
+		Init:        &no,
 		Runtime:     p.runtime,
 		CapDrop:     []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges:true"},
@@ -442,6 +444,10 @@ func containerConfig(p createPlan, strategy, network string, labels map[string]s
 			hc.Tmpfs[path] = fmt.Sprintf("rw,nosuid,nodev,size=%dk,mode=%s", size, mode)
 		}
 	}
+	if p.initPath != "" {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: p.initPath, Target: initTarget, ReadOnly: true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+	}
 	for _, b := range p.binds {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: b.Target,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
@@ -482,7 +488,7 @@ func checkBinds(binds []Bind) error {
 			return fmt.Errorf("docker: bind source %q is not a directory", b.Source)
 		}
 		t := path.Clean(b.Target)
-		if _, mounted := tmpfsSizes(model.MinDiskMB)[t]; mounted || seen[t] {
+		if _, mounted := tmpfsSizes(model.MinDiskMB)[t]; mounted || seen[t] || t == initTarget {
 			return fmt.Errorf("docker: bind target %q is already mounted", b.Target)
 		}
 		seen[t] = true
@@ -525,6 +531,19 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 	if err := checkRuntime(d, p); err != nil {
 		return nil, err
 	}
+	if p.initPath, err = initBinary(d.arch); err != nil {
+		return nil, err
+	}
+	if err := b.ensureBackstop(ctx, d.arch); err != nil {
+		// Under gVisor the init can be stopped from inside (the sandbox's
+		// kernel delivers SIGSTOP to its PID 1): the backstop is what
+		// keeps the lifetime there. Under runc the kernel shields the
+		// init, and the backstop is a second line.
+		if p.tier == model.TierGVisor {
+			return nil, backstopError(p.tier, err)
+		}
+		tracef("the host backstop is not running: %v", err)
+	}
 	strategy := b.diskStrategy(p)
 	b.events.start()
 	if b.cfg.watcher {
@@ -547,12 +566,14 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 		// the last moment of its idle time: the reaper's bound.
 		name = warmPrefix + randomHex(8)
 		expires = created.Add(p.warmIdle + p.lifetime)
+		p.idleUntil = created.Add(p.warmIdle)
 	}
+	p.expires = expires
 	labels := b.sandboxLabels(p, expires)
 	if p.warmIdle > 0 {
 		labels[labelPool] = poolWarm
 		labels[labelSpecHash] = p.warmSpecHash
-		labels[labelIdleUntil] = created.Add(p.warmIdle).UTC().Format(time.RFC3339)
+		labels[labelIdleUntil] = p.idleUntil.UTC().Format(time.RFC3339)
 	}
 	setMark(labels)
 
@@ -649,6 +670,7 @@ func (b *dockerBackend) sandboxLabels(p createPlan, expires time.Time) map[strin
 		labels[k] = v
 	}
 	labels[labelExpires] = expires.UTC().Format(time.RFC3339)
+	labels[labelLifetime] = strconv.FormatInt(int64(math.Ceil(p.lifetime.Seconds())), 10)
 	labels[labelRuntime] = p.runtime
 	labels[labelTier] = string(p.tier)
 	labels[labelPidsCap] = strconv.FormatInt(p.caps.Pids, 10)
@@ -784,7 +806,10 @@ func (b *dockerBackend) startContainer(ctx context.Context, id, name string, p c
 }
 
 // holdsOpen checks, on the first sandbox of an image, that the container is
-// still running: without sleep it ends at once. A container that is not is
+// still running. Its PID 1 is sandboxio's static init, which needs nothing
+// of the image, so a container that ended at once says the init could not
+// run there (a root filesystem that cannot take its mount point, a mount
+// the daemon could not make). A container that is not running is
 // discarded.
 func (b *dockerBackend) holdsOpen(ctx context.Context, id, name string, p createPlan) error {
 	select {
@@ -824,8 +849,8 @@ func (b *dockerBackend) holdsOpen(ctx context.Context, id, name string, p create
 			ins.State.Status, ins.State.ExitCode, prefixed(": ", ins.State.Error))
 	}
 	return &model.Error{Class: model.ConfigurationError, Attribute: "image",
-		Message: fmt.Sprintf("image %s cannot hold a sandbox open: its container ended at once (it needs a sleep command for the daemon-side lifetime)", p.spec.Image),
-		Fix:     "use an image that provides sleep and /bin/sh (coreutils or busybox)"}
+		Message: fmt.Sprintf("image %s cannot hold a sandbox open: its container ended at once, so sandboxio's init (%s, which keeps the lifetime) could not run in it", p.spec.Image, initTarget),
+		Fix:     fmt.Sprintf("use an image with an ordinary root filesystem; sandboxio mounts its own static binary at %s, so the image needs no init or sleep of its own (/bin/sh only for the exec wrapper and Upload)", initTarget)}
 }
 
 func prefixed(prefix, s string) string {

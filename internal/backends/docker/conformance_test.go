@@ -18,40 +18,10 @@ func TestConformance(t *testing.T) {
 		t.Run(rt, func(t *testing.T) {
 			needRuntime(t, rt)
 			t.Parallel()
-			b := newTestBackend(t)
-			h := backendtest.Harness{
-				Name:    "docker/" + rt,
-				Backend: b,
-				Spec: func() model.Spec {
-					return model.Spec{
-						SpecVersion: model.SpecVersion, Name: "conformance", Backend: "docker://", Image: LocalImage, Runtime: rt,
-						Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps(),
-						TimeoutSeconds: 60, LifetimeSeconds: 180,
-					}
-				},
-				Observe: func(ctx context.Context, id string) (backendtest.Observed, error) {
-					return observeContainer(ctx, b, id, rt)
-				},
-			}
-			// Under runc the egress observer's device is in the sandbox
-			// beside lo: the suite then connects to a listener on the host
-			// (at the Docker bridge's gateway), which must get nothing.
-			l := listenTCP(t, "0.0.0.0")
-			_, port, _ := net.SplitHostPort(l.addr)
-			h.EgressTarget = net.JoinHostPort(bridgeGateway(t, b), port)
-			// What the capability data claims is what the suite checks.
-			c, ok := backends.Lookup("docker/" + rt)
-			if !ok {
-				t.Fatalf("no capability data for docker/%s", rt)
-			}
-			h.ObservesEgress = c.BlockedEgressReporting
-			t.Cleanup(func() {
-				if n := l.got.Load(); n != 0 {
-					t.Errorf("the host's listener got %d connections from deny sandboxes", n)
-				}
-			})
+			h := conformanceHarness(t, newTestBackend(t), rt)
 			if rt == "runsc" {
-				h.Only = []backendtest.Behaviour{backendtest.ExecTimeoutB, backendtest.NetworkDeny, backendtest.CapsB, backendtest.Secrets, backendtest.LifetimeB}
+				h.Only = []backendtest.Behaviour{backendtest.ExecTimeoutB, backendtest.NetworkDeny, backendtest.CapsB, backendtest.Secrets,
+					backendtest.LifetimeB, backendtest.LifetimeLockedB}
 				// gVisor's execs are slow to start on a loaded host; one
 				// sandbox at a time keeps the timing behaviours honest.
 				h.Serial = true
@@ -59,6 +29,47 @@ func TestConformance(t *testing.T) {
 			backendtest.Run(t, h)
 		})
 	}
+}
+
+// conformanceHarness is the Docker harness of the suite for a runtime. Its
+// lifetime-locked sandboxes are opened by a child process that is killed
+// outright with its watcher; PID 1 is sandboxio's init; the bound is the
+// init's (it exits at the expiry) plus AutoRemove's removal.
+func conformanceHarness(t *testing.T, b *dockerBackend, rt string) backendtest.Harness {
+	h := backendtest.Harness{
+		Name:    "docker/" + rt,
+		Backend: b,
+		Spec: func() model.Spec {
+			return model.Spec{
+				SpecVersion: model.SpecVersion, Name: "conformance", Backend: "docker://", Image: LocalImage, Runtime: rt,
+				Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps(),
+				TimeoutSeconds: 60, LifetimeSeconds: 180,
+			}
+		},
+		Observe: func(ctx context.Context, id string) (backendtest.Observed, error) {
+			return observeContainer(ctx, b, id, rt)
+		},
+	}
+	// Under runc the egress observer's device is in the sandbox
+	// beside lo: the suite then connects to a listener on the host
+	// (at the Docker bridge's gateway), which must get nothing.
+	l := listenTCP(t, "0.0.0.0")
+	_, port, _ := net.SplitHostPort(l.addr)
+	h.EgressTarget = net.JoinHostPort(bridgeGateway(t, b), port)
+	// What the capability data claims is what the suite checks.
+	c, ok := backends.Lookup("docker/" + rt)
+	if !ok {
+		t.Fatalf("no capability data for docker/%s", rt)
+	}
+	h.ObservesEgress = c.BlockedEgressReporting
+	t.Cleanup(func() {
+		if n := l.got.Load(); n != 0 {
+			t.Errorf("the host's listener got %d connections from deny sandboxes", n)
+		}
+	})
+	h.Orphan = orphanSandbox
+	h.Init = initComm
+	return h
 }
 
 // observeContainer is what the daemon recorded for a sandbox's container.

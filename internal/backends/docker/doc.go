@@ -179,12 +179,30 @@
 //
 // # Lifetime
 //
-// The lifetime is enforced by the daemon, not the client: the container's
-// command is `sleep <lifetime>` under Docker's init, with AutoRemove, so the
-// container exits and is removed at expiry even when the client is gone; a
-// command running at that moment ends in SandboxGone, as does any later use.
-// The image must therefore provide sleep (and /bin/sh for the exec wrapper
-// and Upload); Create checks that once per image.
+// The lifetime is enforced inside the sandbox by a process its code can
+// neither signal nor outlive, and on the host by a backstop; neither needs
+// the client. PID 1 of every sandbox is sandboxio's own init: this very
+// binary, bind-mounted read-only at /.sandboxio-init (see sinit.go; Docker's
+// init is off). It makes itself non-dumpable, reaps orphans, and at the
+// deadline (boot-time clock from its start, and the wall-clock expiry the
+// backend computed) exits: the kernel ends every process of the sandbox and
+// AutoRemove deletes the container. Linux delivers no signal from inside a
+// PID namespace to its init unless the init handles it, so SIGSTOP and
+// SIGKILL from inside do nothing; the signals the Go runtime handles end
+// the init, which ends the sandbox early (fail closed). gVisor delivers
+// SIGSTOP and SIGKILL from inside to PID 1: a killed init ends the sandbox,
+// a stopped one is what the host backstop is for (backstop.go): one
+// container per daemon that removes every sandbox past its expiry label
+// plus 5 s, checking every 2 s. A runsc sandbox is not created unless the
+// backstop runs. A sandbox is gone within its lifetime plus about 1 s (the
+// init, runc) or 7 s plus removal (the backstop). A command running at the
+// end ends in SandboxGone, as does any later use.
+//
+// The binary must be a static Linux executable for the daemon's
+// architecture (built with CGO_ENABLED=0, as make does), or InitEnv must
+// name one; otherwise Create refuses before anything is created. The image
+// needs no sleep or init of its own; /bin/sh only for the exec wrapper and
+// Upload (Create checks once per image that a container stays up).
 //
 // # One sandbox per tenant and session
 //

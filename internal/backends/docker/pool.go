@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,47 +33,35 @@ import (
 // labels mark it (sandboxio.pool=warm) and carry its template's digest,
 // which Claim checks.
 //
-// Its command bounds its idle time on the daemon's side, as the lifetime is
-// bounded for any sandbox: a watcher ends the shell when the idle time is
-// over (the container stops, AutoRemove deletes it) unless the claim came
-// first. The claim is one line on the container's standard input, written
-// through an attach the pool holds from creation: the shell reads it, stops
-// the watcher, answers on its standard output and replaces itself with
-// `sleep LIFETIME`, so that the lifetime counts from the claim. Nothing else
-// can write there: the daemon gives stdin to attached clients only, and no
-// tenant code runs before the claim. The input closes when the pool's
+// Its init (sinit.go) bounds its idle time as it bounds the lifetime of any
+// sandbox: at the end of the idle time it exits (the container stops,
+// AutoRemove deletes it) unless the claim came first. The claim is one line
+// on the container's standard input, written through an attach the pool
+// holds from creation: the init reads it, answers on its standard output and
+// from then on ends the sandbox one lifetime after the claim. Nothing else
+// can write there: the daemon gives stdin to attached clients only, no
+// tenant code runs before the claim, and the init's /proc files are out of
+// the sandbox's reach (it is not dumpable). The input closes when the pool's
 // attach does (StdinOnce), so a pool process that dies takes its unclaimed
 // sandboxes down with it. The container's expiry label, which the reaper
-// reads, is the latest it can live: created + idle + lifetime.
+// and the host backstop read, is the latest it can live: created + idle +
+// lifetime.
 const (
 	labelPool      = model.ReservedLabelPrefix + "pool"         // poolWarm on every container created for a pool
 	labelSpecHash  = model.ReservedLabelPrefix + "spec_sha256"  // the template spec's digest, of a warm sandbox
 	labelIdleUntil = model.ReservedLabelPrefix + "idle_expires" // when an unclaimed warm sandbox ends
 	poolWarm       = "warm"
 	warmPrefix     = "sandboxio-w-"
-	// claimLine starts the lifetime; claimedLine is the shell's answer.
+	// claimLine starts the lifetime; claimedLine is the init's answer.
 	claimLine   = "claim"
 	claimedLine = "claimed"
 	// claimMargin: a warm sandbox this close to the end of its idle time is
 	// discarded rather than claimed, so that its idle time cannot end
 	// between the checks and the claim line.
 	claimMargin = 2 * time.Second
-	// switchBudget bounds the wait for the shell's answer to the claim.
+	// switchBudget bounds the wait for the init's answer to the claim.
 	switchBudget = 2 * time.Second
 )
-
-// warmEntrypoint is the command of a warm sandbox. The watcher (a subshell)
-// sleeps for the idle time and then ends the shell, or, stopped by the
-// claim, stops its sleep and exits. The shell waits for one line: the claim
-// line starts the lifetime; anything else, or the end of the input, ends it.
-func warmEntrypoint(idle, lifetime time.Duration) []string {
-	secs := func(d time.Duration) string {
-		return strconv.FormatInt(int64(max(1, (d+time.Second-1)/time.Second)), 10)
-	}
-	script := "(trap 'kill $s 2>/dev/null; exit 0' TERM; sleep " + secs(idle) + " & s=$!; wait $s; kill $$) & w=$!; " +
-		"read -r l; [ \"$l\" = " + claimLine + " ] || exit 0; kill $w; wait $w; echo " + claimedLine + "; exec sleep " + secs(lifetime)
-	return []string{"sh", "-c", script}
-}
 
 // warm is one unclaimed warm sandbox.
 type warm struct {
@@ -84,7 +71,7 @@ type warm struct {
 	idleUntil time.Time
 
 	// attach holds the container's standard input; answered is closed
-	// when the shell's answer to the claim line was read from it.
+	// when the init's answer to the claim line was read from it.
 	attach   types.HijackedResponse
 	answered chan struct{}
 
@@ -123,7 +110,7 @@ func (b *dockerBackend) CreateWarm(ctx context.Context, req backends.WarmRequest
 		return nil, err
 	}
 	w := &warm{b: b, s: s, p: p, idleUntil: s.created.Add(p.warmIdle), answered: make(chan struct{})}
-	// Attached after the start: the shell's input is a pipe the daemon
+	// Attached after the start: the init's input is a pipe the daemon
 	// keeps open (OpenStdin) until an attached client leaves (StdinOnce),
 	// and the answer comes only after the claim line, so nothing is lost.
 	w.attach, err = b.cli.ContainerAttach(cctx, s.id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true})
@@ -135,7 +122,7 @@ func (b *dockerBackend) CreateWarm(ctx context.Context, req backends.WarmRequest
 	return w, nil
 }
 
-// readAnswer reads the shell's standard output until the answer to the
+// readAnswer reads the init's standard output until the answer to the
 // claim line, then drains it until the attach closes.
 func (w *warm) readAnswer() {
 	lw := &lineWatch{want: claimedLine + "\n", seen: w.answered}
@@ -198,8 +185,8 @@ func (w *warm) remove(ctx context.Context) error {
 // resources, network, capabilities and runtime are as created: `docker
 // update` and `docker network connect` can change those after creation); it
 // is renamed to the session's name, which the daemon refuses while another
-// sandbox holds the session; its shell is given the claim line and answers
-// it as it becomes the lifetime's sleep. Any failure removes it.
+// sandbox holds the session; its init is given the claim line and answers
+// it as it starts counting the lifetime. Any failure removes it.
 //
 // The claim does not run a command in the sandbox to probe it: what a probe
 // would show is already known. The container was checked at creation like a
@@ -402,7 +389,7 @@ func (b *dockerBackend) rename(ctx context.Context, id, name string, p createPla
 	}
 }
 
-// startLifetime writes the claim line and waits for the shell's answer,
+// startLifetime writes the claim line and waits for the init's answer,
 // then lets go of the container's input.
 func (w *warm) startLifetime(ctx context.Context) error {
 	_ = w.attach.Conn.SetWriteDeadline(time.Now().Add(switchBudget))

@@ -248,10 +248,3 @@ func TestWarmSecretsOnlyAfterClaim(t *testing.T) {
 		t.Fatal("the secret is in the container's environment")
 	}
 }
-
-func TestWarmEntrypoint(t *testing.T) {
-	got := strings.Join(warmEntrypoint(1500*time.Millisecond, 300*time.Second), " ")
-	if !strings.Contains(got, "sleep 2 &") || !strings.Contains(got, "read -r l") || !strings.HasSuffix(got, "exec sleep 300") {
-		t.Fatalf("entrypoint: %s", got)
-	}
-}

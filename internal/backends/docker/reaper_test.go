@@ -1,11 +1,9 @@
 package docker
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"maps"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -54,65 +52,21 @@ func TestReaperRemovesSandboxesOfKilledOwner(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	b := newTestBackend(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const grace = time.Second
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", reaperGraceEnv+"="+grace.String())
-	out, err := cmd.StdoutPipe()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := startChild(ctx, childEnv+"=1", reaperGraceEnv+"="+grace.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var ownerID string
-	var ids []string
-	timeout := time.After(60 * time.Second)
-	for ids == nil {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatal("child exited before it was ready")
-			}
-			switch {
-			case strings.HasPrefix(l, "ERR"):
-				t.Fatalf("child: %s", l)
-			case strings.HasPrefix(l, "OWNER "):
-				ownerID = strings.TrimPrefix(l, "OWNER ")
-				childOwnersMu.Lock()
-				childOwners = append(childOwners, ownerID)
-				childOwnersMu.Unlock()
-			case strings.HasPrefix(l, "READY "):
-				ids = strings.Split(strings.TrimPrefix(l, "READY "), ",")
-			}
-		case <-timeout:
-			t.Fatal("child not ready within 60s")
-		}
-	}
+	t.Cleanup(c.kill)
+	ownerID, ids := c.owner, strings.Split(c.ready, ",")
 	owned := map[string]string{labelOwner: ownerID}
 	if got, err := b.List(context.Background(), owned); err != nil || len(got) != 2 {
 		t.Fatalf("child's sandboxes before the kill: %d (%v)", len(got), err)
 	}
 
-	// SIGKILL: no deferred function, no Close, nothing of the child runs.
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	c.kill()
 	killed := time.Now()
 	waitGone(t, b, owned, grace+15*time.Second)
 	t.Logf("the watcher removed %d sandboxes %s after the owner was SIGKILLed (grace %s)", len(ids), time.Since(killed).Round(10*time.Millisecond), grace)

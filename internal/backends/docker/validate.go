@@ -40,6 +40,10 @@ type createPlan struct {
 	// and the digest of its template spec.
 	warmIdle     time.Duration
 	warmSpecHash string
+	// Set by create: the host path of the sandbox init (sinit.go) and the
+	// wall-clock ends it is given.
+	initPath           string
+	expires, idleUntil time.Time
 }
 
 // runtimeTiers maps the runtimes sandboxio knows to their isolation tier.

@@ -17,8 +17,13 @@ import (
 func TestConformance(t *testing.T) {
 	srv, b := open(t)
 	backendtest.Run(t, backendtest.Harness{
-		Name:    "e2b-server",
-		Backend: b,
+		Name: "e2b-server",
+		// The vendor's lifetime is the local server's own timer, in this
+		// process as a vendor's control plane is out of a sandbox's reach;
+		// beneath it, the Docker sandbox's PID 1 is sandboxio's init.
+		LifetimeKeeper: "the local E2B server's timer for the sandbox's timeout (the vendor's control plane)",
+		Init:           ".sandboxio-init",
+		Backend:        b,
 		Spec: func() model.Spec {
 			return model.Spec{SpecVersion: model.SpecVersion, Name: "conformance", Backend: "e2b://", Image: e2bserver.TestTemplate,
 				Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps(), TimeoutSeconds: 60, LifetimeSeconds: 180}

@@ -46,8 +46,9 @@ func TestConformanceLive(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	backendtest.Run(t, backendtest.Harness{
-		Name:    "e2b-live",
-		Backend: b,
+		LifetimeKeeper: "E2B's control plane",
+		Name:           "e2b-live",
+		Backend:        b,
 		Spec: func() model.Spec {
 			return model.Spec{SpecVersion: model.SpecVersion, Name: "conformance-live", Backend: "e2b://", Image: tpl,
 				Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps(), TimeoutSeconds: 60, LifetimeSeconds: 300}

@@ -61,6 +61,10 @@ func conformance(t *testing.T, b *k8sBackend) {
 		// end up to a second before the lifetime counted from the
 		// create's start (seen: 19.879 s of 20 s).
 		LifetimeEarly: time.Second,
+		// The kubelet ends the pod at activeDeadlineSeconds: a node agent
+		// outside the pod's namespaces, which nothing in the pod can
+		// signal, and which acts with no client process alive.
+		LifetimeKeeper: "the kubelet (activeDeadlineSeconds)",
 		Spec: func() model.Spec {
 			s := testSpec("")
 			s.Backend = b.dsn()

@@ -19,8 +19,13 @@ func TestConformance(t *testing.T) {
 	dsn := "modal://" + modalserver.TestApp
 	b := openBackend(t, dsn)
 	backendtest.Run(t, backendtest.Harness{
-		Name:    "modal-server",
-		Backend: b,
+		Name: "modal-server",
+		// The vendor's lifetime is the local server's own timer, in this
+		// process as a vendor's control plane is out of a sandbox's reach;
+		// beneath it, the Docker sandbox's PID 1 is sandboxio's init.
+		LifetimeKeeper: "the local Modal server's timer for the sandbox's timeout (the vendor's control plane)",
+		Init:           ".sandboxio-init",
+		Backend:        b,
 		Spec: func() model.Spec {
 			return model.Spec{SpecVersion: model.SpecVersion, Name: "conformance", Backend: dsn, Image: modalserver.Image,
 				IsolationTier: model.TierGVisor, Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps(),

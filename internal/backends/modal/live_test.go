@@ -56,8 +56,9 @@ func TestLiveModalConformance(t *testing.T) {
 	}
 	b := openBackend(t, "modal://"+app)
 	backendtest.Run(t, backendtest.Harness{
-		Name:    "modal-live",
-		Backend: b,
+		LifetimeKeeper: "Modal's control plane",
+		Name:           "modal-live",
+		Backend:        b,
 		Spec: func() model.Spec {
 			return model.Spec{SpecVersion: model.SpecVersion, Name: "conformance", Backend: "modal://" + app, Image: image,
 				IsolationTier: model.TierGVisor, Network: model.NetworkPolicy{}.Normalized(), Resources: model.DefaultCaps(),

@@ -20,7 +20,12 @@ func TestConformance(t *testing.T) {
 	srv, b := open(t)
 	backendtest.Run(t, backendtest.Harness{
 		Name: "vercel-server", Backend: b, Credential: canaryToken,
-		Spec: baseSpec,
+		// The vendor's lifetime is the local server's own timer, in this
+		// process as a vendor's control plane is out of a sandbox's reach;
+		// beneath it, the Docker sandbox's PID 1 is sandboxio's init.
+		LifetimeKeeper: "the local Vercel server's timer for the sandbox's timeout (the vendor's control plane)",
+		Init:           ".sandboxio-init",
+		Spec:           baseSpec,
 		Observe: func(_ context.Context, id string) (backendtest.Observed, error) {
 			o, ok := observe(srv, id)
 			if !ok {
@@ -67,6 +72,7 @@ func TestLiveConformance(t *testing.T) {
 	}
 	backendtest.Run(t, backendtest.Harness{
 		Name: "vercel-live", Backend: b, Serial: true,
+		LifetimeKeeper: "Vercel's control plane",
 		Spec: func() model.Spec {
 			s := baseSpec()
 			s.Backend, s.Image = raw, "node24"
