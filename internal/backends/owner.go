@@ -102,10 +102,10 @@ func (o Owner) Gone(rec map[string]string) bool { return o.Judge(rec).Dead }
 func (o Owner) Judge(rec map[string]string) Verdict {
 	alive := func(why string) Verdict { return Verdict{Why: why} }
 	id := rec[LabelOwner]
-	switch {
-	case id == "":
+	switch id {
+	case "":
 		return alive("it names no owner")
-	case id == o.ID:
+	case o.ID:
 		return alive("its owner is this process")
 	}
 	pid, err := strconv.Atoi(rec[LabelOwnerPID])

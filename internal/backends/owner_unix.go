@@ -15,6 +15,7 @@ func nsID(path string) string {
 	if err := syscall.Stat(path, &st); err != nil {
 		return ""
 	}
+	//nolint:unconvert // Stat_t.Dev is uint64 on Linux but int32 on Darwin
 	return strconv.FormatUint(uint64(st.Dev), 10) + ":" + strconv.FormatUint(uint64(st.Ino), 10)
 }
 

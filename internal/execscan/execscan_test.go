@@ -70,7 +70,7 @@ func TestDownloadPipedIntoAShell(t *testing.T) {
 		if len(dl) == 0 {
 			dl = find(sc, "wget")
 		}
-		if len(dl) == 0 || !(fedBy(sc, "stdin", "curl") || fedBy(sc, "stdin", "wget")) {
+		if len(dl) == 0 || (!fedBy(sc, "stdin", "curl") && !fedBy(sc, "stdin", "wget")) {
 			t.Errorf("no reader fed by the download: %+v", sc)
 		}
 	}

@@ -176,15 +176,16 @@ func renamedAt(ctx context.Context, cli *client.Client, id string, since time.Ti
 	msgs, errs := cli.Events(qctx, events.ListOptions{
 		Since: eventTime(since.Add(-time.Second)), Until: eventTime(time.Now()), Filters: watchFilters(id, events.ActionRename),
 	})
-	for {
-		select {
-		case m := <-msgs:
-			return time.Unix(0, m.TimeNano), true
-		case <-errs:
-			return time.Time{}, false
-		case <-qctx.Done():
-			return time.Time{}, false
-		}
+	select {
+	case m := <-msgs:
+		return time.Unix(0, m.TimeNano), true
+	case err := <-errs:
+		// The log ended (io.EOF) or failed: either way no rename is known,
+		// and the caller treats the claim time as unreadable.
+		_ = err
+		return time.Time{}, false
+	case <-qctx.Done():
+		return time.Time{}, false
 	}
 }
 
