@@ -192,9 +192,18 @@ func TestMCP_AdvisoryFindingsAreInTheResult(t *testing.T) {
 	if res.IsError || !strings.Contains(text, "ran") {
 		t.Fatalf("the call did not run: %s", text)
 	}
-	if len(out.Warnings) != 1 || out.Warnings[0].Class != "ExecutionAdvisoryWarning" || out.Warnings[0].Rule != rules.ExecDownloadPipe ||
-		!strings.Contains(out.Warnings[0].Message, "pipes a download") {
-		t.Errorf("structured warnings: %+v", out.Warnings)
+	// The download piped into sh is SBX-EXE-001's finding; what the
+	// downloaded script does is code the hook cannot see, so other rules
+	// report it as not analysed: every one is advisory here.
+	piped := false
+	for _, w := range out.Warnings {
+		if w.Class != "ExecutionAdvisoryWarning" {
+			t.Errorf("warning %+v: want class ExecutionAdvisoryWarning", w)
+		}
+		piped = piped || (w.Rule == rules.ExecDownloadPipe && strings.Contains(w.Message, "pipes a download"))
+	}
+	if !piped {
+		t.Errorf("structured warnings: %+v, want SBX-EXE-001's download pipe among them", out.Warnings)
 	}
 	if !strings.Contains(text, "warning: ExecutionAdvisoryWarning: the call pipes a download") || !strings.Contains(text, rules.ExecDownloadPipe) {
 		t.Errorf("the result's text does not name the finding:\n%s", text)

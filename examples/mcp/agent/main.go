@@ -1,7 +1,8 @@
 // Command agent is the runnable MCP recipe (docs/guides/mcp.md): an agent
 // host in a page. It starts `sandboxio mcp` for one tenant session, ships a
 // small API (tools/crm.sh) and the data it reads into the sandbox, runs the
-// program a model would write against that API (task.sh) with run_code, and
+// program a model would write against that API (task.sh), preceded by the
+// API's functions so that the pre-execution hook reads every line, with run_code, and
 // prints what comes back to the model: a summary of a few hundred bytes for
 // the hundreds of kilobytes the program read in the sandbox. It then makes a
 // call the team's policy (policy/exec.rego) blocks, and disconnects, which
@@ -66,15 +67,15 @@ func run(sandboxio, dir string, args ...string) error {
 		return err
 	}
 	data, want := orders()
-	// 1. Ship the API and its data into the sandbox.
-	for path, content := range map[string]string{"/work/crm/crm.sh": string(api), "/work/crm/orders.csv": data} {
-		if _, err := call(ctx, cs, "upload", map[string]any{"path": path, "content": content}); err != nil {
-			return err
-		}
+	// 1. Ship the data into the sandbox.
+	if _, err := call(ctx, cs, "upload", map[string]any{"path": "/work/crm/orders.csv", "content": data}); err != nil {
+		return err
 	}
 	// 2. The model's program runs against the API in the sandbox; only its
-	// summary comes back.
-	summary, err := call(ctx, cs, "run_code", map[string]any{"language": "sh", "code": string(task)})
+	// summary comes back. The API goes in the same call, ahead of the
+	// program: a file the program sourced would be code the hook was not
+	// given, which the team's mandatory rules refuse.
+	summary, err := call(ctx, cs, "run_code", map[string]any{"language": "sh", "code": string(api) + "\n" + string(task)})
 	if err != nil {
 		return err
 	}

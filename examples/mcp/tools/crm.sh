@@ -1,8 +1,8 @@
-# crm.sh: a small CRM API, as code inside the sandbox. A program sources it
-# and calls its functions; what they return stays in the sandbox, and the
-# program prints only what the model needs to read.
+# crm.sh: a small CRM API, as code inside the sandbox. The host sends it
+# ahead of each program in the same run_code call, and the program calls its
+# functions; what they return stays in the sandbox, and the program prints
+# only what the model needs to read.
 #
-#   . /work/crm/crm.sh
 #   crm_orders | crm_where status paid | crm_sum amount_cents by region
 #
 # The data is the CRM's export, shipped into the sandbox (upload) beside this
