@@ -311,6 +311,40 @@ func TestWith_CallAfterTheCancellationCloseReportsTheCancellation(t *testing.T) 
 	}
 }
 
+// A call whose context is cancelled before it reaches the backend (in the
+// hook, or before it) is audited as killed (cancelled), as one cut short
+// mid-command is: the policy did not refuse it. With's cancellation can land
+// there, which TestWith_ClosesOnEveryPath met under load.
+func TestRun_CancelledBeforeTheBackendIsKilledNotRefused(t *testing.T) {
+	tpl := template(t)
+	spec, _ := tenantSpec(t, tpl, "acme", "s-pre")
+	f := &fakeBackend{}
+	c, audit := newClient(t)
+	withFake(c, f)
+	sb, err := c.Open(context.Background(), Request{Spec: spec, TenantID: "acme", SessionID: "s-pre"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sb.Close(context.Background()) }()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := sb.Run(ctx, []string{"sleep", "1000"}, RunOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("want the cancellation, got %v", err)
+	}
+	if f.runs.Load() != 0 {
+		t.Fatal("a cancelled call reached the backend")
+	}
+	var got []string
+	for _, r := range audit.records(t) {
+		if r["op"] == "run" {
+			got = append(got, fmt.Sprint(r["event"], ":", r["reason"]))
+		}
+	}
+	if strings.Join(got, " ") != EventKilled+":cancelled" {
+		t.Fatalf("run audited as %q; want killed:cancelled", got)
+	}
+}
+
 // An upload whose context was cancelled, and whose sandbox the
 // cancellation closed first (as With does), has the cancellation as its
 // cause, as a run does: errors.Is(err, context.Canceled), the SandboxGone

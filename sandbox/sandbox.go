@@ -186,6 +186,10 @@ func (s *Sandbox) exec(ctx context.Context, r Record, opts RunOptions, c call, r
 	}
 	if err != nil {
 		r.Event, r.Timeouts.CallSeconds = EventRefused, seconds(s.info.CallTimeout)
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Cancelled before it ran: no policy refused it.
+			r.Event, r.Reason = EventKilled, "cancelled"
+		}
 		setError(&r, err)
 		r.DurationMS = 0
 		if r.Hook != nil {
