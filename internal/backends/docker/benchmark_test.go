@@ -55,6 +55,15 @@ func BenchmarkOpenRunClose(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The raw baseline starts the same container, sandboxio's init as PID 1.
+	d, err := be.daemon(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if p.initPath, err = initBinary(d.arch); err != nil {
+		b.Fatal(err)
+	}
+	p.expires = time.Now().Add(time.Hour) // as create sets it
 	labels := map[string]string{model.LabelManaged: "true", labelOwner: processOwner().ID,
 		labelExpires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "test": "bench-raw"}
 	cfg, hc := containerConfig(p, DiskTmpfs, p.networkMode, labels)

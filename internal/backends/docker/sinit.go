@@ -39,9 +39,16 @@ const (
 // The package's init hands PID 1 of a sandbox to the init before main runs,
 // as reaper.go does for the watcher. Only PID 1 started at initTarget with
 // the protocol argument is taken: the binary run any other way is itself.
+//
+// The loop runs on a goroutine of its own: a package init runs locked to the
+// main thread, and a locked goroutine that blocks makes the runtime start
+// another thread to hand its P to. At the process ceiling there is none to
+// start, and the Go runtime dies of it, taking the sandbox down with it.
 func init() {
 	if os.Getpid() == 1 && len(os.Args) > 1 && os.Args[0] == initTarget && os.Args[1] == initProto {
-		os.Exit(initMain(os.Args[2:]))
+		code := make(chan int, 1)
+		go func() { code <- initMain(os.Args[2:]) }()
+		os.Exit(<-code)
 	}
 }
 

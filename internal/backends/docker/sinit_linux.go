@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -20,6 +18,10 @@ import (
 // computed, never before it, should the sandbox's clock (gVisor's own) read
 // a little ahead of the host's.
 const wallMargin = 100 * time.Millisecond
+
+// reapEvery is how long an orphan of the sandbox may stay a zombie (holding
+// a slot of the process cap) before the init collects it.
+const reapEvery = 50 * time.Millisecond
 
 // initMain is PID 1 of a sandbox (see sinit.go). It returns the exit status.
 func initMain(args []string) int {
@@ -43,16 +45,13 @@ func initMain(args []string) int {
 
 	// The kernel drops a signal sent from inside the namespace to its init
 	// when the init has no handler for it: SIGKILL, SIGSTOP and every signal
-	// left at its default action. The Go runtime does install handlers for
-	// most signals, and on one it would die by (SIGQUIT, SIGSEGV sent with
-	// kill, ...) it exits: the sandbox ends early, which is fail-closed.
-	// SIGTERM, SIGINT and SIGHUP end it the same way on purpose (docker
-	// stop). Nothing received can make it run on past the deadline.
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	chld := make(chan os.Signal, 1)
-	signal.Notify(chld, syscall.SIGCHLD)
-
+	// left at its default action. The Go runtime handles most signals itself
+	// and exits on those it would die by (SIGTERM, SIGQUIT, SIGSEGV sent with
+	// kill, ...): the sandbox ends early, which is fail-closed. Nothing
+	// received can make it run on past the deadline. There is no
+	// signal.Notify: its receiving goroutine makes the runtime start a thread
+	// at each signal, and at the process ceiling (a fork bomb's SIGCHLD
+	// storm) the runtime dies when it cannot. Children are reaped on a tick.
 	start := boottime()
 	deadline, wall := start+a.lifetime, a.wall
 	var claim chan bool
@@ -71,12 +70,9 @@ func initMain(args []string) int {
 		if left <= 0 {
 			return 0
 		}
-		t := time.NewTimer(min(left, time.Second)) // re-read both clocks at least each second
+		t := time.NewTimer(min(left, reapEvery)) // re-read both clocks and reap on each tick
 		select {
 		case <-t.C:
-		case <-chld:
-		case <-term:
-			return 0
 		case ok := <-claim:
 			if !ok {
 				return 0 // not the claim line, or the pool's input closed
