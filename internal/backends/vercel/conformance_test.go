@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vercel"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vercel/vercelserver"
+	vercelserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/vercel"
+	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

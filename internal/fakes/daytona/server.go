@@ -36,7 +36,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
+	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
 )
 
 // Config configures a Server.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
+	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
 )
 
 // faultState is the server's fault injection (backendtest.Faults).

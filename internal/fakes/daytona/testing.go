@@ -1,4 +1,4 @@
-package e2bserver
+package daytonaserver
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 )
 
 // Test support for the packages whose tests run against the server.
@@ -21,13 +21,13 @@ var probe struct {
 }
 
 // NeedDocker skips (or, with SANDBOXIO_REQUIRE_DOCKER=1, fails) without a
-// usable daemon, and builds the template image.
+// usable daemon, and builds the local image the snapshot stands for.
 func NeedDocker(t testing.TB) {
 	t.Helper()
 	probe.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		probe.err = EnsureTemplateImage(ctx, docker.DefaultBusybox)
+		probe.err = docker.EnsureLocalImage(ctx, docker.LocalImage, docker.DefaultBusybox)
 	})
 	if probe.err != nil {
 		if os.Getenv(requireDockerEnv) == "1" {
@@ -37,20 +37,21 @@ func NeedDocker(t testing.TB) {
 	}
 }
 
-// TestTemplate is the template ID the test servers serve.
-const TestTemplate = "base"
+// TestSnapshot is the snapshot name the test servers serve.
+const TestSnapshot = "sandboxio-busybox"
 
-// NewTestServer starts a server over the Docker backend; the test closes it
+// NewTestServer starts a server over the Docker backend, with Daytona's
+// minute shortened to minute (0 keeps a real minute); the test closes it
 // and checks that every local sandbox it made is gone.
-func NewTestServer(t testing.TB, key string) *Server {
+func NewTestServer(t testing.TB, key string, minute time.Duration) *Server {
 	t.Helper()
 	NeedDocker(t)
 	d, err := docker.New(docker.WithoutEgressObserver())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Start(Config{APIKey: key, Docker: d, MaxTimeout: 10 * time.Minute,
-		Templates: map[string]Template{TestTemplate: {Image: TemplateImage, CPUCount: 1, MemoryMB: 512, DiskSizeMB: 1024}}})
+	srv, err := Start(Config{APIKey: key, Docker: d, Minute: minute, MaxCommand: 10 * time.Minute,
+		Snapshots: map[string]string{TestSnapshot: docker.LocalImage}})
 	if err != nil {
 		_ = d.Close()
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func NewTestServer(t testing.TB, key string) *Server {
 }
 
 // checkGone fails the test for any local container of the server's
-// sandboxes that still exists.
+// sandboxes that still runs.
 func checkGone(t testing.TB, srv *Server) {
 	t.Helper()
 	srv.mu.Lock()

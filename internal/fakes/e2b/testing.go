@@ -1,4 +1,4 @@
-package daytonaserver
+package e2bserver
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 )
 
 // Test support for the packages whose tests run against the server.
@@ -21,13 +21,13 @@ var probe struct {
 }
 
 // NeedDocker skips (or, with SANDBOXIO_REQUIRE_DOCKER=1, fails) without a
-// usable daemon, and builds the local image the snapshot stands for.
+// usable daemon, and builds the template image.
 func NeedDocker(t testing.TB) {
 	t.Helper()
 	probe.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		probe.err = docker.EnsureLocalImage(ctx, docker.LocalImage, docker.DefaultBusybox)
+		probe.err = EnsureTemplateImage(ctx, docker.DefaultBusybox)
 	})
 	if probe.err != nil {
 		if os.Getenv(requireDockerEnv) == "1" {
@@ -37,21 +37,20 @@ func NeedDocker(t testing.TB) {
 	}
 }
 
-// TestSnapshot is the snapshot name the test servers serve.
-const TestSnapshot = "sandboxio-busybox"
+// TestTemplate is the template ID the test servers serve.
+const TestTemplate = "base"
 
-// NewTestServer starts a server over the Docker backend, with Daytona's
-// minute shortened to minute (0 keeps a real minute); the test closes it
+// NewTestServer starts a server over the Docker backend; the test closes it
 // and checks that every local sandbox it made is gone.
-func NewTestServer(t testing.TB, key string, minute time.Duration) *Server {
+func NewTestServer(t testing.TB, key string) *Server {
 	t.Helper()
 	NeedDocker(t)
 	d, err := docker.New(docker.WithoutEgressObserver())
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Start(Config{APIKey: key, Docker: d, Minute: minute, MaxCommand: 10 * time.Minute,
-		Snapshots: map[string]string{TestSnapshot: docker.LocalImage}})
+	srv, err := Start(Config{APIKey: key, Docker: d, MaxTimeout: 10 * time.Minute,
+		Templates: map[string]Template{TestTemplate: {Image: TemplateImage, CPUCount: 1, MemoryMB: 512, DiskSizeMB: 1024}}})
 	if err != nil {
 		_ = d.Close()
 		t.Fatal(err)
@@ -67,7 +66,7 @@ func NewTestServer(t testing.TB, key string, minute time.Duration) *Server {
 }
 
 // checkGone fails the test for any local container of the server's
-// sandboxes that still runs.
+// sandboxes that still exists.
 func checkGone(t testing.TB, srv *Server) {
 	t.Helper()
 	srv.mu.Lock()
