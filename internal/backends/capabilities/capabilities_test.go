@@ -1,4 +1,4 @@
-package backends
+package capabilities
 
 import (
 	"slices"
@@ -87,34 +87,6 @@ func TestCapabilitiesBoundsConsistent(t *testing.T) {
 		if float64(c.Caps.MaxPids) > b.Pids.Max {
 			t.Errorf("descriptor %q: max_pids %d above cap_bounds.pids.max %v", key, c.Caps.MaxPids, b.Pids.Max)
 		}
-	}
-}
-
-func TestCapabilitiesDescriptorKeys(t *testing.T) {
-	keys := Keys()
-	if len(keys) == 0 {
-		t.Fatal("no capability descriptors")
-	}
-	for _, key := range keys {
-		c, ok := Lookup(key)
-		if !ok {
-			t.Fatalf("Lookup(%q) failed for a listed key", key)
-		}
-		if c.Key != key {
-			t.Errorf("descriptor %q: key field %q", key, c.Key)
-		}
-		if got := CapabilityKey(c.Backend, c.Runtime); got != key {
-			t.Errorf("descriptor %q: CapabilityKey(%q, %q) = %q", key, c.Backend, c.Runtime, got)
-		}
-		if (c.Backend == "docker") != (c.Runtime != "") {
-			t.Errorf("descriptor %q: runtime %q; Docker descriptors name a runtime, others none", key, c.Runtime)
-		}
-	}
-	if got := CapabilityKey("docker", ""); got != "docker/runc" {
-		t.Errorf(`CapabilityKey("docker", "") = %q, want docker/runc`, got)
-	}
-	if _, ok := Lookup("docker/runc"); !ok {
-		t.Error("no descriptor for the default Docker runtime runc")
 	}
 }
 
