@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
 	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
 )
 
@@ -72,11 +73,13 @@ type Server struct {
 	mu        sync.Mutex
 	sandboxes map[string]*sbx
 	records   map[string]*Record
-	faults    faultState
-	closed    bool
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	fakeserver.Faults
+	closed bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
 }
+
+var _ backendtest.Faults = (*Server)(nil)
 
 // APIURL is what DAYTONA_API_URL points at.
 func (s *Server) APIURL() string { return s.URL + "/api" }
@@ -115,7 +118,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, ln: ln, URL: "http://" + ln.Addr().String(),
 		sandboxes: map[string]*sbx{}, records: map[string]*Record{}, stop: make(chan struct{})}
-	s.faults.counts = map[backendtest.Op]int{}
+	s.Answer = apiError
 	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.http.Serve(ln) }()
 	s.wg.Add(1)
@@ -151,7 +154,7 @@ func (s *Server) auth(op backendtest.Op, h http.HandlerFunc) http.HandlerFunc {
 			apiError(w, http.StatusUnauthorized, "Invalid credentials")
 			return
 		}
-		if s.fault(w, r, op, h) {
+		if s.Intercept(w, r, op, h) {
 			return
 		}
 		h(w, r)

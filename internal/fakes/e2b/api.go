@@ -103,27 +103,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (s *Server) auth(op Op, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.apiKeyOK(r.Header.Get("X-API-Key")) {
-			s.fault(op) // counted all the same
+			s.Take(op) // counted all the same
 			apiError(w, http.StatusUnauthorized, "Invalid API key, please visit https://e2b.dev/docs/api-key")
 			return
 		}
-		if f := s.fault(op); f != nil {
-			if f.Applied && op == OpCreate {
-				h(discard{}, r)
-			}
-			writeFault(w, r, f)
+		if s.Intercept(w, r, op, h) {
 			return
 		}
 		h(w, r)
 	}
 }
-
-// discard swallows the answer of a create made under an Applied fault.
-type discard struct{}
-
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
-func (discard) WriteHeader(int)             {}
 
 // decodeStrict decodes a JSON body, refusing unknown fields, mistyped
 // values, trailing data and bodies over maxBody.

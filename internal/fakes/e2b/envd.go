@@ -76,13 +76,13 @@ func (s *Server) envd(op Op, h http.Handler) http.Handler {
 			http.Error(w, "unauthorized access, please provide a valid access token", http.StatusUnauthorized)
 			return
 		}
-		if op != "" && (op != OpRun || strings.HasSuffix(r.URL.Path, "/Start")) {
-			if f := s.fault(op); f != nil {
-				writeFault(w, r, f)
-				return
-			}
+		serve := func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, sb)))
 		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, sb)))
+		if op != "" && (op != OpRun || strings.HasSuffix(r.URL.Path, "/Start")) && s.Intercept(w, r, op, serve) {
+			return
+		}
+		serve(w, r)
 	})
 }
 

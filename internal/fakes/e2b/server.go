@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
 )
 
 // EnvdVersion is the envd version the server reports. The SDK picks its
@@ -73,9 +74,9 @@ type Server struct {
 	mu        sync.Mutex
 	sandboxes map[string]*sbx
 	records   map[string]*Record
-	faults    faultState
-	closed    bool
-	wg        sync.WaitGroup
+	fakeserver.Faults
+	closed bool
+	wg     sync.WaitGroup
 }
 
 // Start listens on 127.0.0.1 on a free port and serves.
@@ -97,7 +98,7 @@ func StartOn(addr string, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, ln: ln, URL: "http://" + ln.Addr().String(),
 		sandboxes: map[string]*sbx{}, records: map[string]*Record{}}
-	s.faults.counts = map[Op]int{}
+	s.Answer = apiError
 	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.http.Serve(ln) }()
 	return s, nil

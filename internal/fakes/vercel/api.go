@@ -47,27 +47,23 @@ func (s *Server) auth(op Op, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || tok == "" {
-			s.fault(op)
+			s.Take(op)
 			writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]any{"code": "forbidden",
 				"message": "The request is missing an authentication token", "missingToken": true}})
 			return
 		}
 		if !s.tokenOK(tok) {
-			s.fault(op)
+			s.Take(op)
 			writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]any{"code": "forbidden",
 				"message": "Not authorized", "invalidToken": true}})
 			return
 		}
 		if team := r.URL.Query().Get("teamId"); team != s.cfg.TeamID {
-			s.fault(op)
+			s.Take(op)
 			apiError(w, http.StatusForbidden, "forbidden", "You don't have permission to access this team")
 			return
 		}
-		if f := s.fault(op); f != nil {
-			if f.Applied && op == OpCreate {
-				h(discard{}, r)
-			}
-			writeFault(w, r, f)
+		if s.Intercept(w, r, op, h) {
 			return
 		}
 		h(w, r)
@@ -82,13 +78,6 @@ func (s *Server) tokenOK(tok string) bool {
 	}
 	return false
 }
-
-// discard swallows the answer of a create made under an Applied fault.
-type discard struct{}
-
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
-func (discard) WriteHeader(int)             {}
 
 // decodeStrict decodes a JSON body, refusing unknown fields, mistyped
 // values, trailing data and bodies over maxBody.

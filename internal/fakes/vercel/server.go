@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
 )
 
 // Config configures a Server.
@@ -74,8 +75,8 @@ type Server struct {
 	sandboxes map[string]*sbx // by name
 	sessions  map[string]*sbx // by session ID
 	records   map[string]*Record
-	faults    faultState
-	closed    bool
+	fakeserver.Faults
+	closed bool
 }
 
 // Start listens on 127.0.0.1 on a free port and serves.
@@ -95,7 +96,7 @@ func StartOn(addr string, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, ln: ln, URL: "http://" + ln.Addr().String(),
 		sandboxes: map[string]*sbx{}, sessions: map[string]*sbx{}, records: map[string]*Record{}}
-	s.faults.counts = map[Op]int{}
+	s.Answer = func(w http.ResponseWriter, status int, msg string) { apiError(w, status, "injected_fault", msg) }
 	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.http.Serve(ln) }()
 	return s, nil
