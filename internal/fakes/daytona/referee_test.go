@@ -1,16 +1,11 @@
 package daytonaserver
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
-	"reflect"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
 )
 
 // TestRefereeOfficialSDK drives the server with Daytona's official
@@ -23,27 +18,9 @@ func TestRefereeOfficialSDK(t *testing.T) {
 	const key = "dtn_referee_canary_key_0123456789abcdef"
 	const minute = 2 * time.Second
 	srv := NewTestServer(t, key, minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "referee.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "DAYTONA_API_URL="+srv.APIURL(), "DAYTONA_API_KEY="+key, "DAYTONA_TARGET=us",
+	steps := fakeserver.RunReferee(t, dir, "DAYTONA_API_URL="+srv.APIURL(), "DAYTONA_API_KEY="+key, "DAYTONA_TARGET=us",
 		"REFEREE_SNAPSHOT="+TestSnapshot, "REFEREE_MINUTE_MS="+strconv.Itoa(int(minute/time.Millisecond)),
 		"DAYTONA_JWT_TOKEN=", "DAYTONA_ORGANIZATION_ID=", "DAYTONA_SERVER_URL=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	steps := map[string]map[string]any{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			steps[m["step"].(string)] = m
-		}
-	}
-	if err != nil {
-		t.Fatalf("the official SDK failed against the server: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
 	id, _ := steps["create"]["sandboxId"].(string)
 	want := map[string]map[string]any{
 		"create":                  {"state": "started", "toolbox": srv.URL + "/toolbox"},
@@ -61,21 +38,7 @@ func TestRefereeOfficialSDK(t *testing.T) {
 		"snapshot-with-resources": {"error": "DaytonaValidationError"},
 		"done":                    {},
 	}
-	for step, fields := range want {
-		got, ok := steps[step]
-		if !ok {
-			t.Errorf("step %s did not report", step)
-			continue
-		}
-		for k, v := range fields {
-			if !reflect.DeepEqual(got[k], v) {
-				t.Errorf("step %s: %s = %#v, want %#v", step, k, got[k], v)
-			}
-		}
-	}
-	if ms, _ := steps["run-timeout"]["elapsedMs"].(float64); ms < 900 || ms > 5000 {
-		t.Errorf("the SDK's 1 s command timeout took %.0f ms", ms)
-	}
+	fakeserver.CheckSteps(t, steps, want)
 	rec, ok := srv.Observe(id)
 	if !ok {
 		t.Fatalf("no record of sandbox %q", id)

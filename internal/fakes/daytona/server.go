@@ -21,15 +21,15 @@
 package daytonaserver
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -64,11 +64,9 @@ type Config struct {
 type Server struct {
 	// URL is the server's root. The REST API is under /api
 	// (DAYTONA_API_URL = URL + "/api"); the toolbox proxy under /toolbox.
-	URL string
+	fakeserver.HTTP
 
-	cfg  Config
-	ln   net.Listener
-	http *http.Server
+	cfg Config
 
 	mu        sync.Mutex
 	sandboxes map[string]*sbx
@@ -112,15 +110,11 @@ func Start(cfg Config) (*Server, error) {
 		sort.Strings(names)
 		cfg.DefaultSnapshot = names[0]
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("daytonaserver: listen: %w", err)
-	}
-	s := &Server{cfg: cfg, ln: ln, URL: "http://" + ln.Addr().String(),
-		sandboxes: map[string]*sbx{}, records: map[string]*Record{}, stop: make(chan struct{})}
+	s := &Server{cfg: cfg, sandboxes: map[string]*sbx{}, records: map[string]*Record{}, stop: make(chan struct{})}
 	s.Answer = apiError
-	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.http.Serve(ln) }()
+	if err := s.Listen("daytonaserver", "127.0.0.1:0", s.Handler()); err != nil {
+		return nil, err
+	}
 	s.wg.Add(1)
 	go s.autoStopLoop()
 	return s, nil
@@ -181,21 +175,11 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	close(s.stop)
-	open := make([]*sbx, 0, len(s.sandboxes))
-	for _, sb := range s.sandboxes {
-		open = append(open, sb)
-	}
+	open := slices.Collect(maps.Values(s.sandboxes))
 	s.sandboxes = map[string]*sbx{}
 	s.mu.Unlock()
-	var first error
-	for _, sb := range open {
-		if err := sb.end("server closed"); err != nil && first == nil {
-			first = err
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = s.http.Shutdown(ctx)
+	first := fakeserver.EndAll(open, func(sb *sbx) error { return sb.end("server closed") })
+	s.Shutdown()
 	s.wg.Wait()
 	return first
 }

@@ -1,40 +1,23 @@
 package daytonaserver
 
 import (
-	"context"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
-	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
 )
 
 // Test support for the packages whose tests run against the server.
 
-const requireDockerEnv = "SANDBOXIO_REQUIRE_DOCKER"
-
-var probe struct {
-	once sync.Once
-	err  error
-}
+var probe = fakeserver.Probe{Prepare: fakeserver.LocalImage}
 
 // NeedDocker skips (or, with SANDBOXIO_REQUIRE_DOCKER=1, fails) without a
 // usable daemon, and builds the local image the snapshot stands for.
 func NeedDocker(t testing.TB) {
 	t.Helper()
-	probe.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		probe.err = docker.EnsureLocalImage(ctx, docker.LocalImage, docker.DefaultBusybox)
-	})
-	if probe.err != nil {
-		if os.Getenv(requireDockerEnv) == "1" {
-			t.Fatalf("Docker daemon required (%s=1) but not usable: %v", requireDockerEnv, probe.err)
-		}
-		t.Skipf("SKIP: no usable Docker daemon (%v); set %s=1 to fail instead", probe.err, requireDockerEnv)
-	}
+	probe.Need(t)
 }
 
 // TestSnapshot is the snapshot name the test servers serve.
@@ -46,35 +29,13 @@ const TestSnapshot = "sandboxio-busybox"
 func NewTestServer(t testing.TB, key string, minute time.Duration) *Server {
 	t.Helper()
 	NeedDocker(t)
-	d, err := docker.New(docker.WithoutEgressObserver())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := Start(Config{APIKey: key, Docker: d, Minute: minute, MaxCommand: 10 * time.Minute,
-		Snapshots: map[string]string{TestSnapshot: docker.LocalImage}})
-	if err != nil {
-		_ = d.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("server close: %v", err)
-		}
-		checkGone(t, srv)
-		_ = d.Close()
-	})
-	return srv
+	return fakeserver.OnDocker(t, func(d backends.Backend) (*Server, error) {
+		return Start(Config{APIKey: key, Docker: d, Minute: minute, MaxCommand: 10 * time.Minute,
+			Snapshots: map[string]string{TestSnapshot: docker.LocalImage}})
+	}, (*Server).containers)
 }
 
-// checkGone fails the test for any local container of the server's
-// sandboxes that still runs.
-func checkGone(t testing.TB, srv *Server) {
-	t.Helper()
-	srv.mu.Lock()
-	var ids []string
-	for _, r := range srv.records {
-		ids = append(ids, r.DockerID)
-	}
-	srv.mu.Unlock()
-	dockertest.CheckStopped(t, ids)
+// containers lists the local container of every sandbox the server made.
+func (s *Server) containers() []string {
+	return fakeserver.IDs(&s.mu, s.records, func(r *Record) string { return r.DockerID })
 }

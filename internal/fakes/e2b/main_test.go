@@ -1,47 +1,18 @@
 package e2bserver
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv(docker.ScopeEnv) == "" {
-		_ = os.Setenv(docker.ScopeEnv, fmt.Sprintf("e2bserver-test-%d", os.Getpid()))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { fakeserver.Main(m, "e2bserver") }
 
 func startServer(t testing.TB, key string) *Server { return NewTestServer(t, key) }
-
-// refereeDir is where the referee's package.json and node_modules are.
-func refereeDir(t testing.TB) string {
-	t.Helper()
-	dir, err := filepath.Abs("referee")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
 
 // needReferee skips (or, with SANDBOXIO_REQUIRE_DOCKER=1, as in CI, fails)
 // when node or the pinned SDK is missing.
 func needReferee(t testing.TB) string {
 	t.Helper()
-	dir := refereeDir(t)
-	_, nodeErr := exec.LookPath("node")
-	_, sdkErr := os.Stat(filepath.Join(dir, "node_modules", "e2b", "package.json"))
-	if nodeErr != nil || sdkErr != nil {
-		msg := fmt.Sprintf("the referee needs node and E2B's SDK installed by `make referee-deps` (node: %v, sdk: %v)", nodeErr, sdkErr)
-		if os.Getenv(requireDockerEnv) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip("SKIP: " + msg)
-	}
-	return dir
+	return fakeserver.NeedReferee(t, "E2B", "e2b")
 }

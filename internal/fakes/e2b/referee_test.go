@@ -1,16 +1,12 @@
 package e2bserver
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
 )
 
 // TestRefereeOfficialSDK drives the server with E2B's official JavaScript
@@ -22,26 +18,8 @@ func TestRefereeOfficialSDK(t *testing.T) {
 	dir := needReferee(t)
 	const key = "e2b_referee_canary_key_0123456789abcdef"
 	srv := startServer(t, key)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "referee.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "E2B_API_URL="+srv.URL, "E2B_SANDBOX_URL="+srv.URL, "E2B_API_KEY="+key,
+	steps := fakeserver.RunReferee(t, dir, "E2B_API_URL="+srv.URL, "E2B_SANDBOX_URL="+srv.URL, "E2B_API_KEY="+key,
 		"REFEREE_TEMPLATE="+TestTemplate, "E2B_DOMAIN=", "E2B_DEBUG=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	steps := map[string]map[string]any{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			steps[m["step"].(string)] = m
-		}
-	}
-	if err != nil {
-		t.Fatalf("the official SDK failed against the server: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
 	want := map[string]map[string]any{
 		"run-exit":         {"exitCode": 3.0, "stdout": "out-from-create-call\n", "stderr": "err\n"},
 		"run-ok":           {"exitCode": 0.0, "stdout": "/home/user\nok\n"},
@@ -55,21 +33,7 @@ func TestRefereeOfficialSDK(t *testing.T) {
 		"unknown-template": {"notFound": true},
 		"done":             {},
 	}
-	for step, fields := range want {
-		got, ok := steps[step]
-		if !ok {
-			t.Errorf("step %s did not report", step)
-			continue
-		}
-		for k, v := range fields {
-			if !reflect.DeepEqual(got[k], v) {
-				t.Errorf("step %s: %s = %#v, want %#v", step, k, got[k], v)
-			}
-		}
-	}
-	if ms, _ := steps["run-timeout"]["elapsedMs"].(float64); ms < 900 || ms > 5000 {
-		t.Errorf("the SDK's 1 s command timeout took %.0f ms", ms)
-	}
+	fakeserver.CheckSteps(t, steps, want)
 	id, _ := steps["create"]["sandboxId"].(string)
 	rec, ok := srv.Observe(id)
 	if !ok {

@@ -16,13 +16,12 @@
 package e2bserver
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"net"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -65,11 +64,9 @@ type Server struct {
 	// URL is the base URL of both the control plane (E2B_API_URL) and envd
 	// (E2B_SANDBOX_URL): their paths do not overlap, and envd requests name
 	// their sandbox in the E2b-Sandbox-Id header as the SDK sends it.
-	URL string
+	fakeserver.HTTP
 
-	cfg  Config
-	ln   net.Listener
-	http *http.Server
+	cfg Config
 
 	mu        sync.Mutex
 	sandboxes map[string]*sbx
@@ -92,15 +89,11 @@ func StartOn(addr string, cfg Config) (*Server, error) {
 	if cfg.MaxTimeout <= 0 {
 		cfg.MaxTimeout = time.Hour
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("e2bserver: listen: %w", err)
-	}
-	s := &Server{cfg: cfg, ln: ln, URL: "http://" + ln.Addr().String(),
-		sandboxes: map[string]*sbx{}, records: map[string]*Record{}}
+	s := &Server{cfg: cfg, sandboxes: map[string]*sbx{}, records: map[string]*Record{}}
 	s.Answer = apiError
-	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.http.Serve(ln) }()
+	if err := s.Listen("e2bserver", addr, s.Handler()); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -121,21 +114,11 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	open := make([]*sbx, 0, len(s.sandboxes))
-	for _, sb := range s.sandboxes {
-		open = append(open, sb)
-	}
+	open := slices.Collect(maps.Values(s.sandboxes))
 	s.sandboxes = map[string]*sbx{}
 	s.mu.Unlock()
-	var first error
-	for _, sb := range open {
-		if err := sb.end("server closed"); err != nil && first == nil {
-			first = err
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = s.http.Shutdown(ctx)
+	first := fakeserver.EndAll(open, func(sb *sbx) error { return sb.end("server closed") })
+	s.Shutdown()
 	s.wg.Wait()
 	return first
 }

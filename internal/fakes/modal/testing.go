@@ -1,12 +1,11 @@
 package modalserver
 
 import (
-	"context"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
 )
 
 // Test credentials. They are no real Modal tokens; tests that check that
@@ -19,6 +18,8 @@ const (
 	// Image is the local test image every sandbox of the tests runs.
 	Image = docker.LocalImage
 )
+
+var probe = fakeserver.Probe{Prepare: fakeserver.LocalImage}
 
 // StartForTest starts a server with the test credentials, app and
 // environment, for one test. Without a usable Docker daemon the test is
@@ -33,14 +34,7 @@ func StartForTest(t testing.TB) *Server {
 // canary made for one run).
 func StartForTestWith(t testing.TB, tokenID, tokenSecret string) *Server {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := docker.EnsureLocalImage(ctx, docker.LocalImage, docker.DefaultBusybox); err != nil {
-		if os.Getenv("SANDBOXIO_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("Docker daemon required (SANDBOXIO_REQUIRE_DOCKER=1) but not usable: %v", err)
-		}
-		t.Skipf("SKIP: no usable Docker daemon (%v); set SANDBOXIO_REQUIRE_DOCKER=1 to fail instead", err)
-	}
+	probe.Need(t)
 	s, err := Start(Options{TokenID: tokenID, TokenSecret: tokenSecret, Apps: []string{TestApp},
 		Environments: []string{TestEnvironment}})
 	if err != nil {

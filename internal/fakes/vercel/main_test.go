@@ -1,38 +1,16 @@
 package vercelserver
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv(docker.ScopeEnv) == "" {
-		_ = os.Setenv(docker.ScopeEnv, fmt.Sprintf("vercelserver-test-%d", os.Getpid()))
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { fakeserver.Main(m, "vercelserver") }
 
 // needReferee skips (or, with SANDBOXIO_REQUIRE_DOCKER=1, as in CI, fails)
 // when node or the pinned SDK is missing.
 func needReferee(t testing.TB) string {
 	t.Helper()
-	dir, err := filepath.Abs("referee")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, nodeErr := exec.LookPath("node")
-	_, sdkErr := os.Stat(filepath.Join(dir, "node_modules", "@vercel", "sandbox", "package.json"))
-	if nodeErr != nil || sdkErr != nil {
-		msg := fmt.Sprintf("the referee needs node and Vercel's SDK installed by `make referee-deps` (node: %v, sdk: %v)", nodeErr, sdkErr)
-		if os.Getenv(requireDockerEnv) == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip("SKIP: " + msg)
-	}
-	return dir
+	return fakeserver.NeedReferee(t, "Vercel", "@vercel/sandbox")
 }

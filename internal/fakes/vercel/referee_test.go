@@ -1,17 +1,13 @@
 package vercelserver
 
 import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
 	"maps"
-	"os"
-	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
 )
 
 // TestRefereeOfficialSDK drives the server with Vercel's official
@@ -23,28 +19,8 @@ func TestRefereeOfficialSDK(t *testing.T) {
 	const token = "vercel_referee_canary_token_0123456789"
 	oidc := OIDCToken(TestTeam, TestProject, "referee")
 	srv := NewTestServer(t, token, oidc)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "referee.mjs")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "REFEREE_BASE_URL="+srv.URL, "REFEREE_TOKEN="+token, "REFEREE_TEAM="+TestTeam,
+	steps := fakeserver.RunReferee(t, dir, "REFEREE_BASE_URL="+srv.URL, "REFEREE_TOKEN="+token, "REFEREE_TEAM="+TestTeam,
 		"REFEREE_PROJECT="+TestProject, "VERCEL_OIDC_TOKEN="+oidc, "VERCEL_URL=", "VERCEL_TELEMETRY_DISABLED=1", "DEBUG_FETCH=")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	steps := map[string]map[string]any{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			if s, ok := m["step"].(string); ok {
-				steps[s] = m
-			}
-		}
-	}
-	if err != nil {
-		t.Fatalf("the official SDK failed against the server: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
 	want := map[string]map[string]any{
 		"create":       {"name": "referee-main", "status": "running", "vcpus": 1.0, "memory": 2048.0, "networkPolicy": "deny-all"},
 		"run-exit":     {"exitCode": 3.0, "stdout": "out from-create\n", "stderr": "err\n"},
@@ -64,21 +40,7 @@ func TestRefereeOfficialSDK(t *testing.T) {
 		"oidc":         {"status": "running"},
 		"done":         {},
 	}
-	for step, fields := range want {
-		got, ok := steps[step]
-		if !ok {
-			t.Errorf("step %s did not report", step)
-			continue
-		}
-		for k, v := range fields {
-			if !reflect.DeepEqual(got[k], v) {
-				t.Errorf("step %s: %s = %#v, want %#v", step, k, got[k], v)
-			}
-		}
-	}
-	if ms, _ := steps["run-timeout"]["elapsedMs"].(float64); ms < 900 || ms > 5000 {
-		t.Errorf("the SDK's 1 s command timeout took %.0f ms", ms)
-	}
+	fakeserver.CheckSteps(t, steps, want)
 	rec, ok := srv.Observe("referee-main")
 	if !ok {
 		t.Fatal("no record of sandbox referee-main")

@@ -21,13 +21,13 @@
 package vercelserver
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -65,11 +65,9 @@ const (
 // Server is a running conformance server.
 type Server struct {
 	// URL is the API base URL, the SDK's baseUrl (Vercel: https://vercel.com/api).
-	URL string
+	fakeserver.HTTP
 
-	cfg  Config
-	ln   net.Listener
-	http *http.Server
+	cfg Config
 
 	mu        sync.Mutex
 	sandboxes map[string]*sbx // by name
@@ -90,15 +88,11 @@ func StartOn(addr string, cfg Config) (*Server, error) {
 	if cfg.MaxTimeout <= 0 {
 		cfg.MaxTimeout = 5 * time.Hour
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("vercelserver: listen: %w", err)
-	}
-	s := &Server{cfg: cfg, ln: ln, URL: "http://" + ln.Addr().String(),
-		sandboxes: map[string]*sbx{}, sessions: map[string]*sbx{}, records: map[string]*Record{}}
+	s := &Server{cfg: cfg, sandboxes: map[string]*sbx{}, sessions: map[string]*sbx{}, records: map[string]*Record{}}
 	s.Answer = func(w http.ResponseWriter, status int, msg string) { apiError(w, status, "injected_fault", msg) }
-	s.http = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.http.Serve(ln) }()
+	if err := s.Listen("vercelserver", addr, s.Handler()); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -126,20 +120,10 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
-	var open []*sbx
-	for _, sb := range s.sandboxes {
-		open = append(open, sb)
-	}
+	open := slices.Collect(maps.Values(s.sandboxes))
 	s.mu.Unlock()
-	var first error
-	for _, sb := range open {
-		if err := sb.end("server closed"); err != nil && first == nil {
-			first = err
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = s.http.Shutdown(ctx)
+	first := fakeserver.EndAll(open, func(sb *sbx) error { return sb.end("server closed") })
+	s.Shutdown()
 	return first
 }
 

@@ -1,21 +1,17 @@
 package vercelserver
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
-	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
 )
 
 // Test support for the packages whose tests run against the server.
-
-const requireDockerEnv = "SANDBOXIO_REQUIRE_DOCKER"
 
 // The team and project the test servers serve.
 const (
@@ -23,26 +19,13 @@ const (
 	TestProject = "prj_sandboxio0conformance"
 )
 
-var probe struct {
-	once sync.Once
-	err  error
-}
+var probe = fakeserver.Probe{Prepare: fakeserver.LocalImage}
 
 // NeedDocker skips (or, with SANDBOXIO_REQUIRE_DOCKER=1, fails) without a
 // usable daemon, and builds the local image.
 func NeedDocker(t testing.TB) {
 	t.Helper()
-	probe.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		probe.err = docker.EnsureLocalImage(ctx, docker.LocalImage, docker.DefaultBusybox)
-	})
-	if probe.err != nil {
-		if os.Getenv(requireDockerEnv) == "1" {
-			t.Fatalf("Docker daemon required (%s=1) but not usable: %v", requireDockerEnv, probe.err)
-		}
-		t.Skipf("SKIP: no usable Docker daemon (%v); set %s=1 to fail instead", probe.err, requireDockerEnv)
-	}
+	probe.Need(t)
 }
 
 // TestRuntimes are the runtimes the test servers serve, all over the local
@@ -68,35 +51,13 @@ func OIDCToken(team, project, nonce string) string {
 func NewTestServer(t testing.TB, tokens ...string) *Server {
 	t.Helper()
 	NeedDocker(t)
-	d, err := docker.New(docker.WithoutEgressObserver())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := Start(Config{Tokens: tokens, TeamID: TestTeam, ProjectID: TestProject, Docker: d,
-		MaxTimeout: 45 * time.Minute, Runtimes: TestRuntimes()})
-	if err != nil {
-		_ = d.Close()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("server close: %v", err)
-		}
-		checkGone(t, srv)
-		_ = d.Close()
-	})
-	return srv
+	return fakeserver.OnDocker(t, func(d backends.Backend) (*Server, error) {
+		return Start(Config{Tokens: tokens, TeamID: TestTeam, ProjectID: TestProject, Docker: d,
+			MaxTimeout: 45 * time.Minute, Runtimes: TestRuntimes()})
+	}, (*Server).containers)
 }
 
-// checkGone fails the test for any local container of the server's
-// sandboxes that still runs.
-func checkGone(t testing.TB, srv *Server) {
-	t.Helper()
-	srv.mu.Lock()
-	var ids []string
-	for _, r := range srv.records {
-		ids = append(ids, r.DockerID)
-	}
-	srv.mu.Unlock()
-	dockertest.CheckStopped(t, ids)
+// containers lists the local container of every sandbox the server made.
+func (s *Server) containers() []string {
+	return fakeserver.IDs(&s.mu, s.records, func(r *Record) string { return r.DockerID })
 }
