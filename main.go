@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework/providerserver"
 
+	_ "github.com/sandboxio/terraform-provider-sandboxio/internal/backends/all" // the backends this program serves
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/provider"
 )
 

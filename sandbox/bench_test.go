@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest/rawapi"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker/rawapi"
 )
 
 // The benchmarks compare the helper with what it wraps, in the same run,

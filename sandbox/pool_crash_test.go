@@ -13,7 +13,7 @@ import (
 
 	"github.com/docker/docker/client"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

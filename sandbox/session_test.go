@@ -9,7 +9,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 )
 
 // --audit never opens a symlink: it is refused before anything runs, with

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/daytona/daytonaserver"
+	daytonaserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/daytona"
+	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
 )
 
 // TestCanary_DaytonaCredentials: DAYTONA_API_KEY never appears in

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/e2bserver"
+	e2bserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/e2b"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )

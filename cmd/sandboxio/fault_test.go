@@ -17,7 +17,7 @@ import (
 
 	"github.com/docker/docker/client"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 )
 
 // faultTestsEnv enables the tests that stop the Docker daemon. They disturb

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy/hostile"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/hostile"
 )
 
 // No team package makes `sandboxio policy check` pass, or `sandboxio run`

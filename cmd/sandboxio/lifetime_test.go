@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest/procenv"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker/procenv"
 )
 
 // `sandboxio run` end to end: the command stops every process it can see in

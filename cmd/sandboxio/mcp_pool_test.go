@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )

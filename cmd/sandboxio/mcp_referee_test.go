@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 )
 
 // The referee of `sandboxio mcp` is the official TypeScript MCP SDK's

@@ -12,8 +12,8 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 )
 
 // A `sandboxio run` whose CLI lives in another PID namespace (here

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/daytona/daytonaserver"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	daytonaserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/daytona"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/modal"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/modal/modalserver"
+	modalserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/modal"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vercel"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vercel/vercelserver"
+	vercelserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/vercel"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 )
 
 // cliProc is the CLI run as a separate process: this test binary, turned

@@ -15,7 +15,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy/hostile"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/hostile"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/capabilities"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -132,8 +132,8 @@ func UserLabels(s model.Spec) map[string]string {
 // evaluation would dominate the allocation budget.
 var capabilityValues = func() map[string]*ast.Term {
 	m := map[string]*ast.Term{}
-	for _, key := range backends.Keys() {
-		raw, _ := backends.LookupRaw(key)
+	for _, key := range capabilities.Keys() {
+		raw, _ := capabilities.LookupRaw(key)
 		v, err := ast.InterfaceToValue(raw)
 		if err != nil {
 			panic("capabilities: " + err.Error())
@@ -401,7 +401,7 @@ func capabilityStrings() []string {
 			out = append(out, s)
 		}
 	}
-	for _, key := range backends.Keys() {
+	for _, key := range capabilities.Keys() {
 		scheme, runtime, _ := strings.Cut(key, "/")
 		add(key)
 		add(scheme)

@@ -10,8 +10,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/provider"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 )
 
 // protoV6ProviderFactories serve the provider in-process to the real

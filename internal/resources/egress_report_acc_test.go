@@ -10,9 +10,9 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/egressreport"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
+	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/modal/modalserver"
+	modalserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/modal"
 )
 
 // templateConfig renders one template with the given extra attributes.

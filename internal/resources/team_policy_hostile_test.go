@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy/hostile"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/hostile"
 )
 
 // hostileConfig breaks many built-in rules at once (egress learn, an allow

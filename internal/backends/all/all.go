@@ -1,6 +1,7 @@
-// Package all registers every backend of this build. It is imported once,
-// by the policy engine (internal/policy), so that every user of the engine
-// (the provider, the CLI, the run-time helper) sees the same backends.
+// Package all registers every backend of this build. The programs import
+// it (the provider's main, cmd/sandboxio) and so does the run-time library
+// (package sandbox, for programs outside this module); the policy engine
+// does not: it knows backends only as capability data.
 // Adding a backend is one package that calls backends.Register in its init
 // function, its capability data in policies/capabilities/data.json, and one
 // line here.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/daytona/daytonaserver"
+	daytonaserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/daytona"
 )
 
 // BenchmarkOpenRunClose: open → run `true` → close through the adapter,

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/daytona"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/daytona/daytonaserver"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	daytonaserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/daytona"
+	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

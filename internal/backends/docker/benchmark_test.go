@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest/rawapi"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker/rawapi"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

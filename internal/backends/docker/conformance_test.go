@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
+	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

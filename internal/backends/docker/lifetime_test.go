@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/dockertest/procenv"
+	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker/procenv"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

@@ -15,9 +15,9 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/e2bserver"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/envd/process"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/envd/process/processconnect"
+	e2bserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/e2b"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

@@ -6,8 +6,8 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/e2bserver"
+	e2bserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/e2b"
+	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -35,7 +35,7 @@ func TestConformance(t *testing.T) {
 			}
 			return observed(rec), nil
 		},
-		Faults:     serverFaults{srv},
+		Faults:     srv,
 		Credential: canaryKey,
 		// E2B's allowOut takes CIDR blocks, IP addresses and domain names.
 		AllowList: []string{"151.101.0.0/16", "192.0.2.7", "pypi.org", "*.pythonhosted.org"},
@@ -69,13 +69,3 @@ func observed(rec e2bserver.Record) backendtest.Observed {
 		Lifetime: rec.Timeout,
 	}
 }
-
-// serverFaults is the server's fault injection under the suite's names
-// (the operation names are the same strings).
-type serverFaults struct{ srv *e2bserver.Server }
-
-func (f serverFaults) Inject(x backendtest.Fault) {
-	f.srv.Inject(e2bserver.Fault{Op: e2bserver.Op(x.Op), Status: x.Status, RetryAfter: x.RetryAfter, Times: x.Times, Applied: x.Applied, Delay: x.Delay})
-}
-func (f serverFaults) Requests(op backendtest.Op) int { return f.srv.Requests(e2bserver.Op(op)) }
-func (f serverFaults) Clear()                         { f.srv.Clear() }

@@ -15,7 +15,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/e2bserver"
+	e2bserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/e2b"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

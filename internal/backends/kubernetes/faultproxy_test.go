@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
+	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
 )
 
 // faultProxy stands between the backend and the test cluster's API server,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/modal"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/modal/modalserver"
+	modalserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/modal"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

@@ -17,7 +17,7 @@ import (
 	pb "github.com/modal-labs/libmodal/modal-go/proto/modal_proto"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/modal/modalserver"
+	modalserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/modal"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

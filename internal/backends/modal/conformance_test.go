@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/modal/modalserver"
+	modalserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/modal"
+	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

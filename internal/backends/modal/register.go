@@ -8,7 +8,7 @@
 // memory, each a request with an equal hard limit; the lifetime is the
 // sandbox's timeout, enforced by Modal; labels are tags. Commands run
 // through Modal's command router; secrets are Modal Secrets. Its local
-// conformance server is internal/backends/modal/modalserver.
+// conformance server is internal/fakes/modal.
 package modal
 
 import "github.com/sandboxio/terraform-provider-sandboxio/internal/backends"

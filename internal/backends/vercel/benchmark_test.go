@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vercel/vercelserver"
+	vercelserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/vercel"
 )
 
 // The benchmarks compare the adapter with the raw HTTP calls it makes, to

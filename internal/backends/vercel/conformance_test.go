@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/backendtest"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vercel"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vercel/vercelserver"
+	backendtest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/conformance"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -34,7 +33,7 @@ func TestConformance(t *testing.T) {
 			return backendtest.Observed{Labels: o.Labels, PlainEnv: o.PlainEnv, Caps: &o.Caps, Lifetime: o.Lifetime,
 				Network: &backendtest.ObservedNetwork{Denied: o.Denied, Allow: o.Allow}}, nil
 		},
-		Faults:    faults{srv},
+		Faults:    srv,
 		AllowList: []string{"pypi.org", "*.pythonhosted.org", "10.1.0.0/16"},
 		Caps:      vercelCaps,
 		Skip:      map[backendtest.Behaviour]string{backendtest.BinaryOutput: textOnly},
@@ -43,15 +42,6 @@ func TestConformance(t *testing.T) {
 
 // textOnly is why binary output is checked by digest on Vercel.
 const textOnly = "Vercel's command stream carries output as JSON strings (the SDK's LogLine data is a string), so bytes that are not UTF-8 arrive as U+FFFD"
-
-// faults maps the suite's fault injection to the server's.
-type faults struct{ s *vercelserver.Server }
-
-func (f faults) Inject(x backendtest.Fault) {
-	f.s.Inject(vercelserver.Fault{Op: vercelserver.Op(x.Op), Status: x.Status, RetryAfter: x.RetryAfter, Times: x.Times, Applied: x.Applied, Delay: x.Delay})
-}
-func (f faults) Requests(op backendtest.Op) int { return f.s.Requests(vercelserver.Op(op)) }
-func (f faults) Clear()                         { f.s.Clear() }
 
 // TestLiveConformance runs the suite against the real Vercel Sandbox when
 // SANDBOXIO_LIVE_VERCEL=1 and credentials are set: VERCEL_OIDC_TOKEN or

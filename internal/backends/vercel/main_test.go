@@ -11,7 +11,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vercel"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vercel/vercelserver"
+	vercelserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/vercel"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 

@@ -1,0 +1,155 @@
+// Package capabilities reads what each backend can enforce from the policy
+// bundle's capabilities/data.json. It is data only: the policy engine
+// knows backends through it and links no backend implementation.
+package capabilities
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+	"github.com/sandboxio/terraform-provider-sandboxio/policies"
+)
+
+// Capabilities describes what one backend (or Docker runtime) can enforce.
+// The descriptors are read from the policy bundle's capabilities/data.json,
+// the same data the Rego rules see, so Go and Rego cannot disagree.
+type Capabilities struct {
+	Key     string     `json:"key"`
+	Backend string     `json:"backend"`
+	Runtime string     `json:"runtime"`
+	Tier    model.Tier `json:"tier"`
+	Network struct {
+		Deny          bool     `json:"deny"`
+		OpenEgress    bool     `json:"open_egress"` // egress = "allow" can be given (not runsc on Docker)
+		DenyControl   string   `json:"deny_control"`
+		Allowlist     bool     `json:"allowlist"`
+		AllowKinds    []string `json:"allow_kinds"`
+		AllowlistNote string   `json:"allowlist_note"`
+		// IPv4Only: allow-list entries must be IPv4 (Kubernetes routes
+		// IPv4 only and cuts IPv6 in every mode).
+		IPv4Only bool `json:"ipv4_only,omitempty"`
+	} `json:"network"`
+	Caps struct {
+		Mode             string   `json:"mode"` // per_sandbox | template | none
+		Settable         []string `json:"settable"`
+		MemoryBoundsSwap bool     `json:"memory_bounds_swap"`
+		PidsCeiling      bool     `json:"pids_ceiling"`
+		MaxPids          int64    `json:"max_pids"`
+		Note             string   `json:"note,omitempty"`
+		// UnitMB: memory and disk are taken in whole units of this many
+		// MB (Daytona: GiB); 0 means any value.
+		UnitMB int64 `json:"unit_mb,omitempty"`
+	} `json:"caps"`
+	NativeLabels  bool `json:"native_labels"`
+	TenantStorage bool `json:"tenant_storage"`
+	// WarmPool: the backend keeps warm pools (sandboxes created ahead of
+	// time, bound to a tenant at claim).
+	WarmPool               bool  `json:"warm_pool"`
+	BlockedEgressReporting bool  `json:"blocked_egress_reporting"`
+	MaxLifetimeSeconds     int64 `json:"max_lifetime_seconds"`
+	// LifetimeEnforcement is "absolute" (the backend ends the sandbox at
+	// its lifetime) or "idle" (only after that long without activity).
+	LifetimeEnforcement string   `json:"lifetime_enforcement"`
+	LiveChecks          []string `json:"live_checks"`
+	// Notes give the sources of the descriptor's claims.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Caps modes.
+const (
+	CapsPerSandbox = "per_sandbox"
+	CapsTemplate   = "template"
+	CapsNone       = "none"
+)
+
+type capabilityData struct {
+	Backends map[string]Capabilities `json:"backends"`
+	Tiers    map[model.Tier]int      `json:"tiers"`
+	Defaults model.Caps              `json:"default_caps"`
+	Bounds   model.Bounds            `json:"cap_bounds"`
+	// MaxTimeout is the ceiling of timeout_seconds and lifetime_seconds.
+	MaxTimeout int64 `json:"max_timeout_seconds"`
+	PoolBounds struct {
+		SizeMax           int64 `json:"size_max"`
+		MaxIdleSecondsMin int64 `json:"max_idle_seconds_min"`
+	} `json:"warm_pool_bounds"`
+}
+
+var (
+	loadOnce sync.Once
+	loaded   capabilityData
+	loadErr  error
+	raw      map[string]any
+)
+
+func load() {
+	b, err := policies.Bundle.ReadFile(policies.CapabilitiesPath)
+	if err != nil {
+		loadErr = fmt.Errorf("capabilities read: %w", err)
+		return
+	}
+	if err := json.Unmarshal(b, &loaded); err != nil {
+		loadErr = fmt.Errorf("capabilities decode: %w", err)
+		return
+	}
+	var whole struct {
+		Backends map[string]any `json:"backends"`
+	}
+	if err := json.Unmarshal(b, &whole); err != nil {
+		loadErr = fmt.Errorf("capabilities decode: %w", err)
+		return
+	}
+	raw = whole.Backends
+}
+
+func data() capabilityData {
+	loadOnce.Do(load)
+	if loadErr != nil {
+		// The file is embedded at build time and checked by tests; failing
+		// here means the binary itself is broken.
+		panic(loadErr)
+	}
+	return loaded
+}
+
+// Lookup returns the descriptor for a capability key (docker/<runtime>, or
+// the backend scheme).
+func Lookup(key string) (Capabilities, bool) {
+	c, ok := data().Backends[key]
+	return c, ok
+}
+
+// LookupRaw returns the descriptor as generic JSON, as the policy input
+// document carries it.
+func LookupRaw(key string) (map[string]any, bool) {
+	data()
+	m, ok := raw[key].(map[string]any)
+	return m, ok
+}
+
+// Keys lists every capability key, sorted.
+func Keys() []string {
+	keys := make([]string, 0, len(data().Backends))
+	for k := range data().Backends {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// CapBounds returns the range every cap must lie in (SBX-RES-001).
+func CapBounds() model.Bounds { return data().Bounds }
+
+// PoolBounds returns the largest warm pool size and the shortest idle time
+// (SBX-WRM-002, SBX-WRM-003).
+func PoolBounds() (sizeMax, idleMinSeconds int64) {
+	b := data().PoolBounds
+	return b.SizeMax, b.MaxIdleSecondsMin
+}
+
+// MaxTimeoutSeconds returns the ceiling of timeout_seconds and
+// lifetime_seconds (SBX-TMO-001, SBX-TMO-002).
+func MaxTimeoutSeconds() int64 { return data().MaxTimeout }

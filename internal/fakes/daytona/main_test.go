@@ -1,0 +1,16 @@
+package daytonaserver
+
+import (
+	"testing"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
+)
+
+func TestMain(m *testing.M) { fakeserver.Main(m, "daytonaserver") }
+
+// needReferee skips (or, with SANDBOXIO_REQUIRE_DOCKER=1, as in CI, fails)
+// when node or the pinned SDK is missing.
+func needReferee(t testing.TB) string {
+	t.Helper()
+	return fakeserver.NeedReferee(t, "Daytona", "@daytonaio/sdk")
+}

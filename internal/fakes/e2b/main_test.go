@@ -1,0 +1,18 @@
+package e2bserver
+
+import (
+	"testing"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
+)
+
+func TestMain(m *testing.M) { fakeserver.Main(m, "e2bserver") }
+
+func startServer(t testing.TB, key string) *Server { return NewTestServer(t, key) }
+
+// needReferee skips (or, with SANDBOXIO_REQUIRE_DOCKER=1, as in CI, fails)
+// when node or the pinned SDK is missing.
+func needReferee(t testing.TB) string {
+	t.Helper()
+	return fakeserver.NeedReferee(t, "E2B", "e2b")
+}
