@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/egressreport"
 )
@@ -37,7 +38,7 @@ counted as not reporting. - reads the log from standard input.
   sandboxio run --spec learn.json --tenant acme --session s1 --audit audit.jsonl -- python3 app.py
   sandboxio egress report audit.jsonl`,
 		exitCodes: egressExitCodesHelp,
-		setup:     func(*flag.FlagSet) runFunc { return runEgressReport },
+		setup:     func(*pflag.FlagSet) runFunc { return runEgressReport },
 	})
 }
 

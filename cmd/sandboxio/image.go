@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
@@ -28,7 +29,7 @@ does not govern them: a deny-egress sandbox still starts from a pulled image.`,
   64  ConfigurationError: the image is missing and is not the local image
   66  CreateTimeout: the daemon did not answer in time
   70  the daemon cannot be reached, or the build failed`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		setup: func(fs *pflag.FlagSet) runFunc {
 			busybox := fs.String("busybox", "", "static busybox `PATH` to build "+sandbox.LocalImage+" from (default /bin/busybox)")
 			quiet := fs.Bool("quiet", false, "no progress line")
 			return func(ctx context.Context, e *env, args []string) int {

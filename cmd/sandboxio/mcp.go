@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -124,7 +125,7 @@ func init() {
 		usage:     "mcp --spec FILE --tenant ID --session ID [--spec-sha256 HEX] [--http 127.0.0.1:PORT --token-file FILE] [--timeout 30s] [--audit FILE] [flags]",
 		help:      mcpHelp,
 		exitCodes: mcpExitCodesHelp,
-		setup: func(fs *flag.FlagSet) runFunc {
+		setup: func(fs *pflag.FlagSet) runFunc {
 			f := &runFlags{commandName: "mcp", keepsPool: true}
 			f.declare(fs)
 			m := &mcpFlags{}

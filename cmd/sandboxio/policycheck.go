@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/boundedfile"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
@@ -67,7 +68,7 @@ descriptor per rule ID, results at the resource address as a logical location,
 waived findings as accepted suppressions), junit (a test case per resource and rule).
 The rule catalogue is docs/policies.md; the input document is described in
 docs/guides/policy-input.md.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		setup: func(fs *pflag.FlagSet) runFunc {
 			var c checkFlags
 			c.format = choiceFlag{value: "text", choices: policycheck.Formats}
 			fs.Var(&c.policies, "policy", "a team policy `DIR`ectory (or .rego file), as in the provider's policy_paths; repeatable")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+
+	"github.com/spf13/pflag"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -31,11 +32,11 @@ level, attribute, what it refuses, why, and how to fix it, taken from the rules'
 annotations, followed by the refusals made in Go. docs/policies.md in the sandboxio
 repository is this output for the embedded bundle (go generate ./... rewrites it and
 make docs-check fails when it is stale). With --policy, the team rules are listed too.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		setup: func(fs *pflag.FlagSet) runFunc {
 			var policyDirs stringsFlag
 			var output string
 			fs.Var(&policyDirs, "policy", "also list the team rules in `DIR`; repeatable")
-			fs.StringVar(&output, "o", "", "write to `FILE` instead of standard output")
+			fs.StringVarP(&output, "o", "o", "", "write to `FILE` instead of standard output")
 			return func(ctx context.Context, e *env, args []string) int {
 				if len(args) > 0 {
 					fmt.Fprintf(e.stderr, "sandboxio policy docs: unexpected argument %q\n", args[0])

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/regotest"
 )
@@ -34,13 +35,13 @@ rules they are editing.
   sandboxio policy test                                # the embedded bundle
   sandboxio policy test ./policies                     # team policies and the bundle
   sandboxio policy test policies examples/policies     # in the sandboxio repository`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		setup: func(fs *pflag.FlagSet) runFunc {
 			var t testFlags
 			t.format = choiceFlag{value: "text", choices: []string{"text", "json"}}
 			fs.StringVar(&t.filter, "run", "", "run only the tests whose package-qualified name matches `REGEX`")
 			fs.Var(&t.format, "format", "output `format`: text or json")
 			fs.Float64Var(&t.threshold, "threshold", 0, "exit 1 when the coverage of the policy files is below `PCT` percent")
-			fs.BoolVar(&t.verbose, "v", false, "text: also list the passing tests' durations and every uncovered line")
+			fs.BoolVarP(&t.verbose, "v", "v", false, "text: also list the passing tests' durations and every uncovered line")
 			return t.run
 		},
 	})

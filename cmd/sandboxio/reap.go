@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/safefile"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -69,7 +70,7 @@ type reapFlags struct {
 	asJSON  bool
 }
 
-func setupReap(fs *flag.FlagSet) runFunc {
+func setupReap(fs *pflag.FlagSet) runFunc {
 	f := &reapFlags{}
 	fs.BoolVar(&f.dryRun, "dry-run", false, "list what would be removed, remove nothing")
 	fs.Var(&f.labels, "label", "reap only sandboxes carrying the label `KEY=VALUE`; repeatable")

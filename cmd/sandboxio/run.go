@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
@@ -52,7 +53,7 @@ tenant, session, labels, network policy, caps and disk-cap strategy, timeouts,
 blocked_egress (with its destinations; see sandboxio egress report), exit code and
 durations.`,
 		exitCodes: runExitCodesHelp,
-		setup: func(fs *flag.FlagSet) runFunc {
+		setup: func(fs *pflag.FlagSet) runFunc {
 			f := &runFlags{commandName: "run"}
 			f.declare(fs)
 			stdin := fs.Bool("stdin", false, "pass this process's standard input to the command")

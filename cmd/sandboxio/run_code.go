@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
@@ -40,7 +41,7 @@ The checks before provisioning, the progress line, --audit and the timeout are t
 
 ` + hookHelp,
 		exitCodes: runExitCodesHelp,
-		setup: func(fs *flag.FlagSet) runFunc {
+		setup: func(fs *pflag.FlagSet) runFunc {
 			f := &runFlags{commandName: "run-code"}
 			f.declare(fs)
 			lang := fs.String("lang", "", "the `LANG`uage: python, sh, bash, node or ruby (default: from the file's extension)")

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -105,6 +106,8 @@ func (k *kvFlag) String() string {
 	return strings.Join(parts, ",")
 }
 
+func (k *kvFlag) Type() string { return "KEY=VALUE" }
+
 func (k *kvFlag) Set(v string) error {
 	key, val, ok := strings.Cut(v, "=")
 	if !ok || key == "" {
@@ -153,7 +156,7 @@ const poolDrainBound = time.Minute
 // maxSpecBytes bounds the spec read from standard input.
 const maxSpecBytes = 4 << 20
 
-func (f *runFlags) declare(fs *flag.FlagSet) {
+func (f *runFlags) declare(fs *pflag.FlagSet) {
 	fs.StringVar(&f.spec, "spec", "", "the spec `FILE` (data.sandboxio_tenant_sandbox spec, or a template spec); - reads standard input")
 	fs.StringVar(&f.specSHA, "spec-sha256", "", "the spec's expected sha256 (`HEX`, its spec_sha256 attribute); an edited spec is refused (without it the spec is not verified, and a warning says so)")
 	fs.StringVar(&f.tenant, "tenant", "", "the tenant `ID` the sandbox is for (required)")
@@ -168,6 +171,7 @@ func (f *runFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.workdir, "workdir", "", "working `DIR`ectory of the command inside the sandbox")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on standard error")
 	fs.StringVar(&f.busybox, "busybox", "", "static busybox `PATH` used when the spec's image "+sandbox.LocalImage+" must be built (default /bin/busybox)")
+	fs.VisitAll(func(fl *pflag.Flag) { _ = fs.SetAnnotation(fl.Name, sharedFlag, []string{"run"}) })
 }
 
 // durationFlag is --timeout: a duration with its unit. A bare number gets a
@@ -180,6 +184,8 @@ func (f durationFlag) String() string {
 	}
 	return f.d.String()
 }
+
+func (f durationFlag) Type() string { return "duration" }
 
 func (f durationFlag) Set(v string) error {
 	d, err := time.ParseDuration(v)

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -24,7 +25,7 @@ version of the policy input document, the spec format, the OPA release embedded,
 terraform-plugin-framework release the provider of the same release is built with, the Go
 toolchain, and the backends this build can provision sandboxes on (run, run-code). A policy
 check's result depends on these, so CI logs should carry them.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		setup: func(fs *pflag.FlagSet) runFunc {
 			asJSON := fs.Bool("json", false, "print the versions as a JSON object")
 			return func(_ context.Context, e *env, args []string) int {
 				if len(args) > 0 {
