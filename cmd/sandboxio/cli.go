@@ -103,6 +103,18 @@ func newRoot(ctx context.Context, e *env, code *int) *cobra.Command {
 		}
 		parent.AddCommand(leaf)
 	}
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			// An unknown shell is a usage error, as an unknown command is.
+			c.Short = "print a shell completion script: bash, zsh, fish or powershell"
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				*code = unknownCommand(cmd, e, args)
+				return nil
+			}
+		}
+	}
 	return root
 }
 
@@ -214,16 +226,17 @@ func writeHelp(w io.Writer, cmd *cobra.Command) {
 	if c.example != "" {
 		fmt.Fprintf(w, "\nExamples:\n%s\n", indent(strings.TrimSpace(c.example), "  "))
 	}
-	full, brief := pflag.NewFlagSet("", pflag.ContinueOnError), []string{}
+	var full []*pflag.Flag
+	var brief []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if c.briefFlagsOf != "" && f.Annotations[sharedFlag] != nil {
 			brief = append(brief, "--"+f.Name)
 		} else {
-			full.AddFlag(f)
+			full = append(full, f)
 		}
 	})
-	if full.HasFlags() {
-		fmt.Fprintf(w, "\nFlags:\n%s", full.FlagUsagesWrapped(0))
+	if len(full) > 0 {
+		fmt.Fprintf(w, "\nFlags:\n%s", flagUsages(full))
 	}
 	if len(brief) > 0 {
 		fmt.Fprintf(w, "And the flags of %s (sandboxio %[1]s --help):\n%s\n", c.briefFlagsOf, wrap(strings.Join(brief, " "), 90, "  "))
@@ -233,6 +246,35 @@ func writeHelp(w io.Writer, cmd *cobra.Command) {
 		codes = c.exitCodes
 	}
 	fmt.Fprintf(w, "\n%s\n\nMore: %s#%s\n", codes, guideURL, anchor(c.name))
+}
+
+// flagUsages lists flags one a line, as the flag package did, without
+// pflag's [=true|false] after every boolean flag.
+func flagUsages(flags []*pflag.Flag) string {
+	left := make([]string, len(flags))
+	width := 0
+	for i, f := range flags {
+		name, _ := pflag.UnquoteUsage(f)
+		left[i] = "      --" + f.Name
+		if f.Shorthand != "" {
+			left[i] = "  -" + f.Shorthand + ", --" + f.Name
+		}
+		if name != "" {
+			left[i] += " " + name
+		}
+		width = max(width, len(left[i]))
+	}
+	var b strings.Builder
+	for i, f := range flags {
+		_, usage := pflag.UnquoteUsage(f)
+		switch f.DefValue {
+		case "", "0", "0s", "false", "[]":
+		default:
+			usage += " (default " + f.DefValue + ")"
+		}
+		fmt.Fprintf(&b, "%-*s  %s\n", width, left[i], usage)
+	}
+	return b.String()
 }
 
 // anchor is the guide's heading of a command ("## sandboxio policy check")
@@ -263,10 +305,14 @@ func writeOverview(w io.Writer, cmd *cobra.Command) {
 	} else {
 		fmt.Fprintf(w, "usage: %s COMMAND [flags] [args]\n\nCommands:\n", cmd.CommandPath())
 	}
+	width := 14
 	for _, l := range lines {
-		fmt.Fprintf(w, "  %-14s %s\n", l[0], l[1])
+		width = max(width, len(l[0]))
 	}
-	fmt.Fprintf(w, "\nRun `sandboxio COMMAND --help` for a command's flags; the guide: %s\n\n%s\n", guideURL, overviewExitCodesHelp)
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %-*s %s\n", width, l[0], l[1])
+	}
+	fmt.Fprintf(w, "\nRun `sandboxio COMMAND --help` for a command's flags; the guide has the rest:\n  %s\n\n%s\n", guideURL, overviewExitCodesHelp)
 }
 
 func indent(s, prefix string) string {

@@ -15,14 +15,10 @@ func init() {
 		summary: "make sure an image is on the Docker daemon; builds " + sandbox.LocalImage + " locally",
 		usage:   "image prepare [--busybox PATH] [--quiet] [IMAGE]",
 		help: `Makes sure IMAGE (default ` + sandbox.LocalImage + `) is on the Docker daemon that DOCKER_HOST
-points at. ` + sandbox.LocalImage + ` is built when missing, by importing a root filesystem made
-of a static busybox binary (Debian's busybox-static: /bin/busybox), so no registry is
-needed; it holds sh, sleep and the usual applets, which is what a sandbox needs. Any other
-image must be pulled or loaded on the daemon host; this command only reports whether it
-is there. A progress line goes to standard error while an image is built.
-
-Image pulls run on the daemon host, outside every sandbox, so a sandbox's egress policy
-does not govern them: a deny-egress sandbox still starts from a pulled image.`,
+points at. ` + sandbox.LocalImage + ` is built when missing from a static busybox binary, with no
+registry; any other image must be pulled or loaded on the daemon host.`,
+		example: `sandboxio image prepare
+sandboxio image prepare --busybox ./busybox-static --quiet`,
 		exitCodes: `Exit codes:
   0   the image is on the daemon (built now, or already there)
   2   usage or input error: bad flags or arguments

@@ -27,11 +27,11 @@ func init() {
 		name:    "policy docs",
 		summary: "print the rule catalogue (Markdown) from the policies' METADATA",
 		usage:   "policy docs [--policy DIR]... [-o FILE]",
-		help: `Writes the rule catalogue as Markdown: for every rule its ID, class, kind, enforcement
-level, attribute, what it refuses, why, and how to fix it, taken from the rules' METADATA
-annotations, followed by the refusals made in Go. docs/policies.md in the sandboxio
-repository is this output for the embedded bundle (go generate ./... rewrites it and
-make docs-check fails when it is stale). With --policy, the team rules are listed too.`,
+		help: `Writes the rule catalogue as Markdown from the rules' METADATA, followed by the refusals
+made in Go; with --policy, the team rules too. docs/policies.md is this output for the
+embedded bundle.`,
+		example: `sandboxio policy docs -o docs/policies.md
+sandboxio policy docs --policy ./policies`,
 		setup: func(fs *pflag.FlagSet) runFunc {
 			var policyDirs stringsFlag
 			var output string
