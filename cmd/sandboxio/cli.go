@@ -37,6 +37,15 @@ func run(ctx context.Context, args []string, e *env) int {
 	if len(args) > 0 && (args[0] == "-v" || args[0] == "--version") {
 		args = append([]string{"version"}, args[1:]...)
 	}
+	// -help asked for help before cobra; pflag would read it as -h -e -l -p.
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-help" {
+			args = append(append(args[:i:i], "--help"), args[i+1:]...)
+		}
+	}
 	code := exitOK
 	root := newRoot(ctx, e, &code)
 	root.SetArgs(args)
@@ -192,13 +201,18 @@ func suggestions(cmd *cobra.Command, args []string) []string {
 
 // flagError keeps the flag package's wording for flag errors, which the CLI
 // printed before it moved onto cobra and which scripts may match.
-func flagError(_ *cobra.Command, err error) error {
+func flagError(cmd *cobra.Command, err error) error {
 	var notExist *pflag.NotExistError
 	var invalid *pflag.InvalidValueError
 	var needs *pflag.ValueRequiredError
 	switch {
 	case errors.As(err, &notExist):
 		err = fmt.Errorf("flag provided but not defined: -%s", notExist.GetSpecifiedName())
+		// -spec was --spec before cobra, whose single dash starts
+		// one-letter flags.
+		if long, _, _ := strings.Cut(notExist.GetSpecifiedShortnames(), "="); len(long) > 1 && cmd.Flags().Lookup(long) != nil {
+			err = fmt.Errorf("%w (did you mean --%s? a long flag takes two dashes)", err, long)
+		}
 	case errors.As(err, &invalid):
 		err = fmt.Errorf("invalid value %q for flag -%s: %w", invalid.GetValue(), invalid.GetFlag().Name, errors.Unwrap(invalid))
 	case errors.As(err, &needs):

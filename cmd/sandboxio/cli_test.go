@@ -93,6 +93,7 @@ func TestUsage_FlagErrors(t *testing.T) {
 		{[]string{"policy", "check", "--max-input-mib", "x", "p.json"}, `invalid value "x" for flag -max-input-mib: `},
 		{[]string{"policy", "check", "--format"}, "flag needs an argument: -format"},
 		{[]string{"policy", "docs", "-o"}, "flag needs an argument: -o"},
+		{[]string{"run", "-spec", "s.json", "--", "true"}, "flag provided but not defined: -s (did you mean --spec? a long flag takes two dashes)"},
 		{[]string{"completion", "tcsh"}, "sandboxio: unknown command \"completion tcsh\""},
 	} {
 		code, out, errOut := cli(t, "", tc.args...)

@@ -77,6 +77,7 @@ func TestRun_Dispatch(t *testing.T) {
 		{[]string{"help", "policy", "check"}, exitOK, "usage: sandboxio policy check", ""},
 		{[]string{"policy"}, exitUsage, "", "policy test"},
 		{[]string{"policy", "--help"}, exitOK, "policy check", ""},
+		{[]string{"policy", "test", "-help"}, exitOK, "usage: sandboxio policy test", ""},
 		{[]string{"policy", "frobnicate"}, exitUsage, "", "policy check"},
 		{[]string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
 		{[]string{"version"}, exitOK, "policy input    v1", ""},
