@@ -24,15 +24,10 @@ const sharedFlag = "sandboxio/shared"
 // image).
 const groupCmd = "sandboxio/group"
 
-// usageError is a usage error found before a command ran: its message is
-// printed with the command's synopsis, and the CLI exits 2.
-type usageError struct{ err error }
-
-func (u *usageError) Error() string { return u.err.Error() }
-
 // run parses args with a new command tree (the commands' flags bind to
 // fresh variables on every run, so tests can run commands in-process) and
-// returns the exit code.
+// returns the exit code. Every error cobra returns is a usage error (exit 2),
+// printed with the command's synopsis.
 func run(ctx context.Context, args []string, e *env) int {
 	if len(args) > 0 && (args[0] == "-v" || args[0] == "--version") {
 		args = append([]string{"version"}, args[1:]...)
@@ -218,7 +213,7 @@ func flagError(cmd *cobra.Command, err error) error {
 	case errors.As(err, &needs):
 		err = fmt.Errorf("flag needs an argument: -%s", needs.GetSpecifiedName())
 	}
-	return &usageError{err}
+	return err
 }
 
 // writeHelp writes cmd's help: the command list for the root and groups, a
