@@ -80,6 +80,19 @@ func newRoot(ctx context.Context, e *env, code *int) *cobra.Command {
 	root.SetHelpFunc(func(cmd *cobra.Command, _ []string) { writeHelp(cmd.OutOrStdout(), cmd) })
 	root.SetUsageFunc(func(cmd *cobra.Command) error { writeHelp(cmd.ErrOrStderr(), cmd); return nil })
 	root.SetFlagErrorFunc(flagError)
+	root.SetHelpCommand(&cobra.Command{
+		Use:   "help [COMMAND]",
+		Short: "the help of a command",
+		RunE: func(_ *cobra.Command, args []string) error {
+			target, rest, err := root.Find(args)
+			if err != nil || len(rest) > 0 {
+				*code = unknownCommand(target, e, rest)
+				return nil
+			}
+			writeHelp(e.stdout, target)
+			return nil
+		},
+	})
 
 	names := make([]string, 0, len(commands))
 	for name := range commands {

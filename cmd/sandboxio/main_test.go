@@ -75,6 +75,7 @@ func TestRun_Dispatch(t *testing.T) {
 		{[]string{"--help"}, exitOK, "policy check", ""},
 		{[]string{"help"}, exitOK, "Exit codes:", ""},
 		{[]string{"help", "policy", "check"}, exitOK, "usage: sandboxio policy check", ""},
+		{[]string{"help", "frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
 		{[]string{"policy"}, exitUsage, "", "policy test"},
 		{[]string{"policy", "--help"}, exitOK, "policy check", ""},
 		{[]string{"policy", "test", "-help"}, exitOK, "usage: sandboxio policy test", ""},
