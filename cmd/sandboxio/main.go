@@ -5,7 +5,8 @@
 // Every command lives in its own file and adds itself to the command table
 // from an init function (see register): its name, a short help, an example
 // and a setup function that declares its flags and returns what runs it.
-// cli.go builds the cobra command tree from the table on every run.
+// cli.go builds the cobra command tree from the table on every run
+// (docs/design/cli-cobra.md).
 package main
 
 import (
