@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/egressreport"
 )
@@ -18,26 +19,14 @@ func init() {
 		name:    "egress report",
 		summary: "what sandboxes tried to reach (learn or deny), and a paste-ready allow list",
 		usage:   "egress report AUDIT.jsonl",
-		help: `Reads an audit log (sandboxio run --audit FILE, or the Go API's AuditLog) and prints the
-egress its sandboxes attempted and were refused: DNS names asked for, addresses and ports
-connected to (with the TLS server name or HTTP Host sent there), with counts, added up over every sandbox in the log. Then it prints an allow
-list to paste into a template on a backend that enforces one: domain names and addresses
-for E2B and Vercel, CIDR blocks for Modal (which takes no names; the names left out are
-said). Only plain domain names and addresses are put into a list, and not all of them: names
-and addresses that reach a cloud's metadata service (169.254.169.254, metadata.google.internal,
-...), loopback, private and other special-purpose ranges, the Docker bridge and this host's
-other networks, reverse-DNS names (in-addr.arpa, ip6.arpa) and names for local networks
-(.internal, .local, ...) or under no public top-level domain are held back, each printed after
-the lists with a warning naming why; so is anything the report cannot classify.
-
-Blocked egress is recorded by Docker sandboxes on the runc runtime, under egress = "deny"
-and egress = "learn" alike; other backends do not report it, and their sandboxes are
-counted as not reporting. - reads the log from standard input.
-
-  sandboxio run --spec learn.json --tenant acme --session s1 --audit audit.jsonl -- python3 app.py
-  sandboxio egress report audit.jsonl`,
+		help: `Reads an audit log (sandboxio run --audit FILE; - reads standard input) and prints the
+egress its sandboxes attempted and were refused (DNS names, addresses and ports, with
+counts), then an allow list to paste into a template. Metadata, loopback, private and
+local names and addresses are held back, each with a warning naming why.`,
+		example: `sandboxio run --spec learn.json --tenant acme --session s1 --audit audit.jsonl -- python3 app.py
+sandboxio egress report audit.jsonl`,
 		exitCodes: egressExitCodesHelp,
-		setup:     func(*flag.FlagSet) runFunc { return runEgressReport },
+		setup:     func(*pflag.FlagSet) runFunc { return runEgressReport },
 	})
 }
 

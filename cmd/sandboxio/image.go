@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
@@ -14,21 +15,17 @@ func init() {
 		summary: "make sure an image is on the Docker daemon; builds " + sandbox.LocalImage + " locally",
 		usage:   "image prepare [--busybox PATH] [--quiet] [IMAGE]",
 		help: `Makes sure IMAGE (default ` + sandbox.LocalImage + `) is on the Docker daemon that DOCKER_HOST
-points at. ` + sandbox.LocalImage + ` is built when missing, by importing a root filesystem made
-of a static busybox binary (Debian's busybox-static: /bin/busybox), so no registry is
-needed; it holds sh, sleep and the usual applets, which is what a sandbox needs. Any other
-image must be pulled or loaded on the daemon host; this command only reports whether it
-is there. A progress line goes to standard error while an image is built.
-
-Image pulls run on the daemon host, outside every sandbox, so a sandbox's egress policy
-does not govern them: a deny-egress sandbox still starts from a pulled image.`,
+points at. ` + sandbox.LocalImage + ` is built when missing from a static busybox binary, with no
+registry; any other image must be pulled or loaded on the daemon host.`,
+		example: `sandboxio image prepare
+sandboxio image prepare --busybox ./busybox-static --quiet`,
 		exitCodes: `Exit codes:
   0   the image is on the daemon (built now, or already there)
   2   usage or input error: bad flags or arguments
   64  ConfigurationError: the image is missing and is not the local image
   66  CreateTimeout: the daemon did not answer in time
   70  the daemon cannot be reached, or the build failed`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		setup: func(fs *pflag.FlagSet) runFunc {
 			busybox := fs.String("busybox", "", "static busybox `PATH` to build "+sandbox.LocalImage+" from (default /bin/busybox)")
 			quiet := fs.Bool("quiet", false, "no progress line")
 			return func(ctx context.Context, e *env, args []string) int {

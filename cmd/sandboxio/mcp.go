@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,89 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/mcpserver"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
-
-const mcpHelp = `Serves one sandbox to an agent host over the Model Context Protocol: on standard input
-and output (the default, for a host that starts the server as a subprocess), or over
-streamable HTTP on a loopback address (--http 127.0.0.1:PORT; any other address is
-refused). It serves one sandbox for one tenant and session, and one MCP session: one
-client, never two, never another tenant.
-
-Over HTTP every request must carry the bearer token of --token-file (Authorization:
-Bearer TOKEN; the file is a regular file of this user, mode 0600 or stricter, no
-symlink), or the server is started with --insecure-no-token, which warns: any local
-process or user can reach a loopback port. A request whose Host is not a loopback
-address with the server's port, or whose Origin is not a loopback http origin, is
-refused (403), as is a CORS preflight (405) and a missing or wrong token (401). Only a
-client's initialize that the server answers takes the one session; a refused or stray
-request takes nothing. As it starts, it runs the checks of
-` + "`sandboxio run`" + ` that need no backend (the spec's sha256, the tenant binding, the secrets,
-the policy bundle): a refusal exits with the same code as run, before serving. The
-sandbox itself is opened, with the live backend's checks (require_isolation, one
-sandbox per tenant and session), at the first tool call that needs it; an open that
-is refused or fails there is that call's error (class, rule, attribute, fix), and the
-next call tries again. The MCP instructions, sent before that, come from the policy
-decision: backend, the tier the spec states (which the open enforces), egress, tenant,
-session and call timeout.
-
-  sandboxio mcp --spec spec.json --spec-sha256 "$(terraform output -raw tenant_spec_sha256)" \
-      --tenant acme --session s-42 --audit audit.jsonl
-
-Tools:
-  run        a command (argv, no shell) with optional stdin, timeout_seconds, workdir
-  run_code   a program in an interpreter of the image (language, code)
-  upload     a file into the sandbox (text, or base64 for binary; at most 8 MiB)
-  read_file  up to 1 MiB of a regular file from an offset (text, or base64); it runs
-             sh, wc, tail and head in the sandbox, which has no read primitive
-Each call goes through the run-time helper: the policy's checks on the call, the
-pre-execution hook and the audit log apply as for run and run-code. A result gives the exit code and the first and
-last --head/--tail bytes of each stream with its size; a longer stream is kept in full
-(secrets redacted) under ` + mcpserver.DefaultOutputDir + ` in the sandbox, and the result names the
-file. Output is not held whole in memory (past 2 MiB a stream waits in an unlinked
-temporary file, then goes into the sandbox in parts), and at most --max-calls calls
-are served at once (a call beyond them waits --call-wait, then fails with Busy),
-which bounds the server's memory. A failure is an MCP tool error (isError) whose text starts with its error class
-and whose structured content is {"error": {"class", "rule", "attribute", "limit",
-"message", "fix"}}. A command that exits non-zero is not a failure: its exit code is in
-the result.
-
-Pre-execution hook: every run and run_code call (read_file's too, as the sh -c it runs)
-is decided by the policy package sandboxio.exec and the team's exec packages (--policy)
-before it executes. A mandatory block is a tool error ExecutionBlocked naming the rule;
-nothing runs. A mandatory require_approval runs only when approved: --approve RULE
-(repeatable) approves a rule for the whole session, as for run; with
---approve-by-elicitation any other is put to the client's user through MCP elicitation
-(a yes/no form), for hosts that show such requests to a person. Otherwise, or when the
-user declines or the client cannot ask, it is a tool error ApprovalRequired naming the
-rule. Elicitation is off by default because the server cannot tell a person's answer
-from a client that answers by itself. Advisory findings are warnings in the tool
-result (a "warning:" line and structured "warnings"), on stderr and in the audit
-record; the call runs.
-
-The sandbox is removed when the client disconnects (standard input closes; over HTTP,
-the client ends its session, or sends nothing for --idle-timeout), and on SIGTERM or
-SIGINT, within the teardown grace; --audit records it. A session that ends before any
-tool call opened no sandbox. The sandbox's lifetime_seconds runs from its open (the
-claim, for a warm one): past it, calls fail with SandboxGone and the host should start
-the server again.
-
-Warm pool: when --spec is a template spec whose warm_pool is set (and no --label is
-given), the server starts that pool as it starts and keeps it while it runs. The first
-tool call claims the session's sandbox from it when a warm one is ready, and opens cold
-otherwise (an empty pool is never an error); the audit record of the open says which
-(source pool or cold, with claim_ms). A progress line says when the pool is first full.
-The pool is drained (every warm sandbox removed) when the server ends, on disconnect
-and on SIGTERM alike.
-
-Standard output carries the protocol only: progress lines and warnings go to standard
-error, and --audit - and --spec - are refused in stdio mode.
-
-` + secretsHelp
 
 // mcpExitCodesHelp ends the help of mcp.
 const mcpExitCodesHelp = `Exit codes:
@@ -119,24 +43,30 @@ type mcpFlags struct {
 
 func init() {
 	register(&command{
-		name:      "mcp",
-		summary:   "serve a tenant session's sandbox to an agent host over MCP (stdio, or HTTP on loopback)",
-		usage:     "mcp --spec FILE --tenant ID --session ID [--spec-sha256 HEX] [--http 127.0.0.1:PORT --token-file FILE] [--timeout 30s] [--audit FILE] [flags]",
-		help:      mcpHelp,
-		exitCodes: mcpExitCodesHelp,
-		setup: func(fs *flag.FlagSet) runFunc {
+		name:    "mcp",
+		summary: "serve a tenant session's sandbox to an agent host over MCP (stdio, or HTTP on loopback)",
+		usage:   "mcp --spec FILE --tenant ID --session ID [--http 127.0.0.1:PORT --token-file FILE] [flags]",
+		help: `Serves one sandbox, for one tenant and session, to an agent host over the Model Context
+Protocol: on standard input and output, or streamable HTTP on a loopback address with a
+bearer token. Tools: run, run_code, upload, read_file; each call is checked as run checks it.`,
+		example: `sandboxio mcp --spec spec.json --spec-sha256 "$(terraform output -raw tenant_spec_sha256)" \
+    --tenant acme --session s-42 --audit audit.jsonl
+sandboxio mcp --spec spec.json --tenant acme --session s-42 --http 127.0.0.1:8750 --token-file token`,
+		briefFlagsOf: "run",
+		exitCodes:    mcpExitCodesHelp,
+		setup: func(fs *pflag.FlagSet) runFunc {
 			f := &runFlags{commandName: "mcp", keepsPool: true}
 			f.declare(fs)
 			m := &mcpFlags{}
-			fs.StringVar(&m.http, "http", "", "serve streamable HTTP on this loopback `ADDR`ESS (127.0.0.1:PORT, [::1]:PORT or localhost:PORT; port 0 picks one) instead of stdio")
-			fs.DurationVar(&m.idleTimeout, "idle-timeout", 10*time.Minute, "with --http: end the session, and remove the sandbox, after this long without a request")
+			fs.StringVar(&m.http, "http", "", "serve HTTP on this loopback `ADDR`ESS (127.0.0.1:PORT, [::1]:PORT, localhost:PORT)")
+			fs.DurationVar(&m.idleTimeout, "idle-timeout", 10*time.Minute, "with --http: end the session, removing the sandbox, after this long idle")
 			fs.IntVar(&m.head, "head", mcpserver.DefaultHeadBytes, "bytes of the beginning of each stream a result shows")
 			fs.IntVar(&m.tail, "tail", mcpserver.DefaultTailBytes, "bytes of the end of each stream a result shows")
-			fs.StringVar(&m.tokenFile, "token-file", "", "with --http: require the bearer token in `FILE` (a regular file of the current user, mode 0600 or stricter) on every request")
-			fs.BoolVar(&m.noToken, "insecure-no-token", false, "with --http: serve without a bearer token; any local process or user that reaches the port can then run code in the sandbox")
-			fs.IntVar(&m.maxCalls, "max-calls", mcpserver.DefaultMaxCalls, "tool calls served at once; a call beyond them waits up to --call-wait, then fails with Busy")
-			fs.DurationVar(&m.callWait, "call-wait", mcpserver.DefaultCallWait, "how long a call waits for one of the --max-calls to end before it fails with Busy")
-			fs.BoolVar(&m.elicit, "approve-by-elicitation", false, "put each call the hook requires approval for, and --approve does not approve, to the client's user (MCP elicitation); without it, or when the client cannot ask, such a call is refused with ApprovalRequired")
+			fs.StringVar(&m.tokenFile, "token-file", "", "with --http: require the bearer token in `FILE` (this user's, mode 0600)")
+			fs.BoolVar(&m.noToken, "insecure-no-token", false, "with --http: no token; any local process can then run code in the sandbox")
+			fs.IntVar(&m.maxCalls, "max-calls", mcpserver.DefaultMaxCalls, "tool calls served at once; one more waits --call-wait, then fails with Busy")
+			fs.DurationVar(&m.callWait, "call-wait", mcpserver.DefaultCallWait, "how long a call beyond --max-calls waits before it fails with Busy")
+			fs.BoolVar(&m.elicit, "approve-by-elicitation", false, "ask the client's user (MCP elicitation) about calls that need approval")
 			return func(ctx context.Context, e *env, args []string) int {
 				return m.run(ctx, e, f, args)
 			}

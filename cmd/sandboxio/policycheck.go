@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/boundedfile"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
@@ -21,56 +22,18 @@ func init() {
 	register(&command{
 		name:    "policy check",
 		summary: "check a Terraform plan (terraform show -json) against the policies",
-		usage:   "policy check [--policy DIR]... [--format text|json|sarif|junit] [--fail-on-warn] [--fail-on-deferred] [--waivers FILE] [--max-input-mib N] PLAN.json",
-		help: `Checks every sandboxio resource of a Terraform plan against the embedded policy bundle
-and the team policies in each --policy directory, as terraform plan does with the
-provider's policy_paths: each resource becomes the same input document the provider
-builds, and the same rules, enforcement levels and waivers decide.
-
-  terraform plan -out=tfplan
-  terraform show -json tfplan > plan.json
-  sandboxio policy check --policy ./policies --waivers waivers.yaml plan.json
-
-PLAN.json is the JSON of a plan file ("-" reads standard input). Every sandboxio
-resource of the plan is reported: the managed resources it creates, updates or
-keeps, the data sources Terraform reads during the plan (prior_state) or at apply.
-Resources whose values Terraform knows only at apply are reported as checked at
-apply (rule SBX-CHK-001): the provider checks them again then, before anything is
-stored; --fail-on-deferred fails the check on them (exit 3), for CI that must decide
-at plan. A sandboxio resource the check does not decide on (being deleted, deferred
-by Terraform to a later plan, left out of a -target plan, data.sandboxio_backend,
-or a type this build has no rules for) is reported as not checked (SBX-CHK-002),
-in every format.
-
-Inputs are bounded: the plan, every --policy file and the waiver file must be
-regular files (no devices, FIFOs or sockets) of at most --max-input-mib MiB (64 by
-default), checked before they are read; standard input stops at the same limit.
-A plan whose JSON holds a key twice in any object is refused (exit 2), with the key's
-path: readers disagree on which value counts.
-
-Team rules declare custom.enforcement in their METADATA: advisory findings warn;
-soft-mandatory and hard-mandatory findings refuse. Built-in rules are hard-mandatory.
-A waiver file (YAML or JSON) lists exceptions to soft-mandatory rules:
-
-  waivers:
-    - rule: TEAM-IMG-001                    # a soft-mandatory team rule
-      address: module.legacy.sandboxio_template.*   # glob over resource addresses
-      reason: legacy images move to the internal registry (TICKET-123)
-      expires: 2026-09-30                   # applies through that day (UTC)
-
-Expired waivers stop applying and are reported; waivers of built-in, hard-mandatory
-or advisory rules are refused and reported. Every waived finding is reported as
-waived, with its reason, in every format.
-
-Formats: text (for people), json (report_version 1), sarif (SARIF 2.1.0: one rule
-descriptor per rule ID, results at the resource address as a logical location,
-waived findings as accepted suppressions), junit (a test case per resource and rule).
-The rule catalogue is docs/policies.md; the input document is described in
-docs/guides/policy-input.md.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		usage:   "policy check [flags] PLAN.json",
+		help: `Checks every sandboxio resource of a Terraform plan (PLAN.json, the JSON of
+terraform show -json; - reads standard input) against the embedded policy bundle and the
+team policies of each --policy directory, as terraform plan does with the provider's
+policy_paths. --waivers lists exceptions to soft-mandatory team rules.`,
+		example: `terraform plan -out=tfplan && terraform show -json tfplan > plan.json
+sandboxio policy check --policy ./policies --waivers waivers.yaml plan.json
+sandboxio policy check --format sarif --output report.sarif plan.json`,
+		setup: func(fs *pflag.FlagSet) runFunc {
 			var c checkFlags
 			c.format = choiceFlag{value: "text", choices: policycheck.Formats}
-			fs.Var(&c.policies, "policy", "a team policy `DIR`ectory (or .rego file), as in the provider's policy_paths; repeatable")
+			fs.Var(&c.policies, "policy", "a team policy `DIR`ectory or .rego file, as in policy_paths; repeatable")
 			fs.Var(&c.format, "format", "output `format`: text, json, sarif or junit")
 			fs.BoolVar(&c.failOnWarn, "fail-on-warn", false, "exit 1 on warnings (advisory findings) as well")
 			fs.BoolVar(&c.failOnDeferred, "fail-on-deferred", false, "exit 3 when anything is checked only at apply (values unknown in the plan)")

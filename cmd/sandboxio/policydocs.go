@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -12,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+
+	"github.com/spf13/pflag"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 
@@ -26,16 +27,16 @@ func init() {
 		name:    "policy docs",
 		summary: "print the rule catalogue (Markdown) from the policies' METADATA",
 		usage:   "policy docs [--policy DIR]... [-o FILE]",
-		help: `Writes the rule catalogue as Markdown: for every rule its ID, class, kind, enforcement
-level, attribute, what it refuses, why, and how to fix it, taken from the rules' METADATA
-annotations, followed by the refusals made in Go. docs/policies.md in the sandboxio
-repository is this output for the embedded bundle (go generate ./... rewrites it and
-make docs-check fails when it is stale). With --policy, the team rules are listed too.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		help: `Writes the rule catalogue as Markdown from the rules' METADATA, followed by the refusals
+made in Go; with --policy, the team rules too. docs/policies.md is this output for the
+embedded bundle.`,
+		example: `sandboxio policy docs -o docs/policies.md
+sandboxio policy docs --policy ./policies`,
+		setup: func(fs *pflag.FlagSet) runFunc {
 			var policyDirs stringsFlag
 			var output string
 			fs.Var(&policyDirs, "policy", "also list the team rules in `DIR`; repeatable")
-			fs.StringVar(&output, "o", "", "write to `FILE` instead of standard output")
+			fs.StringVarP(&output, "o", "o", "", "write to `FILE` instead of standard output")
 			return func(ctx context.Context, e *env, args []string) int {
 				if len(args) > 0 {
 					fmt.Fprintf(e.stderr, "sandboxio policy docs: unexpected argument %q\n", args[0])

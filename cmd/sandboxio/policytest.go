@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/regotest"
 )
@@ -16,31 +17,19 @@ func init() {
 	register(&command{
 		name:    "policy test",
 		summary: "run the Rego unit tests of the built-in bundle and of team policies, with coverage",
-		usage:   "policy test [--run REGEX] [--format text|json] [--threshold PCT] [DIR]...",
-		help: `Runs the Rego unit tests (test_ rules in *_test.rego files) of the embedded policy
-bundle and of every team policy DIR through OPA's tester, and reports pass or fail
-per test and the line coverage of each policy file (test files excluded).
-
-The policies load as the provider and policy check load them: Rego v1, the backend
-capability data at data.capabilities, team packages beside the built-in ones (a
-team test may import data.sandboxio.lib). Team directories must also pass the
-checks the provider applies (no package under sandboxio or capabilities, no SBX-
-rule IDs, valid enforcement levels), so a bundle whose tests pass also loads.
-
-A DIR holding capabilities/data.json is a copy of the built-in bundle (policies/ in
-the sandboxio repository): it replaces the embedded bundle, so reviewers test the
-rules they are editing.
-
-  sandboxio policy test                                # the embedded bundle
-  sandboxio policy test ./policies                     # team policies and the bundle
-  sandboxio policy test policies examples/policies     # in the sandboxio repository`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		usage:   "policy test [flags] [DIR]...",
+		help: `Runs the Rego unit tests of the embedded bundle and of every team policy DIR through OPA's
+tester, and reports pass or fail per test and the line coverage of each policy file. A DIR
+holding capabilities/data.json replaces the embedded bundle.`,
+		example: `sandboxio policy test                                # the embedded bundle
+sandboxio policy test --threshold 100 ./policies     # team policies and the bundle`,
+		setup: func(fs *pflag.FlagSet) runFunc {
 			var t testFlags
 			t.format = choiceFlag{value: "text", choices: []string{"text", "json"}}
 			fs.StringVar(&t.filter, "run", "", "run only the tests whose package-qualified name matches `REGEX`")
 			fs.Var(&t.format, "format", "output `format`: text or json")
 			fs.Float64Var(&t.threshold, "threshold", 0, "exit 1 when the coverage of the policy files is below `PCT` percent")
-			fs.BoolVar(&t.verbose, "v", false, "text: also list the passing tests' durations and every uncovered line")
+			fs.BoolVarP(&t.verbose, "v", "v", false, "text: also list the passing tests' durations and every uncovered line")
 			return t.run
 		},
 	})

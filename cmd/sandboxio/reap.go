@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/safefile"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -25,36 +26,12 @@ func init() {
 	register(&command{
 		name:    "reap",
 		summary: "remove sandboxes left behind: lifetime passed, or owner process gone",
-		usage:   "reap [--dry-run] [--label KEY=VALUE]... [--backend DSN] [--audit FILE] [--json]",
+		usage:   "reap [flags]",
 		help: `Removes the sandboxio sandboxes that nothing will close any more: those whose lifetime has
-passed, and those whose owner process (the CLI or service that opened them) is verifiably
-gone: it ran on this host, in this boot and in the same PID namespace as reap, and no longer
-does (or in an earlier boot of this machine). An owner reap cannot see (in another PID
-namespace, such as a container, or on another host) counts as alive: its sandbox is left to
-its lifetime. A sandbox of a live owner within its lifetime is never touched.
-
-On Docker reap removes only containers that sandboxio created on this host: each carries a
-mark (label sandboxio.mark), an HMAC of its identifying labels under a key kept in
-~/.local/state/sandboxio/reap.key (or $XDG_STATE_HOME/sandboxio). A container that carries
-sandboxio's labels without a valid mark (made by hand or by another tool, by a sandboxio
-older than the mark, or on another host that shares the daemon) is printed as "left" with
-the reason, and never removed.
-
-Closing is normally enough: every sandbox is removed when it is closed, at the end of
-its lifetime by the backend itself, and, on Docker, by a watcher process when its owner
-dies. Reap is for what escapes all of that, such as a create that the daemon completed
-after it stopped answering; CI runs it after Docker jobs.
-
-  sandboxio reap --dry-run                    # list what would be removed
-  sandboxio reap --label sandboxio.tenant_id=acme
-
-Each sandbox is printed with its id, tenant, session, template and the reason (expired,
-owner gone); --json prints a JSON array instead. A warm sandbox claimed on Docker
-carries its tenant and session in its name, not its labels (label
-sandboxio.binding=name): a sweep by --label sandboxio.tenant_id=ID shows both (the
-session read back from the name, and believed only when the name's digest matches
-that tenant and session); any other sweep prints them as unknown. --audit appends one record per
-sandbox (event expired, or orphaned for a dead owner).`,
+passed, and those whose owner process is verifiably gone (on this host, in this boot, in the
+same PID namespace). On Docker only containers that carry this host's mark are removed.`,
+		example: `sandboxio reap --dry-run                    # list what would be removed
+sandboxio reap --label sandboxio.tenant_id=acme`,
 		exitCodes: reapExitCodesHelp,
 		setup:     setupReap,
 	})
@@ -69,12 +46,12 @@ type reapFlags struct {
 	asJSON  bool
 }
 
-func setupReap(fs *flag.FlagSet) runFunc {
+func setupReap(fs *pflag.FlagSet) runFunc {
 	f := &reapFlags{}
 	fs.BoolVar(&f.dryRun, "dry-run", false, "list what would be removed, remove nothing")
 	fs.Var(&f.labels, "label", "reap only sandboxes carrying the label `KEY=VALUE`; repeatable")
-	fs.StringVar(&f.backend, "backend", "", "the backend `DSN` to sweep; default: every backend of this build that can list its sandboxes")
-	fs.StringVar(&f.audit, "audit", "", "append one JSON audit record per sandbox to `FILE`; - writes them to standard output")
+	fs.StringVar(&f.backend, "backend", "", "the backend `DSN` to sweep (default: every backend of this build that lists)")
+	fs.StringVar(&f.audit, "audit", "", "append one JSON audit record per sandbox to `FILE` (- for standard output)")
 	fs.BoolVar(&f.asJSON, "json", false, "print the sandboxes as a JSON array")
 	return f.run
 }

@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
@@ -21,26 +22,14 @@ func init() {
 	register(&command{
 		name:    "run-code",
 		summary: "open a sandbox for a tenant and session, run a program in an interpreter, remove it",
-		usage:   "run-code --spec FILE|- --tenant ID --session ID [--lang LANG] [--spec-sha256 HEX] [--timeout 30s] [--audit FILE] [flags] CODE_FILE|-",
-		help: `Opens a sandbox from a spec as ` + "`sandboxio run`" + ` does, runs the program in CODE_FILE (- reads it
-from standard input) in an interpreter of the image, streams its output as run does and removes the
-sandbox on every path. The program's exit code is passed through.
-
-  sandboxio run-code --spec spec.json --tenant acme --session s-42 --lang python script.py
-
---lang is python, sh, bash, node or ruby; without it the file's extension decides (.py,
-.sh, .bash, .js, .rb). The interpreter must be in the image (the local image
-` + sandbox.LocalImage + ` has sh only). The program reaches the interpreter on its standard
-input, never on a command line.
-
-The checks before provisioning, the progress line, --audit and the timeout are those of
-` + "`sandboxio run`" + `; see ` + "`sandboxio run --help`" + `.
-
-` + secretsHelp + `
-
-` + hookHelp,
+		usage:   "run-code --spec FILE|- --tenant ID --session ID [--lang LANG] [flags] CODE_FILE|-",
+		help: `Opens a sandbox from a spec as ` + "`sandboxio run`" + ` does, runs the program in CODE_FILE (- reads
+it from standard input) in an interpreter of the image (--lang, or the file's extension),
+streams its output and removes the sandbox. The program's exit code is passed through.`,
+		example: `sandboxio run-code --spec spec.json --tenant acme --session s-42 --lang python script.py
+echo 'print(1)' | sandboxio run-code --spec spec.json --tenant acme --session s-42 --lang python -`,
 		exitCodes: runExitCodesHelp,
-		setup: func(fs *flag.FlagSet) runFunc {
+		setup: func(fs *pflag.FlagSet) runFunc {
 			f := &runFlags{commandName: "run-code"}
 			f.declare(fs)
 			lang := fs.String("lang", "", "the `LANG`uage: python, sh, bash, node or ruby (default: from the file's extension)")

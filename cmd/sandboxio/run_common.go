@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -11,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
+	"github.com/spf13/pflag"
+
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
 )
@@ -37,28 +37,12 @@ const (
 const runExitCodesHelp = `Exit codes:
   0-255  the sandboxed command's own exit code, passed through
   2      usage or input error: bad flags or arguments, unreadable spec or code file
-  64     ConfigurationError: refused, nothing provisioned (spec malformed or edited,
-         sha256 mismatch, spec of another tenant or session, a policy refusal,
-         require_isolation not met by the live backend, a secret named in the spec
-         missing from the environment or shorter than 8 characters, --env naming a
-         secret, --timeout above the spec's timeout_seconds, a tenant and session that
-         already have a sandbox, in any process)
-  65     CapabilityNotSupported: the backend cannot enforce the spec (an egress allow
-         list on Docker), or the spec's backend is not in this build
-  66     CreateTimeout: the sandbox was not ready within the timeout
-  67     ExecutionTimeout: the command was killed at its timeout (no output is printed)
-  68     ResourceLimitExceeded: the command hit a cap; stderr names it (memory, pids, disk,
-         cpu, or output: more than 64 MiB printed on stdout or on stderr)
-  69     SandboxGone: the sandbox's lifetime ended, or it was removed, during the command
-  70     the backend failed or cannot be reached (the Docker daemon is down, say), or
-         another failure ("Error: ..." on stderr)
-  71     ExecutionBlocked: the pre-execution hook (policy package sandboxio.exec and the
-         team's exec packages) blocked the command; it did not run (stderr names the rule)
-  72     ApprovalRequired: the hook requires approval under a rule that --approve does not
-         name; the command did not run (stderr names the rule: pass --approve RULE)
+  64-70  refused or failed, one code per error class, nothing left provisioned:
+         64 ConfigurationError, 65 CapabilityNotSupported, 66 CreateTimeout,
+         67 ExecutionTimeout, 68 ResourceLimitExceeded, 69 SandboxGone, 70 backend or other
+  71-72  the pre-execution hook: 71 ExecutionBlocked, 72 ApprovalRequired (see --approve)
   130    interrupted (SIGINT, SIGTERM); the sandbox was removed
-For its own failures sandboxio prints "sandboxio COMMAND: <ErrorClass>: ..." on stderr,
-so a command that itself exits 64-72 can be told apart; --audit records both.`
+Its own failures print "sandboxio COMMAND: <ErrorClass>: ..." on stderr.`
 
 // exitFor maps an error of the run-time helper to its exit code.
 func exitFor(err error) int {
@@ -104,6 +88,8 @@ func (k *kvFlag) String() string {
 	}
 	return strings.Join(parts, ",")
 }
+
+func (k *kvFlag) Type() string { return "KEY=VALUE" }
 
 func (k *kvFlag) Set(v string) error {
 	key, val, ok := strings.Cut(v, "=")
@@ -153,21 +139,22 @@ const poolDrainBound = time.Minute
 // maxSpecBytes bounds the spec read from standard input.
 const maxSpecBytes = 4 << 20
 
-func (f *runFlags) declare(fs *flag.FlagSet) {
-	fs.StringVar(&f.spec, "spec", "", "the spec `FILE` (data.sandboxio_tenant_sandbox spec, or a template spec); - reads standard input")
-	fs.StringVar(&f.specSHA, "spec-sha256", "", "the spec's expected sha256 (`HEX`, its spec_sha256 attribute); an edited spec is refused (without it the spec is not verified, and a warning says so)")
+func (f *runFlags) declare(fs *pflag.FlagSet) {
+	fs.StringVar(&f.spec, "spec", "", "the spec `FILE` (a tenant sandbox's or a template's spec); - reads standard input")
+	fs.StringVar(&f.specSHA, "spec-sha256", "", "the spec's expected sha256 (`HEX`, its spec_sha256); an edited spec is refused")
 	fs.StringVar(&f.tenant, "tenant", "", "the tenant `ID` the sandbox is for (required)")
 	fs.StringVar(&f.session, "session", "", "the session `ID` (required): one sandbox per tenant and session")
-	fs.Var(durationFlag{&f.timeout}, "timeout", "bound of the create and of the command, e.g. 30s, at most the spec's timeout_seconds; 0 inherits it")
-	fs.StringVar(&f.audit, "audit", "", "append one JSON audit record per event to `FILE`; - writes them to standard output")
-	fs.Var(&f.policies, "policy", "a team policy `DIR`ectory (or .rego file), as in the provider's policy_paths; repeatable")
-	fs.StringVar(&f.waivers, "waivers", "", "waiver `FILE` for soft-mandatory team rules, as in the provider's policy_waivers")
+	fs.Var(durationFlag{&f.timeout}, "timeout", "bound of the create and of the command, e.g. 30s; 0 inherits timeout_seconds")
+	fs.StringVar(&f.audit, "audit", "", "append one JSON audit record per event to `FILE` (- for standard output)")
+	fs.Var(&f.policies, "policy", "a team policy `DIR`ectory or .rego file, as in policy_paths; repeatable")
+	fs.StringVar(&f.waivers, "waivers", "", "waiver `FILE` for soft-mandatory team rules, as in policy_waivers")
 	fs.Var(&f.labels, "label", "extra label `KEY=VALUE` when --spec is a template spec; repeatable")
-	fs.Var(&f.env, "env", "environment variable `NAME=VALUE` for the command; a name in secret_names is refused; repeatable")
-	fs.Var(&f.approve, "approve", "approve the calls that the pre-execution hook's `RULE` (e.g. SBX-EXE-004) requires approval for; repeatable")
+	fs.Var(&f.env, "env", "environment variable `NAME=VALUE` of the command (no secret's name); repeatable")
+	fs.Var(&f.approve, "approve", "approve the calls the hook's `RULE` (e.g. SBX-EXE-004) requires approval for; repeatable")
 	fs.StringVar(&f.workdir, "workdir", "", "working `DIR`ectory of the command inside the sandbox")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on standard error")
-	fs.StringVar(&f.busybox, "busybox", "", "static busybox `PATH` used when the spec's image "+sandbox.LocalImage+" must be built (default /bin/busybox)")
+	fs.StringVar(&f.busybox, "busybox", "", "static busybox `PATH` to build "+sandbox.LocalImage+" from (default /bin/busybox)")
+	fs.VisitAll(func(fl *pflag.Flag) { _ = fs.SetAnnotation(fl.Name, sharedFlag, []string{"run"}) })
 }
 
 // durationFlag is --timeout: a duration with its unit. A bare number gets a
@@ -181,6 +168,8 @@ func (f durationFlag) String() string {
 	return f.d.String()
 }
 
+func (f durationFlag) Type() string { return "duration" }
+
 func (f durationFlag) Set(v string) error {
 	d, err := time.ParseDuration(v)
 	if err == nil {
@@ -192,26 +181,6 @@ func (f durationFlag) Set(v string) error {
 	}
 	return errors.New("not a duration: write a number with a unit, e.g. 30s, 2m or 1m30s")
 }
-
-// secretsHelp is shared by the help texts.
-const secretsHelp = `Secrets: every name in the spec's secret_names is read from this process's
-environment (export OPENAI_API_KEY=... before running). The value is injected into the
-sandbox's commands only and is never written to disk. Once the spec is read, the CLI
-re-executes itself (same pid, same arguments) with an environment that lacks the
-secrets, handing their values over through an anonymous in-memory file that it reads
-and closes at once: the values are then not in /proc/PID/environ of the running CLI, nor
-in the environment of any process it starts. (Where the re-execution fails, a warning
-says so; the shell that exported the variable still has it.) A value must have at least
-8 characters (shorter ones, empty included, are refused: they could not be redacted
-without garbling the text around them), and --env cannot set a secret's name.
-
-Redaction: each value is replaced with [REDACTED] in the command's streamed output
-(also when a write cuts it in two), in error messages and in audit records. It matches
-the exact bytes of the value only, so it cannot catch a value the command prints
-transformed: base64 or hex encoded, in another case, reversed or spaced out, or split
-between standard output and standard error or across commands. Code that holds a
-secret can always hand it out in some form: redaction stops accidental echoes, not a
-program that means to leak.`
 
 // session is everything a run-time command opens a sandbox with.
 type session struct {
@@ -389,22 +358,6 @@ func (f *runFlags) runOptions(e *env, stdin []byte) sandbox.RunOptions {
 	// --env is in the request, refused at open when it names a secret.
 	return sandbox.RunOptions{Timeout: f.timeout, Workdir: f.workdir, Stdin: stdin, Stdout: e.stdout, Stderr: e.stderr}
 }
-
-// hookHelp describes the pre-execution hook in the help of run and run-code.
-const hookHelp = `Pre-execution hook: before the command runs (after the sandbox is open), the policy
-package sandboxio.exec and the team's exec packages (--policy, a package whose name ends
-in .exec) decide it on the commands it runs (wrappers unwrapped, every shell script
-parsed, --stdin read as code when a shell or an interpreter reads it; what the hook
-cannot read is a finding of each rule that needed it, never a pass), with the findings
-of bandit (Python code) and shellcheck (shell code), which read a copy of the code and
-never run it. The built-in rules are ` + rules.ExecDownloadPipe + ` (a download piped into a
-shell), ` + rules.ExecRemoveRoot + ` (rm -rf /), ` + rules.ExecInstallDenied + ` (installing packages with egress
-deny), ` + rules.ExecBanditHigh + ` (a high-severity bandit finding, or bandit did not run) and
-` + rules.ExecShellCheck + ` (shellcheck errors, or shellcheck did not run). They are advisory (a warning
-on stderr and in the audit record) unless the team's policy raises them with
-exec_enforcement. A mandatory block exits 71 and runs nothing; a mandatory
-require_approval exits 72 unless --approve names its rule. Every decision is in the
---audit record (its "hook" field: rules, decisions, analyser finding IDs; never the code).`
 
 // approverOr is the command's own approver, or def.
 func (f *runFlags) approverOr(def sandbox.Approver) sandbox.Approver {

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -19,12 +20,12 @@ func init() {
 		name:    "version",
 		summary: "print the version, the commit, the embedded OPA, the provider's framework and the backends",
 		usage:   "version [--json]",
-		help: `Prints the CLI's version, the commit it was built from, and what decides with it: the
-version of the policy input document, the spec format, the OPA release embedded, the
-terraform-plugin-framework release the provider of the same release is built with, the Go
-toolchain, and the backends this build can provision sandboxes on (run, run-code). A policy
-check's result depends on these, so CI logs should carry them.`,
-		setup: func(fs *flag.FlagSet) runFunc {
+		help: `Prints the CLI's version, the commit, the policy input and spec format versions, the
+embedded OPA release, the provider's terraform-plugin-framework release, the Go toolchain and
+the backends of this build. A policy check's result depends on these: CI logs should carry them.`,
+		example: `sandboxio version
+sandboxio version --json | jq -r .opa`,
+		setup: func(fs *pflag.FlagSet) runFunc {
 			asJSON := fs.Bool("json", false, "print the versions as a JSON object")
 			return func(_ context.Context, e *env, args []string) int {
 				if len(args) > 0 {
