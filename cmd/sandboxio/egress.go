@@ -22,8 +22,8 @@ func init() {
 egress its sandboxes attempted and were refused: DNS names asked for, addresses and ports
 connected to (with the TLS server name or HTTP Host sent there), with counts, added up over every sandbox in the log. Then it prints an allow
 list to paste into a template on a backend that enforces one: domain names and addresses
-for E2B and Vercel, CIDR blocks for Modal (which takes no names; the names left out are
-said). Only plain domain names and addresses are put into a list, and not all of them: names
+for the backends that match names, CIDR blocks for those that take blocks only (the names
+left out are said). Only plain domain names and addresses are put into a list, and not all of them: names
 and addresses that reach a cloud's metadata service (169.254.169.254, metadata.google.internal,
 ...), loopback, private and other special-purpose ranges, the Docker bridge and this host's
 other networks, reverse-DNS names (in-addr.arpa, ip6.arpa) and names for local networks

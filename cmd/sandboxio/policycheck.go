@@ -65,7 +65,7 @@ waived, with its reason, in every format.
 Formats: text (for people), json (report_version 1), sarif (SARIF 2.1.0: one rule
 descriptor per rule ID, results at the resource address as a logical location,
 waived findings as accepted suppressions), junit (a test case per resource and rule).
-The rule catalogue is docs/policies.md; the input document is described in
+The rule catalogue is docs/guides/policies.md; the input document is described in
 docs/guides/policy-input.md.`,
 		setup: func(fs *flag.FlagSet) runFunc {
 			var c checkFlags

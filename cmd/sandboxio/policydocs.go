@@ -28,9 +28,9 @@ func init() {
 		usage:   "policy docs [--policy DIR]... [-o FILE]",
 		help: `Writes the rule catalogue as Markdown: for every rule its ID, class, kind, enforcement
 level, attribute, what it refuses, why, and how to fix it, taken from the rules' METADATA
-annotations, followed by the refusals made in Go. docs/policies.md in the sandboxio
-repository is this output for the embedded bundle (go generate ./... rewrites it and
-make docs-check fails when it is stale). With --policy, the team rules are listed too.`,
+annotations, followed by the refusals made in Go. The guide docs/guides/policies.md in
+the sandboxio repository is this output for the embedded bundle (go generate ./... rewrites
+it and make docs-check fails when it is stale). With --policy, the team rules are listed too.`,
 		setup: func(fs *flag.FlagSet) runFunc {
 			var policyDirs stringsFlag
 			var output string
