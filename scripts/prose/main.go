@@ -33,7 +33,7 @@ func run(paths []string) error {
 	}
 	for _, root := range paths {
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".md") || strings.HasSuffix(p, ".tmpl")) {
+			if err != nil || d.IsDir() || (!strings.HasSuffix(p, ".md") && !strings.HasSuffix(p, ".tmpl")) {
 				return err
 			}
 			return rewrite(p, prose.FillRegions)
