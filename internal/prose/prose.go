@@ -7,7 +7,8 @@
 // last two items) or ${NAME|or}, which policies.Expand and the Rego rules
 // fill from the data's "prose" section; `go generate` writes that section
 // from Lists (scripts/prose), and fills the marked regions of README.md and
-// templates/ (<!--list:NAME-->...<!--/list-->) the same way.
+// templates/ (<!--list:NAME-->...<!--/list-->) the same way. Why:
+// docs/design/prose-from-data.md.
 package prose
 
 import (
