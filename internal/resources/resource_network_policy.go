@@ -60,10 +60,10 @@ func (r *networkPolicyResource) Schema(_ context.Context, _ resource.SchemaReque
 			"egress": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
-				MarkdownDescription: "`deny` (the default: no outbound connections, except `allow` entries where the backend " +
+				MarkdownDescription: policies.Expand("`deny` (the default: no outbound connections, except `allow` entries where the backend " +
 					"supports allow lists), `allow` (open egress, an explicit opt-in that is warned about) or `learn` (deny, and every " +
 					"blocked attempt recorded in the audit log for `sandboxio egress report`; only where the backend observes blocked " +
-					"egress, Docker with runc, and refused elsewhere).",
+					"egress, ${learn|or}, and refused elsewhere)."),
 			},
 			"allow": schema.ListAttribute{
 				ElementType: types.StringType,

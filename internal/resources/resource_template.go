@@ -71,8 +71,8 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			},
 			"runtime": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "Docker only: the OCI runtime. `runc` (default, CONTAINER tier), `runsc` (gVisor, GVISOR tier) " +
-					"or `kata` (MICROVM tier).",
+				MarkdownDescription: policies.Expand("Docker only: the OCI runtime, with the tier it gives: ${docker_runtimes|or}; " +
+					"`runc` by default."),
 			},
 			"require_isolation": schema.StringAttribute{
 				Optional: true,
