@@ -208,3 +208,14 @@ func TestEveryBackendHasAGuide(t *testing.T) {
 		}
 	}
 }
+
+// The exit codes of run and run-code are tabled twice, in the README and in
+// the CLI guide; both must say the same.
+func TestExitCodeTablesAgree(t *testing.T) {
+	table := regexp.MustCompile(`\| code \| meaning \|\n(?:\|.*\|\n)+`)
+	readme := table.FindString(read(t, filepath.Join(repoRoot, "README.md")))
+	guide := table.FindString(read(t, filepath.Join(repoRoot, "templates", "guides", "cli.md.tmpl")))
+	if readme == "" || readme != guide {
+		t.Errorf("the exit-code tables of README.md and templates/guides/cli.md.tmpl differ:\n%s\n%s", readme, guide)
+	}
+}
