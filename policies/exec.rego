@@ -511,7 +511,7 @@ egress_denied if {
 #     Bake the dependencies into the image (the primary pattern), or upload
 #     wheels and install them offline (pip install --no-index --find-links
 #     /wheels); or give the template an egress allow list on a backend that
-#     enforces one (E2B, Modal, Vercel, Kubernetes).
+#     enforces one (${allowlist}).
 block contains f if {
 	egress_denied
 	some msg in install_findings

@@ -78,7 +78,7 @@ default case_hint(_) := ""
 #   attribute: require_isolation
 #   fix: >-
 #     Use a backend, or a Docker runtime, that gives the required tier:
-#     runsc for GVISOR; E2B, Vercel or the kata runtime for MICROVM.
+#     ${tier_GVISOR|or} for GVISOR; ${tier_MICROVM|or} for MICROVM.
 deny contains f if {
 	want := input.template.require_isolation
 	have := object.get(input, ["capabilities", "tier"], "")
@@ -161,8 +161,8 @@ msg_unverified := sprintf(
 #   class: ConfigurationError
 #   attribute: runtime
 #   fix: >-
-#     Set runtime to runc (CONTAINER), runsc (GVISOR) or kata (MICROVM), or
-#     use one of the docker, e2b, modal, vercel or daytona backends.
+#     Set runtime to ${docker_runtimes|or}, or use one of the ${schemes|or}
+#     backends.
 deny contains f if {
 	input.template
 	object.get(input, "capabilities", null) == null

@@ -30,14 +30,14 @@ finding(meta, msg) := f if {
 		"class": c.class,
 		"attribute": c.attribute,
 		"msg": msg,
-		"fix": c.fix,
+		"fix": expand(c.fix),
 	}
 } else := {
 	"id": custom(meta, "id"),
 	"class": custom(meta, "class"),
 	"attribute": custom(meta, "attribute"),
 	"msg": msg,
-	"fix": custom(meta, "fix"),
+	"fix": expand(custom(meta, "fix")),
 }
 
 # finding_fix replaces the annotation's fix, for a fix that must name
@@ -49,14 +49,14 @@ finding_fix(meta, msg, fix) := f if {
 		"class": c.class,
 		"attribute": c.attribute,
 		"msg": msg,
-		"fix": fix,
+		"fix": expand(fix),
 	}
 } else := {
 	"id": custom(meta, "id"),
 	"class": custom(meta, "class"),
 	"attribute": custom(meta, "attribute"),
 	"msg": msg,
-	"fix": fix,
+	"fix": expand(fix),
 }
 
 # finding_at gives the finding a more precise attribute than the annotation:
@@ -69,14 +69,14 @@ finding_at(meta, attribute, msg) := f if {
 		"class": c.class,
 		"attribute": attribute,
 		"msg": msg,
-		"fix": c.fix,
+		"fix": expand(c.fix),
 	}
 } else := {
 	"id": custom(meta, "id"),
 	"class": custom(meta, "class"),
 	"attribute": attribute,
 	"msg": msg,
-	"fix": custom(meta, "fix"),
+	"fix": expand(custom(meta, "fix")),
 }
 
 finding_at_fix(meta, attribute, msg, fix) := f if {
@@ -86,17 +86,26 @@ finding_at_fix(meta, attribute, msg, fix) := f if {
 		"class": c.class,
 		"attribute": attribute,
 		"msg": msg,
-		"fix": fix,
+		"fix": expand(fix),
 	}
 } else := {
 	"id": custom(meta, "id"),
 	"class": custom(meta, "class"),
 	"attribute": attribute,
 	"msg": msg,
-	"fix": fix,
+	"fix": expand(fix),
 }
 
 custom(meta, field) := object.get(meta, ["custom", field], "")
+
+# expand fills a fix's ${NAME} placeholders with the lists of backends that
+# the capability data's prose section renders from the rest of the data
+# (go generate writes it), so that no fix lists backends by hand.
+expand(s) := s if {
+	not contains(s, "${")
+} else := strings.replace_n(prose_patterns, s)
+
+prose_patterns := {sprintf("${%s}", [name]): text | some name, text in object.get(data.capabilities, "prose", {})}
 
 # ---------------------------------------------------------------------------
 # Message helpers. None of them is ever given a value that may be a secret

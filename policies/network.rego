@@ -64,7 +64,7 @@ learn_backends := [lib.describe_backend(key) |
 #   fix: >-
 #     Run the code once with learn, print the allow list with `sandboxio
 #     egress report AUDIT.jsonl`, and put it on a template whose backend
-#     enforces allow lists (E2B, Modal, Vercel, Kubernetes) with egress =
+#     enforces allow lists (${allowlist}) with egress =
 #     "deny".
 warn contains f if {
 	input.network.egress == "learn"
@@ -101,8 +101,8 @@ msg_bad_egress := sprintf(
 #   class: CapabilityNotSupported
 #   attribute: network.allow
 #   fix: >-
-#     Egress allow lists are a capability of E2B, Modal, Vercel and
-#     Kubernetes (IPv4 blocks, where its network lock is proven) only. Move
+#     Egress allow lists are a capability of ${allowlist} only (Kubernetes:
+#     IPv4 blocks, where its network lock is proven). Move
 #     the template to one of those backends, or remove allow and keep egress
 #     denied: bake dependencies into the image ahead of time, or upload an
 #     offline wheelhouse and install from it with the network off.
@@ -118,7 +118,7 @@ deny contains f if {
 # backend and has no template to move. (An else, so that the finding never
 # loses its fix, whatever input.kind holds.)
 fix_no_allowlist(meta) := concat(" ", [
-	"Egress allow lists are a capability of E2B, Modal, Vercel and Kubernetes (IPv4 blocks, where its network lock is proven) only.",
+	"Egress allow lists are a capability of ${allowlist} only (Kubernetes: IPv4 blocks, where its network lock is proven).",
 	`Set this policy's backend to one of those (for example "e2b://") and use it only in templates on that backend,`,
 	"or remove allow and keep egress denied: bake dependencies into the image ahead of time,",
 	"or upload an offline wheelhouse and install from it with the network off.",
@@ -178,7 +178,7 @@ msg_allow_with_open_egress := sprintf(
 #   fix: >-
 #     Give the entry in a form the backend accepts (resolve a domain to the
 #     CIDR blocks it uses), or use a backend that accepts domain entries
-#     (E2B, Vercel).
+#     (${domain_allowlist}).
 deny contains f if {
 	_ = input.network.allow[0]
 	input.capabilities.network.allowlist == true

@@ -225,7 +225,7 @@ func TestRuleMetadata(t *testing.T) {
 // catalogueLink is where README.md sends the reader for the rules: the
 // generated catalogue, by an address that works both on GitHub and in the
 // guide that renders README.md (docs/guides/policy-input.md).
-const catalogueLink = "(https://github.com/sandboxio/terraform-provider-sandboxio/blob/main/docs/policies.md)"
+const catalogueLink = "(https://github.com/sandboxio/terraform-provider-sandboxio/blob/main/docs/guides/policies.md)"
 
 // TestReadmeLinksCatalogue keeps README.md free of a hand-written rule
 // table, which would drift from the rules' METADATA: it links to the
@@ -240,9 +240,9 @@ func TestReadmeLinksCatalogue(t *testing.T) {
 	}
 	row := regexp.MustCompile("(?m)^\\| `?(SBX-[A-Z]{3}-[0-9]{3})`? \\|")
 	for _, m := range row.FindAllStringSubmatch(string(readme), -1) {
-		t.Errorf("README.md lists rule %s in a table; the generated catalogue (docs/policies.md) lists the rules", m[1])
+		t.Errorf("README.md lists rule %s in a table; the generated catalogue (docs/guides/policies.md) lists the rules", m[1])
 	}
-	if _, err := os.Stat(filepath.Join("..", "docs", "policies.md")); err != nil {
+	if _, err := os.Stat(filepath.Join("..", "docs", "guides", "policies.md")); err != nil {
 		t.Errorf("the catalogue README.md links to is missing: %v", err)
 	}
 }

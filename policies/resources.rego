@@ -115,8 +115,8 @@ template_ref := sprintf("the template %q (image)", [input.template.image]) if in
 #   class: CapabilityNotSupported
 #   attribute: backend
 #   fix: >-
-#     Use a backend that applies resource caps: Docker, Modal or Vercel per
-#     sandbox, or E2B through its template.
+#     Use a backend that applies resource caps: ${caps_per_sandbox|or} per
+#     sandbox, or ${caps_template|or} through its template.
 deny contains f if {
 	input.capabilities.caps.mode == "none"
 	input.template
@@ -221,8 +221,8 @@ fix_pids_above_ceiling := sprintf("lower resources.pids to %v or less", [input.c
 #   class: CapabilityNotSupported
 #   attribute: resources.memory_mb
 #   fix: >-
-#     Use a backend whose memory cap bounds memory and swap together: Docker
-#     (memory-swap set to the same value), Daytona, E2B, Modal or Vercel.
+#     Use a backend whose memory cap bounds memory and swap together (Docker
+#     sets memory-swap to the same value): ${memory_swap|or}.
 deny contains f if {
 	input.capabilities.caps.memory_bounds_swap == false
 	input.capabilities.caps.mode != "none" # SBX-RES-003 already refuses it
@@ -354,8 +354,7 @@ units_near(value, unit) := [n |
 # title: default cap the backend does not apply
 # description: >-
 #   Every sandbox is promised concrete caps, with modest defaults for those
-#   left out. Where a backend cannot set a cap per sandbox (Modal and Vercel
-#   set no disk or process cap, Daytona and Kubernetes no process cap), the
+#   left out. Where a backend cannot set a cap per sandbox (${caps_unset}), the
 #   default for it is not what the sandbox gets: the backend's own limit
 #   applies, which may be far looser. A cap asked for explicitly is refused
 #   (SBX-RES-004); the default is accepted, since the sandbox still has the

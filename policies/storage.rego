@@ -15,7 +15,7 @@ import data.sandboxio.lib
 # description: >-
 #   The backend would mount the same volume into every tenant's sandbox (or
 #   has no volumes at all), so one tenant could read and change another's
-#   files. Docker, E2B, Vercel and Daytona are refused; Modal mounts a
+#   files. ${no_tenant_storage} are refused; ${tenant_storage} mounts a
 #   volume of the tenant's own.
 # custom:
 #   id: SBX-VOL-001

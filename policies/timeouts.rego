@@ -95,7 +95,7 @@ fix_seconds(attr) := sprintf(
 # METADATA
 # title: lifetime above the backend's maximum
 # description: >-
-#   Backends cap how long a sandbox may live (E2B, Modal and Vercel do). A
+#   Backends cap how long a sandbox may live (${max_lifetime} do). A
 #   longer lifetime cannot be honoured: the backend would end the sandbox
 #   earlier than declared.
 # custom:
@@ -171,7 +171,7 @@ msg_timeout_above_lifetime := sprintf(
 #   class: IdleLifetimeWarning
 #   attribute: lifetime_seconds
 #   fix: >-
-#     Use a backend with an absolute lifetime (Docker, E2B, Modal or Vercel)
+#     Use a backend with an absolute lifetime (${absolute_lifetime|or})
 #     where a sandbox must end by a deadline, and run `sandboxio reap` on a
 #     schedule.
 warn contains f if {

@@ -15,16 +15,15 @@ import data.sandboxio.lib
 # description: >-
 #   The backend cannot create a sandbox ahead of time and bind it to a
 #   tenant later while enforcing its idle time and its lifetime on its own
-#   side, so the pool would be ignored or the binding would be unsafe. Docker
-#   with runc and Kubernetes keep warm pools today.
+#   side, so the pool would be ignored or the binding would be unsafe.
+#   ${warm_pool} keep warm pools today.
 # custom:
 #   id: SBX-WRM-001
 #   class: CapabilityNotSupported
 #   attribute: warm_pool
 #   fix: >-
 #     Remove warm_pool from the template (every open is then a cold open), or
-#     use a backend that keeps warm pools (docker:// with runtime runc, or
-#     kubernetes://).
+#     use a backend that keeps warm pools (${warm_pool|or}).
 deny contains f if {
 	input.template.warm_pool
 	not input.capabilities.warm_pool

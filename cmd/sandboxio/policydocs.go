@@ -28,9 +28,9 @@ func init() {
 		summary: "print the rule catalogue (Markdown) from the policies' METADATA",
 		usage:   "policy docs [--policy DIR]... [-o FILE]",
 		help: `Writes the rule catalogue as Markdown from the rules' METADATA, followed by the refusals
-made in Go; with --policy, the team rules too. docs/policies.md is this output for the
-embedded bundle.`,
-		example: `sandboxio policy docs -o docs/policies.md
+made in Go; with --policy, the team rules too. The guide docs/guides/policies.md is this
+output for the embedded bundle.`,
+		example: `sandboxio policy docs -o catalogue.md
 sandboxio policy docs --policy ./policies`,
 		setup: func(fs *pflag.FlagSet) runFunc {
 			var policyDirs stringsFlag

@@ -61,7 +61,8 @@ var builtinRules = sync.OnceValue(func() map[string]RuleText {
 			t := RuleText{Title: a.Title}
 			t.Class, _ = a.Custom["class"].(string)
 			t.Attribute, _ = a.Custom["attribute"].(string)
-			t.Fix, _ = a.Custom["fix"].(string)
+			fix, _ := a.Custom["fix"].(string)
+			t.Fix = policies.Expand(fix) // as the findings carry it
 			m[id] = t
 		}
 	}
@@ -88,7 +89,7 @@ func Backstop(backend, rule, attribute, found string) *model.Error {
 func RuleRefusal(rule, attribute, found string) *model.Error {
 	t, ok := LookupRule(rule)
 	if !ok {
-		t = RuleText{Title: "rule " + rule, Fix: "see " + rule + " in the rule catalogue (docs/policies.md)"}
+		t = RuleText{Title: "rule " + rule, Fix: "see " + rule + " in the rule catalogue (docs/guides/policies.md)"}
 	}
 	class := model.ConfigurationError
 	for _, c := range model.ErrorClasses {
@@ -125,7 +126,7 @@ func IsPolicyGap(err error) bool {
 func RuleWarning(class model.WarningClass, rule, attribute string) model.Warning {
 	t, ok := LookupRule(rule)
 	if !ok {
-		t = RuleText{Title: "rule " + rule, Fix: "see " + rule + " in the rule catalogue (docs/policies.md)"}
+		t = RuleText{Title: "rule " + rule, Fix: "see " + rule + " in the rule catalogue (docs/guides/policies.md)"}
 	}
 	return model.Warning{Class: class, Rule: rule, Attribute: attribute, Message: t.Title, Fix: t.Fix}
 }

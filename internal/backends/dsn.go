@@ -20,7 +20,7 @@ const DefaultDSN = "docker://"
 // DSN is a parsed backend DSN such as docker://?runtime=runsc, modal://APP or
 // vercel://TEAM/PROJECT. It never holds a credential: ParseDSN refuses any.
 type DSN struct {
-	Scheme  string // docker, e2b, modal, vercel or daytona, lower case
+	Scheme  string // a registered scheme, lower case
 	App     string // modal: the Modal app name
 	Team    string // vercel: the team slug or ID
 	Project string // vercel: the project name or ID

@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
+	"github.com/sandboxio/terraform-provider-sandboxio/policies"
 )
 
 // maxLine bounds one audit line.
@@ -275,14 +276,14 @@ func (r Report) Write(w io.Writer, source string) {
 	}
 	a := r.Allow()
 	fmt.Fprintln(w)
-	writeList(w, "E2B and Vercel (domain names, IP addresses and CIDR blocks)", append(quoteAll(a.Domains, "DNS name"), quoteAll(a.Addresses, "")...))
+	writeList(w, policies.Expand("${domain_allowlist} (domain names, IP addresses and CIDR blocks)"), append(quoteAll(a.Domains, "DNS name"), quoteAll(a.Addresses, "")...))
 	var cidrs []string
 	for _, ip := range a.Addresses {
 		cidrs = append(cidrs, netip.PrefixFrom(netip.MustParseAddr(ip), netip.MustParseAddr(ip).BitLen()).String())
 	}
 	writeList(w, "Modal (CIDR blocks only)", quoteAll(cidrs, ""))
 	if len(a.Domains) > 0 {
-		fmt.Fprintf(w, "# Modal takes no DNS names: %s are left out of its list; resolve them to the blocks\n# their services publish, or use E2B or Vercel, which match names.\n", strings.Join(a.Domains, ", "))
+		fmt.Fprintf(w, "# Modal takes no DNS names: %s are left out of its list; resolve them to the blocks\n# their services publish, or use %s, which match names.\n", strings.Join(a.Domains, ", "), policies.Expand("${domain_allowlist|or}"))
 	}
 	if len(a.Held) > 0 {
 		fmt.Fprintln(w, "# Held back from the lists: these reach a cloud's metadata service, this host, its networks or")

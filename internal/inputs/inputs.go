@@ -13,6 +13,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
+	"github.com/sandboxio/terraform-provider-sandboxio/policies"
 )
 
 // Backend parses a DSN (falling back to defaultBackend) and selects the
@@ -261,8 +262,8 @@ func specTier(s model.Spec, ref *policy.BackendRef) (model.Tier, error) {
 		msg = fmt.Sprintf("the spec says isolation_tier %s but backend %s gives %s: the tier comes from the backend and its runtime, never from the spec",
 			claim, ref.Key, d.Tier)
 		if r, _ := claim.Rank(); r > tierRank(d.Tier) {
-			fix = fmt.Sprintf(`to run at %s, use a backend or runtime that gives it (runsc for GVISOR; kata, E2B or Vercel for MICROVM) and set require_isolation = %q, so that nothing weaker is accepted; otherwise %s`,
-				claim, claim, fix)
+			fix = fmt.Sprintf(`to run at %s, use a backend or runtime that gives it (%s for GVISOR; %s for MICROVM) and set require_isolation = %q, so that nothing weaker is accepted; otherwise %s`,
+				claim, policies.Expand("${tier_GVISOR|or}"), policies.Expand("${tier_MICROVM|or}"), claim, fix)
 		}
 	}
 	return "", &model.Error{Class: model.ConfigurationError, Rule: rules.SpecTierLies, Attribute: "isolation_tier", Message: msg, Fix: fix}

@@ -503,8 +503,8 @@ func (e *Engine) indexAnnotations() {
 		pkgPath := a.Path[:len(a.Path)-1]
 		info := RuleInfo{
 			ID:          id,
-			Title:       ann.Title,
-			Description: ann.Description,
+			Title:       policies.Expand(ann.Title), // ${NAME} lists, as lib.finding fills them
+			Description: policies.Expand(ann.Description),
 			Package:     packageName(pkgPath),
 			Deny:        string(name) == "deny" || isExecSet(string(name)),
 			Builtin:     isBuiltinPackage(pkgPath),
@@ -514,7 +514,8 @@ func (e *Engine) indexAnnotations() {
 		}
 		info.Class, _ = ann.Custom["class"].(string)
 		info.Attribute, _ = ann.Custom["attribute"].(string)
-		info.Fix, _ = ann.Custom["fix"].(string)
+		fix, _ := ann.Custom["fix"].(string)
+		info.Fix = policies.Expand(fix)
 		info.Custom = ann.Custom
 		e.rules[id] = info
 	}

@@ -18,7 +18,7 @@ import (
 const (
 	sarifSchema  = "https://json.schemastore.org/sarif-2.1.0.json"
 	sarifVersion = "2.1.0"
-	catalogueURI = "https://github.com/sandboxio/terraform-provider-sandboxio/blob/main/docs/policies.md"
+	catalogueURI = "https://github.com/sandboxio/terraform-provider-sandboxio/blob/main/docs/guides/policies.md"
 )
 
 type sarifLog struct {

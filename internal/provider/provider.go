@@ -19,6 +19,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/resources"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
+	"github.com/sandboxio/terraform-provider-sandboxio/policies"
 )
 
 var _ provider.Provider = (*sandboxioProvider)(nil)
@@ -49,9 +50,9 @@ func (p *sandboxioProvider) Schema(_ context.Context, _ provider.SchemaRequest, 
 		Attributes: map[string]schema.Attribute{
 			"default_backend": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "Backend DSN used by resources that set none: `docker://`, `e2b://`, `modal://APP`, " +
-					"`vercel://TEAM/PROJECT` or `daytona://`. Defaults to `docker://`, the local Docker daemon. Never put credentials in it: each backend reads them from its " +
-					"environment variables (see `data.sandboxio_backend.credential_env`).",
+				MarkdownDescription: policies.Expand("Backend DSN used by resources that set none: ${dsns|or}. " +
+					"Defaults to `docker://`, the local Docker daemon. Never put credentials in it: each backend reads them from its " +
+					"environment variables (see `data.sandboxio_backend.credential_env`)."),
 			},
 			"policy_paths": schema.ListAttribute{
 				ElementType: types.StringType,

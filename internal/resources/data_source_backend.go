@@ -12,6 +12,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
+	"github.com/sandboxio/terraform-provider-sandboxio/policies"
 )
 
 var (
@@ -69,7 +70,7 @@ func (d *backendDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 			"dsn": schema.StringAttribute{Optional: true, Computed: true,
 				MarkdownDescription: "Backend DSN; defaults to the provider's `default_backend`."},
 			"runtime": schema.StringAttribute{Optional: true,
-				MarkdownDescription: "Docker runtime (`runc`, `runsc`, `kata`); defaults to `runc`."},
+				MarkdownDescription: policies.Expand("Docker runtime: ${docker_runtimes|or}; defaults to `runc`.")},
 			"scheme":                   computed("DSN scheme: " + orList(backends.Schemes()) + "."),
 			"capability_key":           computed("Key of the capability descriptor (`docker/<runtime>` or the scheme)."),
 			"isolation_tier":           computed("Isolation tier: UNKNOWN, CONTAINER, GVISOR or MICROVM."),

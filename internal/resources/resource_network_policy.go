@@ -17,6 +17,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/diags"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
+	"github.com/sandboxio/terraform-provider-sandboxio/policies"
 )
 
 var (
@@ -59,22 +60,22 @@ func (r *networkPolicyResource) Schema(_ context.Context, _ resource.SchemaReque
 			"egress": schema.StringAttribute{
 				Optional: true,
 				Computed: true,
-				MarkdownDescription: "`deny` (the default: no outbound connections, except `allow` entries where the backend " +
+				MarkdownDescription: policies.Expand("`deny` (the default: no outbound connections, except `allow` entries where the backend " +
 					"supports allow lists), `allow` (open egress, an explicit opt-in that is warned about) or `learn` (deny, and every " +
 					"blocked attempt recorded in the audit log for `sandboxio egress report`; only where the backend observes blocked " +
-					"egress, Docker with runc, and refused elsewhere).",
+					"egress, ${learn|or}, and refused elsewhere)."),
 			},
 			"allow": schema.ListAttribute{
 				ElementType: types.StringType,
 				Optional:    true,
 				Computed:    true,
-				MarkdownDescription: "Destinations allowed under `egress = \"deny\"`: CIDR blocks, IP addresses or domain names, " +
-					"as the backend accepts them. Allow lists are an E2B, Modal and Vercel capability: Docker cannot filter egress per " +
-					"host and Daytona's allow list is unverified, so a non-empty list is refused there (`CapabilityNotSupported`).",
+				MarkdownDescription: policies.Expand("Destinations allowed under `egress = \"deny\"`: CIDR blocks, IP addresses or domain names, " +
+					"as the backend accepts them. Allow lists are a capability of ${allowlist}; on ${no_allowlist} (no per-host " +
+					"egress filter, or an unverified one) a non-empty list is refused (`CapabilityNotSupported`)."),
 			},
 			"backend": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "Backend DSN to check the policy against (for example `docker://` or `e2b://`). " +
+				MarkdownDescription: "Backend DSN to check the policy against (for example `e2b://`). " +
 					"Defaults to the provider's `default_backend`, which is `docker://` unless set: set `backend` here when " +
 					"the templates that use the policy run elsewhere.",
 			},

@@ -21,6 +21,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
+	"github.com/sandboxio/terraform-provider-sandboxio/policies"
 )
 
 var (
@@ -58,10 +59,10 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			},
 			"backend": schema.StringAttribute{
 				Optional: true, Computed: true,
-				MarkdownDescription: "Backend DSN: `docker://`, `e2b://`, `modal://APP`, `vercel://TEAM/PROJECT` or `daytona://`, " +
+				MarkdownDescription: policies.Expand("Backend DSN: ${dsns|or}, " +
 					"with non-secret query options only. Defaults to the provider's `default_backend`, which is `docker://` (the " +
 					"local Docker daemon) unless set. Credentials come from " +
-					"environment variables, never from the DSN.",
+					"environment variables, never from the DSN."),
 			},
 			"image": schema.StringAttribute{
 				Required: true,
@@ -70,8 +71,8 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 			},
 			"runtime": schema.StringAttribute{
 				Optional: true,
-				MarkdownDescription: "Docker only: the OCI runtime. `runc` (default, CONTAINER tier), `runsc` (gVisor, GVISOR tier) " +
-					"or `kata` (MICROVM tier).",
+				MarkdownDescription: policies.Expand("Docker only: the OCI runtime, with the tier it gives: ${docker_runtimes|or}; " +
+					"`runc` by default."),
 			},
 			"require_isolation": schema.StringAttribute{
 				Optional: true,
@@ -148,7 +149,7 @@ func templateNetworkAttribute() schema.SingleNestedAttribute {
 		Attributes: map[string]schema.Attribute{
 			"egress": schema.StringAttribute{Optional: true, Computed: true, MarkdownDescription: "`deny` (default) or `allow`."},
 			"allow": schema.ListAttribute{ElementType: types.StringType, Optional: true, Computed: true,
-				MarkdownDescription: "Allowed destinations under deny, where the backend supports allow lists (E2B, Modal, Vercel)."},
+				MarkdownDescription: policies.Expand("Allowed destinations under deny, where the backend supports allow lists (${allowlist}).")},
 		},
 	}
 }

@@ -1,7 +1,9 @@
 package rules
 
+import "github.com/sandboxio/terraform-provider-sandboxio/policies"
+
 // Doc is the text of a rule, for error messages and the rule catalogue
-// (docs/policies.md). The Go-side rules' is in Docs; the Rego rules carry
+// (docs/guides/policies.md). The Go-side rules' is in Docs; the Rego rules carry
 // theirs in METADATA.
 type Doc struct {
 	ID          string
@@ -19,9 +21,9 @@ type Doc struct {
 var Docs = []Doc{
 	{ID: DSNUnknown, Title: "no backend, not a DSN, or an unknown scheme", Class: "ConfigurationError", Attribute: "backend",
 		Description: "A template needs a backend to be checked against; a DSN the parser does not recognise names no backend whose capabilities are known.",
-		Fix:         `Set backend (or the provider's default_backend) to docker://, e2b://, modal://APP, vercel://TEAM/PROJECT or daytona://.`},
+		Fix:         policies.Expand("Set backend (or the provider's default_backend) to ${dsns|or}.")},
 	{ID: DSNMalformed, Title: "a DSN malformed for its scheme", Class: "ConfigurationError", Attribute: "backend",
-		Description: "Each scheme has one form (modal://APP, vercel://TEAM/PROJECT, nothing after :// elsewhere); anything else is ambiguous.",
+		Description: policies.Expand("Each scheme has one form (${dsns}); anything else is ambiguous."),
 		Fix:         "Write the DSN in its scheme's form; the message names it."},
 	{ID: DSNCredential, Title: "a credential in a DSN", Class: "ConfigurationError", Attribute: "backend",
 		Description: "DSNs end up in state, plans, logs and specs; a credential there would leak. Credentials come from environment variables only.",
@@ -64,7 +66,7 @@ var Docs = []Doc{
 		Fix:         "Fix the policy the message names; run `sandboxio policy test` on its directory."},
 	{ID: WaiversLoad, Title: "the waiver file cannot be read", Class: "ConfigurationError", Attribute: "policy_waivers",
 		Description: "A waiver file that does not parse, or a waiver without rule, address, reason or expiry, would otherwise be a silent exception.",
-		Fix:         "Pass a waiver file that exists (YAML or JSON), and fix the waiver the message names (file and line); the format is under Team policies in docs/policies.md."},
+		Fix:         "Pass a waiver file that exists (YAML or JSON), and fix the waiver the message names (file and line); the format is under Team policies in docs/guides/policies.md."},
 	{ID: PolicyEval, Title: "the policy evaluation failed", Class: "ConfigurationError", Attribute: "policy_paths",
 		Description: "An evaluation that errs (a team rule with conflicting values, a built-in function that fails on its arguments) or returns no result or a result of the wrong shape has decided nothing. It refuses the configuration rather than reading the silence as no findings. The built-in rules are evaluated apart from the team's, so a team package can add refusals but never remove one.",
 		Fix:         "Fix the team rule the message names (run `opa eval` on it with the same input), or remove it from policy_paths."},

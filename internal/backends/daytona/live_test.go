@@ -12,8 +12,8 @@ import (
 )
 
 // Opt-in: the variables that run the conformance suite against the real
-// Daytona with the user's own organization (README, "Verify your Daytona
-// organization"). It opens a few dozen short sandboxes, one at a time.
+// Daytona with the user's own organization (docs/guides/backend-daytona.md,
+// "Verify your Daytona organization"). It opens a few dozen short sandboxes, one at a time.
 const (
 	liveEnv       = "SANDBOXIO_LIVE_DAYTONA"
 	liveImageEnv  = "SANDBOXIO_LIVE_DAYTONA_IMAGE"  // default liveImage

@@ -12,8 +12,8 @@ import (
 )
 
 // Opt-in: the variables that run the conformance suite against the real
-// E2B with the user's own account (see the README, "Verify your E2B
-// account"). It opens a few dozen short sandboxes, one at a time.
+// E2B with the user's own account (docs/guides/backend-e2b.md, "Verify
+// your E2B account"). It opens a few dozen short sandboxes, one at a time.
 const (
 	liveEnv         = "SANDBOXIO_LIVE_E2B"
 	liveTemplateEnv = "SANDBOXIO_LIVE_E2B_TEMPLATE" // default "base"
