@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"io"
 	"os"
 	"strconv"
@@ -40,7 +41,7 @@ const runExitCodesHelp = `Exit codes:
   64-70  refused or failed, one code per error class, nothing left provisioned:
          64 ConfigurationError, 65 CapabilityNotSupported, 66 CreateTimeout,
          67 ExecutionTimeout, 68 ResourceLimitExceeded, 69 SandboxGone, 70 backend or other
-  71-72  the pre-execution hook: 71 ExecutionBlocked, 72 ApprovalRequired (see --approve)
+  71-72  the hook: 71 ExecutionBlocked (` + rules.ExecDownloadPipe + `, ` + rules.ExecRemoveRoot + `, ` + rules.ExecInstallDenied + `), 72 ApprovalRequired
   130    interrupted (SIGINT, SIGTERM); the sandbox was removed
 Its own failures print "sandboxio COMMAND: <ErrorClass>: ..." on stderr.`
 
@@ -150,7 +151,7 @@ func (f *runFlags) declare(fs *pflag.FlagSet) {
 	fs.StringVar(&f.waivers, "waivers", "", "waiver `FILE` for soft-mandatory team rules, as in policy_waivers")
 	fs.Var(&f.labels, "label", "extra label `KEY=VALUE` when --spec is a template spec; repeatable")
 	fs.Var(&f.env, "env", "environment variable `NAME=VALUE` of the command (no secret's name); repeatable")
-	fs.Var(&f.approve, "approve", "approve the calls the hook's `RULE` (e.g. SBX-EXE-004) requires approval for; repeatable")
+	fs.Var(&f.approve, "approve", "approve the calls the hook's `RULE` ("+rules.ExecBanditHigh+", "+rules.ExecShellCheck+") requires approval for; repeatable")
 	fs.StringVar(&f.workdir, "workdir", "", "working `DIR`ectory of the command inside the sandbox")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on standard error")
 	fs.StringVar(&f.busybox, "busybox", "", "static busybox `PATH` to build "+sandbox.LocalImage+" from (default /bin/busybox)")
