@@ -213,9 +213,23 @@ func (b *dockerBackend) ensureBackstop(ctx context.Context, arch string) error {
 	return err
 }
 
+// backstopTries bounds the looks at the backstop (about 5 s in all).
+const backstopTries = 6
+
 // startBackstop makes the backstop container of that name run.
+//
+// A backstop that was just started, or that the daemon is restarting (its
+// restart policy), is given a few seconds to be seen running: under load
+// three looks in a row can all come before that.
 func (b *dockerBackend) startBackstop(ctx context.Context, name, arch string) error {
-	for try := 0; try < 3; try++ {
+	for try := 0; try < backstopTries; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(min(100*time.Millisecond<<try, 2*time.Second)):
+			}
+		}
 		ins, err := b.cli.ContainerInspect(ctx, name)
 		switch {
 		case err == nil && ins.Config != nil && ins.Config.Labels[labelBackstop] == backstopVersion:
@@ -238,7 +252,7 @@ func (b *dockerBackend) startBackstop(ctx context.Context, name, arch string) er
 			return err
 		}
 	}
-	return fmt.Errorf("backstop: %s is not running after three attempts", name)
+	return fmt.Errorf("backstop: %s is not running after %d attempts", name, backstopTries)
 }
 
 // createBackstop creates and starts the backstop container.
