@@ -6,108 +6,50 @@ import (
 	"io"
 	"strings"
 
+	"github.com/owenrumney/go-sarif/v3/pkg/report/v210/sarif"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 )
 
-// SARIF 2.1.0, the subset code-scanning tools read: one reporting
-// descriptor per rule, results located at the resource address through a
-// logical location (a plan has no source lines), waived findings as
-// accepted suppressions carrying the waiver's reason.
+// SARIF 2.1.0 through go-sarif: one reporting descriptor per rule,
+// results located at the resource address through a logical location (a
+// plan has no source lines), waived findings as accepted suppressions
+// carrying the waiver's reason. go-sarif writes every property the schema
+// defaults (rank -1, enabled, empty arrays) explicitly.
 
 const (
 	sarifSchema  = "https://json.schemastore.org/sarif-2.1.0.json"
-	sarifVersion = "2.1.0"
 	catalogueURI = "https://github.com/sandboxio/terraform-provider-sandboxio/blob/main/docs/guides/policies.md"
 )
-
-type sarifLog struct {
-	Schema  string     `json:"$schema"`
-	Version string     `json:"version"`
-	Runs    []sarifRun `json:"runs"`
-}
-
-type sarifRun struct {
-	Tool        sarifTool         `json:"tool"`
-	Invocations []sarifInvocation `json:"invocations"`
-	Results     []sarifResult     `json:"results"`
-	Properties  map[string]any    `json:"properties,omitempty"`
-}
-
-type sarifTool struct {
-	Driver sarifDriver `json:"driver"`
-}
-
-type sarifDriver struct {
-	Name           string            `json:"name"`
-	Version        string            `json:"version,omitempty"`
-	InformationURI string            `json:"informationUri"`
-	Rules          []sarifDescriptor `json:"rules"`
-}
-
-type sarifText struct {
-	Text     string `json:"text"`
-	Markdown string `json:"markdown,omitempty"`
-}
-
-type sarifDescriptor struct {
-	ID                   string         `json:"id"`
-	Name                 string         `json:"name,omitempty"`
-	ShortDescription     sarifText      `json:"shortDescription"`
-	FullDescription      sarifText      `json:"fullDescription"`
-	Help                 sarifText      `json:"help"`
-	HelpURI              string         `json:"helpUri,omitempty"`
-	DefaultConfiguration sarifConfig    `json:"defaultConfiguration"`
-	Properties           map[string]any `json:"properties"`
-}
-
-type sarifConfig struct {
-	Level string `json:"level"`
-}
-
-type sarifInvocation struct {
-	ExecutionSuccessful bool `json:"executionSuccessful"`
-}
-
-type sarifResult struct {
-	RuleID       string             `json:"ruleId"`
-	RuleIndex    int                `json:"ruleIndex"`
-	Level        string             `json:"level"`
-	Message      sarifText          `json:"message"`
-	Locations    []sarifLocation    `json:"locations"`
-	Suppressions []sarifSuppression `json:"suppressions,omitempty"`
-	Properties   map[string]any     `json:"properties,omitempty"`
-}
-
-type sarifLocation struct {
-	LogicalLocations []sarifLogical `json:"logicalLocations"`
-}
-
-type sarifLogical struct {
-	Name               string `json:"name"`
-	FullyQualifiedName string `json:"fullyQualifiedName"`
-	Kind               string `json:"kind"`
-}
-
-type sarifSuppression struct {
-	Kind          string `json:"kind"`
-	Status        string `json:"status"`
-	Justification string `json:"justification"`
-}
 
 // securitySeverity maps severities to the numeric scale code-scanning
 // tools sort by.
 var securitySeverity = map[string]string{"critical": "9.5", "high": "8.0", "medium": "5.5", "low": "3.0"}
 
+func props(kv map[string]any) *sarif.PropertyBag {
+	b := sarif.NewPropertyBag()
+	for k, v := range kv {
+		b.Add(k, v)
+	}
+	return b
+}
+
 func renderSARIF(w io.Writer, rep *Report, o RenderOptions) error {
 	index := map[string]int{}
-	driver := sarifDriver{Name: "sandboxio", Version: o.Version, InformationURI: catalogueURI}
-	for _, r := range rep.Rules {
-		if _, dup := index[r.ID]; dup {
-			continue
-		}
+	run := sarif.NewRunWithInformationURI("sandboxio", catalogueURI)
+	driver := run.Tool.Driver
+	if o.Version != "" {
+		driver.WithVersion(o.Version)
+	}
+	addRule := func(r RuleDoc) int {
 		index[r.ID] = len(driver.Rules)
-		driver.Rules = append(driver.Rules, descriptor(r))
+		driver.AddRule(descriptor(r))
+		return index[r.ID]
+	}
+	for _, r := range rep.Rules {
+		if _, dup := index[r.ID]; !dup {
+			addRule(r)
+		}
 	}
 	// A finding whose rule is not in the catalogue (a team rule returning a
 	// plain message has its package as ID) still gets a descriptor.
@@ -115,27 +57,26 @@ func renderSARIF(w io.Writer, rep *Report, o RenderOptions) error {
 		if i, ok := index[x.ID]; ok {
 			return i
 		}
-		index[x.ID] = len(driver.Rules)
-		driver.Rules = append(driver.Rules, descriptor(RuleDoc{Doc: rules.Doc{ID: x.ID, Title: x.Title, Class: x.Class, Fix: x.Fix},
-			Package: x.Package, Deny: x.Deny, Builtin: x.Builtin, Enforcement: x.Enforcement, Severity: x.Severity}))
-		return index[x.ID]
+		return addRule(RuleDoc{Doc: rules.Doc{ID: x.ID, Title: x.Title, Class: x.Class, Fix: x.Fix},
+			Package: x.Package, Deny: x.Deny, Builtin: x.Builtin, Enforcement: x.Enforcement, Severity: x.Severity})
 	}
-	results := []sarifResult{}
+	result := func(id string, i int, level, msg, addr string, p map[string]any) *sarif.Result {
+		loc := sarif.NewLogicalLocation().WithName(lastName(addr)).WithFullyQualifiedName(addr).WithKind("resource")
+		return sarif.NewRuleResult(id).WithRuleIndex(i).WithLevel(level).WithMessage(sarif.NewTextMessage(msg)).
+			AddLocation(sarif.NewLocation().WithLogicalLocations([]*sarif.LogicalLocation{loc})).WithProperties(props(p))
+	}
 	for _, r := range rep.Resources {
-		loc := []sarifLocation{{LogicalLocations: []sarifLogical{{Name: lastName(r.Address), FullyQualifiedName: r.Address, Kind: "resource"}}}}
 		if d := deferredText(r); d != "" {
 			level := "note"
 			if o.FailOnDeferred {
 				level = "error" // it fails the check
 			}
-			results = append(results, sarifResult{RuleID: rules.CheckedAtApply, RuleIndex: index[rules.CheckedAtApply],
-				Level: level, Message: sarifText{Text: r.Address + ": " + d}, Locations: loc,
-				Properties: map[string]any{"address": r.Address, "unknown": r.Deferred}})
+			run.AddResult(result(rules.CheckedAtApply, index[rules.CheckedAtApply], level, r.Address+": "+d, r.Address,
+				map[string]any{"address": r.Address, "unknown": r.Deferred}))
 		}
 		if d := skippedText(r); d != "" {
-			results = append(results, sarifResult{RuleID: rules.NotChecked, RuleIndex: index[rules.NotChecked],
-				Level: "note", Message: sarifText{Text: r.Address + ": " + d}, Locations: loc,
-				Properties: map[string]any{"address": r.Address, "type": r.Type, "action": r.Action, "reason": r.Skipped}})
+			run.AddResult(result(rules.NotChecked, index[rules.NotChecked], "note", r.Address+": "+d, r.Address,
+				map[string]any{"address": r.Address, "type": r.Type, "action": r.Action, "reason": r.Skipped}))
 		}
 		for _, x := range r.Results {
 			level := "error"
@@ -149,40 +90,43 @@ func renderSARIF(w io.Writer, rep *Report, o RenderOptions) error {
 			if x.Fix != "" {
 				msg += " Fix: " + x.Fix
 			}
-			res := sarifResult{RuleID: x.ID, RuleIndex: ruleIndex(x), Level: level, Message: sarifText{Text: msg}, Locations: loc,
-				Properties: map[string]any{"address": r.Address, "attribute": x.Attribute, "class": x.Class,
-					"enforcement": string(x.Enforcement), "severity": x.Severity, "outcome": string(x.Outcome)}}
+			p := map[string]any{"address": r.Address, "attribute": x.Attribute, "class": x.Class,
+				"enforcement": string(x.Enforcement), "severity": x.Severity, "outcome": string(x.Outcome)}
 			if x.Note != "" {
-				res.Properties["note"] = x.Note
+				p["note"] = x.Note
 			}
+			res := result(x.ID, ruleIndex(x), level, msg, r.Address, p)
 			if x.Outcome == verdict.Waived && x.Waiver != nil {
-				res.Suppressions = []sarifSuppression{{Kind: "external", Status: "accepted",
-					Justification: fmt.Sprintf("%s (waiver %s, expires %s)", x.Waiver.Reason, x.Waiver.Source, x.Waiver.Expires)}}
-				res.Properties["waiver"] = waiverJSON(x.Waiver)
+				res.AddSuppression(sarif.NewSuppression().WithKind("external").WithStatus("accepted").
+					WithJustification(fmt.Sprintf("%s (waiver %s, expires %s)", x.Waiver.Reason, x.Waiver.Source, x.Waiver.Expires)))
+				res.Properties.Add("waiver", waiverJSON(x.Waiver))
 			}
-			results = append(results, res)
+			run.AddResult(res)
 		}
 	}
 	s := rep.Summary()
-	run := sarifRun{
-		Tool: sarifTool{Driver: driver}, Invocations: []sarifInvocation{{ExecutionSuccessful: true}}, Results: results,
-		Properties: map[string]any{"plan": rep.Plan, "passed": rep.PassedWith(o), "waived": s.Waived,
-			"checkedAtApply": s.Deferred, "notChecked": s.Skipped},
-	}
+	run.AddInvocation(sarif.NewInvocation().WithExecutionSuccessful(true))
+	run.WithProperties(props(map[string]any{"plan": rep.Plan, "passed": rep.PassedWith(o), "waived": s.Waived,
+		"checkedAtApply": s.Deferred, "notChecked": s.Skipped}))
 	if len(rep.Waivers) > 0 {
 		ws := make([]jsonWaiverInfo, len(rep.Waivers))
 		for i, wr := range rep.Waivers {
 			ws[i] = jsonWaiverInfo{jsonWaiver: waiverJSON(wr.Waiver), Status: wr.Status, Detail: wr.Detail, Used: wr.Used}
 		}
-		run.Properties["waivers"] = ws
+		run.Properties.Add("waivers", ws)
 	}
+	log := sarif.NewReport()
+	log.Schema = sarifSchema
+	log.AddRun(run)
+	// Our own encoder rather than PrettyWrite: it keeps "<" and "&" in
+	// messages unescaped and ends the output with a newline.
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(sarifLog{Schema: sarifSchema, Version: sarifVersion, Runs: []sarifRun{run}})
+	return enc.Encode(log)
 }
 
-func descriptor(r RuleDoc) sarifDescriptor {
+func descriptor(r RuleDoc) *sarif.ReportingDescriptor {
 	level := "error"
 	switch {
 	case r.ID == rules.CheckedAtApply:
@@ -213,19 +157,21 @@ func descriptor(r RuleDoc) sarifDescriptor {
 	if r.Class != "" {
 		tags = append(tags, r.Class)
 	}
-	props := map[string]any{"tags": tags, "class": r.Class, "enforcement": string(r.Enforcement), "severity": r.Severity,
-		"builtin": r.Builtin, "package": r.Package}
+	p := props(map[string]any{"class": r.Class, "enforcement": string(r.Enforcement), "severity": r.Severity,
+		"builtin": r.Builtin, "package": r.Package}).WithTags(tags)
 	if r.Attribute != "" {
-		props["attribute"] = r.Attribute
+		p.Add("attribute", r.Attribute)
 	}
 	if s, ok := securitySeverity[r.Severity]; ok {
-		props["security-severity"] = s
+		p.Add("security-severity", s)
 	}
-	d := sarifDescriptor{ID: r.ID, Name: ruleName(title), ShortDescription: sarifText{Text: title},
-		FullDescription: sarifText{Text: why}, Help: sarifText{Text: help, Markdown: md},
-		DefaultConfiguration: sarifConfig{Level: level}, Properties: props}
+	d := sarif.NewRule(r.ID).WithName(ruleName(title)).
+		WithShortDescription(sarif.NewMultiformatMessageString().WithText(title)).
+		WithFullDescription(sarif.NewMultiformatMessageString().WithText(why)).
+		WithHelp(sarif.NewMultiformatMessageString().WithText(help).WithMarkdown(md)).
+		WithDefaultConfiguration(sarif.NewReportingConfiguration().WithLevel(level)).WithProperties(p)
 	if r.Builtin {
-		d.HelpURI = catalogueURI + "#" + strings.ToLower(r.ID)
+		d.WithHelpURI(catalogueURI + "#" + strings.ToLower(r.ID))
 	}
 	return d
 }
