@@ -28,7 +28,9 @@ const countScript = `n=0; for d in /proc/[0-9]*; do [ "$d" = /proc/$$ ] && conti
 // It reports whether the sandbox is still usable.
 func survivors(t *testing.T, sb *sandbox, marker string) (alive bool) {
 	t.Helper()
-	res, err := sb.Run(context.Background(), []string{"sh", "-c", countScript, "count", marker}, backends.RunOptions{Timeout: 10 * time.Second})
+	// A process SIGKILLed a moment ago may still be exiting: only one that
+	// stays is a survivor. The count is taken until it is 0, for up to 1 s.
+	res, err := sb.Run(context.Background(), []string{"sh", "-c", `i=0; while :; do ` + strings.TrimSuffix(countScript, "; echo $n") + `; [ "$n" = 0 ] && break; i=$((i+1)); [ $i -ge 20 ] && break; sleep 0.05; done; echo $n`, "count", marker}, backends.RunOptions{Timeout: 10 * time.Second})
 	if errors.Is(err, model.SandboxGone) && strings.Contains(err.Error(), "could not be stopped one by one") {
 		t.Logf("the processes could not be stopped one by one in time, so the sandbox was killed: %v", err)
 		waitGone(t, sb.b, map[string]string{"test": labelSafe(t.Name())}, 5*time.Second)
