@@ -540,12 +540,12 @@ func (e *Engine) Rule(id string) (RuleInfo, bool) {
 const resultVar = "x"
 
 // Evaluate runs every deny and warn rule on the input document. It calls OPA's
-// evaluator directly with the compiled query and reads the findings as AST
-// values, with its own caches (a pooled evalCache, the read-only
-// capsBaseCache): the rego package's per-call setup and JSON conversion cost
-// more than the rules themselves. A document Validate refuses is that
-// ConfigurationError; a panic inside evaluation is returned as an error, since
-// no input may crash the provider, the CLI or a service embedding the helper.
+// evaluator directly with the compiled query, reads the findings as AST
+// values and brings its own caches, since the rego package's per-call setup
+// costs more than the rules (docs/design/policy-engine-cost.md). A document
+// Validate refuses is that ConfigurationError; a panic inside evaluation is
+// returned as an error: no input may crash the provider, the CLI or a
+// service embedding the helper.
 func (e *Engine) Evaluate(ctx context.Context, in Input) (d Decision, err error) {
 	if err := in.Validate(); err != nil {
 		return Decision{}, err
