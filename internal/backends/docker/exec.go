@@ -33,8 +33,8 @@ const wrapperScript = `printf '\036sandboxio-pid:%s\036' "$$" >&2; exec "$@"`
 
 const markerPrefix = "\x1esandboxio-pid:"
 
-// probeScript inspects the sandbox from inside, and with "kill" first kills a
-// command's session. Only shell builtins run, so it works at the process
+// probeScript inspects the sandbox from inside, and with "kill" first kills
+// a command's session. Only shell builtins run, so it works at the process
 // ceiling. It prints one line:
 //
 //	<RS>sandboxio-probe<RS> left=N procs=N peak=N pids_max=N oom_kill=N
