@@ -96,19 +96,11 @@ type Timeouts struct {
 	LifetimeSeconds float64 `json:"lifetime_seconds"`
 }
 
-// AuditLog writes one JSON object per line. It is safe for concurrent use;
-// each record is written with one Write call.
-//
-// When the log is a file (w is an *os.File open on a regular file), a
-// sandbox whose backend runs a watcher outside the caller (Docker) also gets
-// a final record should the caller die without closing it (SIGKILL, a
-// crash): the watcher appends it to the same file once it has removed the
-// sandbox: event orphaned with op watch (or gone, or expired, when the
-// sandbox had already ended). The watcher opens the file by its path, never
-// through a symlink, and only when it is still the file w writes to (same
-// device and inode); a path replaced meanwhile gets nothing. The record is
-// rendered and redacted here, when the sandbox is created; the watcher only
-// sets its time.
+// AuditLog writes one JSON object per line, each in one Write call; it is safe
+// for concurrent use. When it writes to a regular file, a backend's watcher
+// (Docker) appends a sandbox's final record if the caller dies without closing
+// it; the record is rendered and redacted here at create, and the watcher opens
+// the file by path only while it is still the same file (device and inode).
 type AuditLog struct {
 	mu   sync.Mutex
 	w    io.Writer

@@ -42,7 +42,7 @@ func helperOpenRunClose(ctx context.Context, c *Client, spec []byte, sum, tenant
 }
 
 // BenchmarkOpenRunClose: helper open -> run -> close against the raw
-// Engine API sequence (goal: helper/raw <= 1.10).
+// Engine API sequence; the goal is printed with the ratio.
 func BenchmarkOpenRunClose(b *testing.B) {
 	cli := needDocker(b)
 	ctx := context.Background()

@@ -269,10 +269,8 @@ func TestDocker_LifetimeExpiredIsSandboxGone(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	// The open is bounded by timeout_seconds too, which cannot exceed the
-	// lifetime: 3 s was too little for a create on a loaded machine (make
-	// stress with other builds running), and 10 s too little in CI, where
-	// the pool's fifty concurrent claims (a parallel test) kept the daemon
-	// busy: the start alone took over 8 s. So the lifetime is 20 s.
+	// lifetime: the lifetime leaves room for a create on a daemon kept busy
+	// by parallel tests (the pool's fifty concurrent claims).
 	short := int64(20)
 	tpl := template(t, func(x *inputs.Template) { x.TimeoutSeconds = &short; x.LifetimeSeconds = &short })
 	spec, _ := tenantSpec(t, tpl, "acme", "expiring")

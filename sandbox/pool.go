@@ -38,18 +38,11 @@ const (
 	refillDelay = 500 * time.Millisecond
 )
 
-// PoolConfig keeps warm sandboxes ready for one template. A warm sandbox is
-// created from the template spec with the template's labels and no tenant:
-// the same policy bundle decides on the template, and it is hardened,
-// started and checked against the live backend (require_isolation
-// included) exactly as a cold open's. An Open of that template spec (the
-// template spec itself, rendered for its tenant by Open, without extra
-// labels) runs every check of a cold open, then claims a warm sandbox: the
-// backend binds it to the tenant and session (on Docker, by renaming the
-// container to the session's name), the lifetime counts from the claim and
-// secrets reach it only from then on. Closing it removes it; it never goes
-// back to the pool. An empty pool, or a warm sandbox that died, idled out
-// or was changed, falls back to a cold open.
+// PoolConfig keeps warm sandboxes ready for one template, created, decided on
+// and checked as a cold open's, with no tenant. An Open of the template spec
+// runs every check of a cold open, then claims one: the backend binds it to the
+// tenant and session, the lifetime counts from the claim, secrets reach it only
+// then, and it never returns to the pool. No usable warm sandbox: a cold open.
 type PoolConfig struct {
 	// Spec is the JSON of a template spec (sandboxio_template spec).
 	Spec       []byte

@@ -27,14 +27,12 @@ func openFirstExec(ctx context.Context, c *Client, spec []byte, sum, tenant, ses
 	return sb, d, nil
 }
 
-// BenchmarkWarmPool measures, in one run, on the same template and daemon:
-// the latency of claim -> first exec from a full pool of 4 against a cold
-// open -> first exec (goal: at least 5x faster), interleaved in every
-// iteration, each open with the pool at rest (full, no create in flight),
-// the sandboxes closed outside the timing; and the sustained rate of 16
-// opens -> first exec back to back from a pool of 4 refilling in the
-// background (it drains, so later opens may go cold: that is the sustained
-// rate) against 16 cold opens, the sandboxes closed after the window.
+// BenchmarkWarmPool measures, on one template and daemon: the latency of
+// claim -> first exec from a full pool of 4 against a cold open -> first exec,
+// interleaved, each with the pool at rest and closes outside the timing; and
+// the sustained rate of 16 opens -> first exec from a pool of 4 refilling in
+// the background (later opens may go cold) against 16 cold opens. The goal is
+// printed with the ratio.
 //
 //	go test -run '^$' -bench WarmPool -benchtime 15x ./sandbox/
 func BenchmarkWarmPool(b *testing.B) {

@@ -39,16 +39,11 @@ type Reaped struct {
 	Left string
 }
 
-// Reap removes sandboxes whose lifetime has passed or whose owner process is
-// verifiably gone: what a crash, a stopped daemon or a lost connection left
-// behind. Sandboxes of live owners within their lifetime are never touched,
-// and an owner whose liveness cannot be verified from here (another PID
-// namespace or machine) counts as alive. A container sandboxio did not
-// create is returned with Left set, and left. Each
-// one is audited (expired, or orphaned for a dead owner). Without
-// opts.Backend it sweeps every registered backend that can list its
-// sandboxes; a backend that fails does not stop the others, and the first
-// failure is returned.
+// Reap removes sandboxes whose lifetime has passed or whose owner is verifiably
+// gone; an owner that cannot be judged from here counts as alive. A container
+// sandboxio did not create is returned with Left set, and left. Each removal is
+// audited. Without opts.Backend it sweeps every registered backend that can
+// list; one failing does not stop the others, and the first failure is returned.
 func (c *Client) Reap(ctx context.Context, opts ReapOptions) ([]Reaped, error) {
 	targets, err := reapTargets(opts.Backend)
 	if err != nil {

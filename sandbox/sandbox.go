@@ -57,18 +57,13 @@ type RunOptions struct {
 	// secrets come only from Request.Secrets.
 	Env     map[string]string
 	Workdir string
-	// Stdout and Stderr stream the command's output: when set, what the
-	// command prints on that stream is written there as it arrives (every
-	// secret value replaced with [REDACTED] on the way), and Result holds
-	// none of it. Writes come from one goroutine at a time and are over
-	// when the call returns. A command that times out or hits a cap has
-	// written what it printed until then; the error follows. Left nil, the
-	// stream is buffered into Result.
-	//
-	// To catch a value split across two writes, the end of a write that
-	// could begin a secret value (at most len(longest value)-1 bytes) is
-	// held back until the next write or the end of the command. Redaction matches the exact bytes of each value: see the
-	// package documentation for what it cannot catch.
+	// Stdout and Stderr, when set, receive the stream as it arrives, redacted,
+	// from one goroutine at a time until the call returns, and Result holds
+	// none of it; nil buffers it into Result. A timeout or cap leaves what
+	// was printed until then written; the error follows.
+	// A write's tail that could begin a secret value is held back until the
+	// next write, so a value split across two is caught. Redaction matches
+	// exact bytes (docs/design/sandbox-runtime.md says what it cannot catch).
 	Stdout, Stderr io.Writer
 	// OnWarning, when set, receives the warnings of this call, redacted,
 	// before the command runs: the pre-execution hook's advisory findings

@@ -23,16 +23,11 @@ import (
 // sandboxed commands.
 const Redacted = "[REDACTED]"
 
-// Secrets holds the values of the secrets a spec names in secret_names. It is
-// a separate parameter from env: the values are injected into the sandbox's
-// commands only, never into its configuration, and are never persisted.
-//
-// Every way of printing a Secrets shows the names and hides the values:
-// String, GoString, every fmt verb (%v, %+v, %#v, %s, %q, %x), JSON, slog.
-// The values are not reachable from the Secrets value at all (it holds a
-// handle into a process-local vault), so even a struct that embeds one in an
-// unexported field and is printed through reflection shows a number, not a
-// value. The zero value holds no secrets.
+// Secrets holds the values of the secrets a spec names in secret_names, apart
+// from env: they reach the sandbox's commands only and are never persisted.
+// Every way of printing one (String, GoString, fmt verbs, JSON, slog,
+// reflection) shows names, not values: it holds only a handle into a
+// process-local vault. The zero value holds no secrets.
 type Secrets struct {
 	h *secretHandle
 }
@@ -45,17 +40,9 @@ var (
 )
 
 // MinSecretLength is the fewest characters a secret value may have; Open
-// refuses a shorter one (SBX-RUN-002), naming the secret, never its value.
-//
-// Redaction replaces every occurrence of a value, so a value must be unlikely
-// to occur by chance in ordinary output. A one-character secret "x" would
-// turn "file" into "fi[REDACTED]e" in every message and audit record, and
-// where [REDACTED] appears gives the value away; four characters still match
-// common words, numbers and hex digests. Real credentials (API keys, tokens,
-// passwords) are far longer, and 8 is the usual floor for a password (NIST SP
-// 800-63B), so no real credential is refused. An empty value is refused too:
-// it is almost always a variable exported by mistake (export KEY=$UNSET), and
-// the code would run without a credential it was declared to need.
+// refuses a shorter or empty one (SBX-RUN-002), naming the secret, never its
+// value. Redaction replaces every occurrence of a value, so a short one would
+// match ordinary output (and give itself away); 8 is the usual password floor.
 const MinSecretLength = 8
 
 // NewSecrets returns the secrets in m (copied), by name.

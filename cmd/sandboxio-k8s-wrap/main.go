@@ -1,10 +1,9 @@
 //go:build linux
 
-// Command wrap is the fixed program every exec of a Kubernetes sandbox runs
-// (see the kubernetes package). It is built static (CGO_ENABLED=0) into a
-// one-file image; an init container copies it into a memory-backed emptyDir
-// that the sandbox container mounts read-only, so the user's image needs no
-// shell. Modes:
+// Command sandboxio-k8s-wrap is the fixed program every exec of a Kubernetes
+// sandbox runs (see internal/backends/kubernetes). Built static into a one-file
+// image and copied into the pod by an init container, it needs no shell in the
+// user's image. Modes:
 //
 //	install DEST   copy this binary to DEST (the init container)
 //	hold           PID 1 of the sandbox container: reap orphans, never exit
@@ -12,15 +11,9 @@
 //	kill SID       kill every process of session SID
 //	probe          report what the sandbox shows from inside
 //	fill           create threads until the kernel refuses one (pids probe)
-//	lock MODE ...  lock the pod's network namespace (the init container
-//	               holding NET_ADMIN; netlock.go)
+//	lock MODE ...  lock the pod's network namespace (netlock.go)
 //	listen PORT    the egress probe's listener (netprobe.go)
 //	netprobe T...  the egress probe's client (netprobe.go)
-//
-// The exec block keeps secrets and the environment out of the exec's argv
-// (which the API server's audit log records): a 4-byte big-endian length,
-// then NUL-separated fields, the working directory first, then NAME=value
-// pairs. The rest of stdin is the command's own.
 package main
 
 import (
@@ -124,7 +117,10 @@ func hold() {
 }
 
 // readBlock reads exactly the exec block: no byte of the command's own input
-// is consumed (os.Stdin is unbuffered).
+// is consumed (os.Stdin is unbuffered). The block keeps secrets and the
+// environment out of the exec's argv, which the API server's audit log
+// records: a 4-byte big-endian length, then NUL-separated fields, the
+// working directory first, then NAME=value pairs.
 func readBlock(r io.Reader) (workdir string, env []string, err error) {
 	var n [4]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {

@@ -2,25 +2,13 @@
 
 package main
 
-// The network lock: the init container that holds NET_ADMIN runs `wrap
-// lock` in the pod's network namespace before the sandbox container starts
-// without any capability, so nothing in the sandbox can undo it. It works
-// with policy routing alone (rules and routes over netlink), which every
-// Linux kernel has, so it needs no NetworkPolicy enforcer, no iptables or
-// nftables binary and no kernel module:
-//
-//	rule 100 -> table lockTable: unreachable for the pod network (the
-//	        on-link subnets seen here and the pod CIDRs given), the service
-//	        CIDRs, the nodes' addresses and the gateway (the node's bridge
-//	        address); IPv6: unreachable ::/0.
-//	rule 101 -> table allowTable (deny and cidr only): each allowed CIDR via
-//	        the gateway (onlink, so the gateway itself needs no route), then
-//	        unreachable 0.0.0.0/0, so the main table is never consulted.
-//
-// The lockouts sit in a table consulted before the allow list, so no allow
-// entry can reopen another pod, a service or the node, whatever its prefix
-// length. Under deny every link but lo is also set down. The local table
-// (rule 0) still answers for the pod's own addresses.
+// The network lock: the init container holding NET_ADMIN runs `wrap lock` in
+// the pod's network namespace before the capability-less sandbox starts. It is
+// policy routing over netlink alone (no NetworkPolicy enforcer, iptables or
+// kernel module): rule 100 makes the pod network, services, nodes, gateway and
+// all of IPv6 unreachable (lockTable), before rule 101's allowed CIDRs and
+// unreachable default (allowTable, deny and cidr), so no allow entry reopens
+// them. See docs/design/kubernetes-backend.md.
 
 import (
 	"errors"

@@ -21,19 +21,13 @@ type handoff struct {
 	Spec    []byte            `json:"spec,omitempty"` // --spec -: already read from standard input
 }
 
-// scrubSecrets takes the spec's secrets out of this process's environment
-// for good. The initial environment block, which /proc/PID/environ shows
-// to the same user for as long as the process lives, cannot be rewritten in
-// place (os.Unsetenv changes only the runtime's copy), so the process
-// replaces itself with a new image of the CLI, same pid and arguments,
-// whose environment lacks the secrets; the values travel through an
-// anonymous in-memory file, read and closed at once by the new image.
-//
-// It returns to the caller, which goes on in this image, when no secret of
-// the spec is set, when this image is the re-executed one, when
-// re-execution is off (in-process tests), or when it failed (a warning then
-// says the values stay in /proc/PID/environ). A non-zero code ends the
-// command.
+// scrubSecrets takes the spec's secrets out of this process's environment for
+// good. /proc/PID/environ shows the initial environment block, which cannot be
+// rewritten in place, so the process re-executes the CLI (same pid and
+// arguments) without them; the values travel through an anonymous in-memory
+// file. It returns when no secret is set, in the re-executed image, with
+// re-execution off (in-process tests), or on failure (with a warning that the
+// values stay in environ). A non-zero code ends the command.
 func (f *runFlags) scrubSecrets(e *env) (code int) {
 	name := "sandboxio " + f.commandName
 	if v, ok := os.LookupEnv(handoffEnv); ok {

@@ -17,8 +17,8 @@ var testNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 // timeout (ExecutionTimeout). --timeout bounds each call made for the run,
 // the create included (a caller's explicit bound holds for everything done
 // on its behalf: a frozen daemon gives CreateTimeout within it). So it
-// must leave room for a create on a busy host; 1 s did not (.ci/run got
-// CreateTimeout, exit 66, under load).
+// must leave room for a create on a busy host (a tight one gave
+// CreateTimeout, exit 66, under load in CI).
 const callBudget = "10s"
 
 // cli runs the CLI in-process.

@@ -19,18 +19,11 @@ import (
 )
 
 // BenchmarkMCPRoundTrip: the overhead of a tool call through `sandboxio mcp`
-// over a direct run. Three variants of the same command (true), interleaved
-// in every iteration so that drift in the daemon's speed hits all alike:
-//
-//   - direct: Sandbox.Run on a sandbox open in this process (the Go API);
-//   - mcp: the run tool, called by the Go SDK's client on a `sandboxio mcp`
-//     process over stdio (JSON-RPC framing, the server's summary, its
-//     redaction), on its own open sandbox;
-//   - mcp-protocol: a call the server refuses before the sandbox (an empty
-//     command): the MCP layer's own round trip;
-//   - cli-run: `sandboxio run` (in this process): open, run, close.
-//
-// It reports the medians and the ratios mcp/direct and mcp/cli-run:
+// over a direct run, variants interleaved in every iteration: direct
+// (Sandbox.Run in this process), mcp (the run tool over stdio, with framing,
+// summary and redaction), mcp-protocol (a call refused before the sandbox: the
+// MCP layer alone) and cli-run (`sandboxio run`: open, run, close). It reports
+// the medians and the ratios mcp/direct and mcp/cli-run:
 //
 //	go test -run '^$' -bench MCPRoundTrip -benchtime 30x ./cmd/sandboxio/
 func BenchmarkMCPRoundTrip(b *testing.B) {
@@ -131,14 +124,11 @@ func BenchmarkMCPRoundTrip(b *testing.B) {
 		mc.Round(time.Millisecond), float64(mm)/float64(mc))
 }
 
-// BenchmarkMCPFirstCall: what a warm pool saves an agent host, the latency
-// from the MCP initialize to the result of the first tool call (run true),
-// through a `sandboxio mcp` process of the same template with a warm pool
-// of 2 (filled before the initialize: the server says so on stderr) and
-// without one (the sandbox opens cold at the first call). The two are
-// interleaved in every iteration, each with a fresh server and session; the
-// servers are started, and ended, outside the timing. It reports the
-// medians and the ratio cold/pool:
+// BenchmarkMCPFirstCall: what a warm pool saves an agent host, from MCP
+// initialize to the first tool call's result, through `sandboxio mcp` with a
+// warm pool of 2 (filled first) and without one (cold at the first call),
+// interleaved, each with a fresh server started outside the timing. It reports
+// the medians and the ratio cold/pool:
 //
 //	go test -run '^$' -bench MCPFirstCall -benchtime 10x ./cmd/sandboxio/
 func BenchmarkMCPFirstCall(b *testing.B) {

@@ -57,7 +57,7 @@ type checkFlags struct {
 }
 
 // defaultMaxInputMiB bounds what policy check reads: the largest real plans
-// are a few MiB, and a 200 MB plan took 45 s and 1.4 GB to check.
+// are a few MiB, and a far larger one costs seconds and gigabytes to check.
 const defaultMaxInputMiB = 64
 
 // exitDeferred is policy check's exit code, with --fail-on-deferred, for a

@@ -12,16 +12,12 @@ import (
 )
 
 // A fork bomb through the CLI exits 68 with ResourceLimitExceeded(pids) on
-// both runtimes, as the exit-code table says: under gVisor too, where the
-// sandbox may die at the host pids backstop before the command's timeout.
-//
-// With its stderr thrown away ("silent") the bomb leaves no word of refused
-// forks, and the host's own count must say so. Under gVisor such a bomb
-// either takes the sandbox down at the backstop, or gives up by itself
-// first (every shell whose fork is refused exits): gVisor counts the
-// refusals at its own ceiling nowhere, so the command's exit code (2) is
-// then all there is. That attempt is run again, a bounded number of times,
-// until the sandbox dies at the backstop; SandboxGone fails at once.
+// both runtimes, as the exit-code table says, gVisor's host pids backstop
+// included. A silent bomb (stderr discarded) leaves only the host's count as
+// evidence; under gVisor it may also give up by itself first (gVisor counts
+// those refusals nowhere), so that attempt is repeated, a bounded number of
+// times, until the sandbox dies at the backstop. See
+// docs/design/gvisor-pids-backstop.md.
 func TestRunCLI_ForkBombExitsWithThePidsLimit(t *testing.T) {
 	needDocker(t)
 	for _, c := range []struct{ rt, redirect string }{{"runc", ""}, {"runsc", ""}, {"runc", " 2>/dev/null"}, {"runsc", " 2>/dev/null"}} {

@@ -133,8 +133,8 @@ func TestRunCLI_StreamsOutputAndKeepsSecretsOutOfEnviron(t *testing.T) {
 // streamed.
 func TestRunCLI_OutputCap(t *testing.T) {
 	needDocker(t)
-	// Generous: 64 MiB through the daemon takes a second here, far more
-	// on a machine whose cores are busy.
+	// Generous: 64 MiB through the daemon takes a while, far longer on a
+	// machine whose cores are busy.
 	timeout, lifetime := int64(180), int64(240)
 	spec, sum := specFile(t, "acme", "outcap", func(x *inputs.Template) { x.TimeoutSeconds, x.LifetimeSeconds = &timeout, &lifetime })
 	n := &countWriter{}

@@ -11,19 +11,13 @@ import (
 )
 
 // Registration is everything the rest of sandboxio knows about one backend,
-// declared once, by the backend's own package, in an init function:
+// declared once by the backend's own package in an init function:
 //
 //	func init() { backends.Register(backends.Registration{Scheme: "docker", ...}) }
 //
-// The package internal/backends/all imports every backend package of this
-// build, and the policy engine imports that package, so the DSN parser, the
-// policy input, the provider's apply-time checks, the sandboxio_backend data
-// source, the run-time helper and reap all see the same set.
-//
-// The capability descriptor is not restated here: it is the entry of the
-// policy bundle's capability data (policies/capabilities/data.json) under
-// the scheme, or under SCHEME/RUNTIME for a backend with runtimes. That
-// data is what the Rego rules read; Capabilities looks it up.
+// The programs import internal/backends/all, so every part sees the same set.
+// The capability descriptor is not restated: it is the capability data's entry
+// (policies/capabilities/data.json) under SCHEME or SCHEME/RUNTIME.
 type Registration struct {
 	// Scheme is the DSN scheme, lower case.
 	Scheme string

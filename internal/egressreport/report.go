@@ -1,15 +1,10 @@
-// Package egressreport reads the blocked egress recorded in an audit log
-// (JSON lines, as sandbox.AuditLog writes them) and turns it into a summary
-// and paste-ready allow lists: what `sandboxio egress report` prints.
-//
-// Every name and address in the log was chosen by sandboxed code. Only
-// entries that are plain domain names, IP addresses (in canonical form) go
-// into an allow list, so nothing pasted can carry HCL syntax (a quote, an
-// interpolation) or a terminal control sequence; the rest are listed in the
-// summary as the audit record escaped them, and said to be left out. Of
-// those, names and addresses that reach a metadata service, this host, its
-// networks or other places that are not the Internet are held back too,
-// each named with why (classify.go).
+// Package egressreport reads the blocked egress recorded in an audit log and
+// turns it into a summary and paste-ready allow lists (`sandboxio egress
+// report`). Every name in the log was chosen by sandboxed code, so only plain
+// domain names and canonical IP addresses go into an allow list (nothing pasted
+// can carry HCL syntax or a control sequence); the rest, and whatever reaches a
+// metadata service, this host or other non-Internet places (classify.go), are
+// listed as left out, with why. See docs/design/egress-report-held-back.md.
 package egressreport
 
 import (

@@ -1,15 +1,10 @@
-// Package execscan describes what a run or run_code call will execute,
-// before it runs, for the pre-execution hook: every simple command after
-// its wrappers are unwrapped (env, sudo, busybox, nice, timeout, xargs,
-// absolute paths, ...), where each shell or interpreter reads its code
-// from (an argv string, standard input, a file, a module, a substitution),
-// and every shell script parsed with mvdan.cc/sh into those commands,
-// nested scripts included. It decides nothing: the rules in
-// policies/exec.rego read the description. What it cannot read (a
-// computed command name, a script file, a wrapper it does not unwrap, an
-// option it does not parse, a parse error, input over its bounds) is
-// listed in Scan.Unanalysed, so that a rule that needed it can say so
-// instead of passing.
+// Package execscan describes what a run or run_code call will execute, for the
+// pre-execution hook: every simple command after its wrappers are unwrapped
+// (env, sudo, busybox, timeout, xargs, ...), where each shell or interpreter
+// reads its code from, and every shell script parsed (mvdan.cc/sh) into those
+// commands. It decides nothing: policies/exec.rego reads the description. What
+// it cannot read is listed in Scan.Unanalysed, so a rule that needed it can say
+// so instead of passing. See docs/design/exec-hook.md.
 package execscan
 
 import (

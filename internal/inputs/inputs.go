@@ -208,22 +208,13 @@ func (t Tenant) input() *policy.TenantInput {
 }
 
 // Spec returns the document of a spec, as the run-time helper evaluates it
-// before provisioning anything (and as Sandbox builds it at plan), and the
-// isolation tier of its backend. It refuses, before any rule runs, what
-// no rule can decide:
-//
-//   - a spec with no backend (SBX-DSN-001): a spec names its backend, and
-//     never falls back to a provider's default_backend;
-//   - a spec whose isolation_tier is not the tier the capability data gives
-//     its backend and runtime (SBX-SPC-005). The tier is never taken from
-//     the spec: it is a statement about the backend, and a spec that states
-//     another was edited (or written) wrongly. Refusing rather than
-//     correcting it keeps a user who wrote MICROVM from getting CONTAINER
-//     without being told; require_isolation is what asks for a tier.
-//
-// A spec that leaves isolation_tier out claims nothing and gets its
-// backend's. A backend without a descriptor gives UNKNOWN and is left to
-// the rules (SBX-ISO-005), which refuse it.
+// before provisioning (and as Sandbox builds it at plan), and its backend's
+// isolation tier. It refuses what no rule can decide: a spec with no backend
+// (SBX-DSN-001; never a provider's default_backend), and an isolation_tier
+// other than the capability data's for its backend and runtime (SBX-SPC-005:
+// refused, not corrected, so MICROVM never silently becomes CONTAINER). A spec
+// without isolation_tier gets its backend's; no descriptor gives UNKNOWN,
+// which the rules refuse (SBX-ISO-005).
 func Spec(s model.Spec) (policy.Input, model.Tier, error) {
 	ref, _, err := Backend(s.Backend, s.Runtime, "")
 	if err != nil {

@@ -104,16 +104,12 @@ func (r Read[T]) Known() bool { return len(r.Unknown) == 0 }
 // WholeUnknown is what Unknown holds when the whole value is unknown.
 const WholeUnknown = "the whole configuration"
 
-// DecisionFree are the template attributes no rule of the bundle decides
-// on, and the placeholder each takes while unknown at plan. The image only
-// appears in the text of SBX-RES-002 (the empty placeholder reads "the
-// backend's template" there). env and labels are decision-free only in
-// their values, once the map itself, hence its keys, is known: SBX-SEC-003,
-// SBX-LBL-001 and SBX-LBL-002 decide on the keys, no refusal on a value
-// (SBX-SEC-002 warns on a value shaped like a credential: with the
-// placeholder, that warning comes when apply evaluates the real value).
-// TestDecisionFree_PlaceholdersDecideAsRealValues holds the bundle to this.
-// Team rules may read them: see PlaceholderPaths.
+// DecisionFree are the template attributes no rule of the bundle decides on,
+// and the placeholder each takes while unknown at plan. env and labels are
+// decision-free only in their values, once the map (hence its keys) is known:
+// rules decide on the keys, and SBX-SEC-002's warning on a credential-shaped
+// value comes at apply. TestDecisionFree_PlaceholdersDecideAsRealValues holds
+// the bundle to this; team rules may read them (PlaceholderPaths).
 var DecisionFree = map[string]string{"image": "", "env": "", "labels": ""}
 
 // placeholderPaths are the input paths of the decision-free attributes.

@@ -22,18 +22,12 @@ func withSession(ctx context.Context, ss *mcp.ServerSession) context.Context {
 	return context.WithValue(ctx, sessionKey{}, ss)
 }
 
-// Approval decides the calls that the pre-execution hook says require
-// approval (it is a sandbox.Approver). The rules named in Rules (the CLI's
-// --approve) are approved without asking. With Elicit, any other is put to
-// the user through MCP elicitation, when the client declares that it can
-// ask: approved only when the user accepts with approve set; declined,
-// cancelled, unanswered or not askable, it is refused (ApprovalRequired).
-// Without Elicit, every other is refused.
-//
-// Elicitation is off by default: the server cannot tell a person's answer
-// from a client that answers by itself, and a client that accepted every
-// request would turn require_approval into allow. Turn it on for hosts that
-// put elicitation requests to a person.
+// Approval decides the calls the pre-execution hook says require approval (a
+// sandbox.Approver): rules in Rules (--approve) are approved; with Elicit, any
+// other is asked of the user through MCP elicitation and approved only on an
+// explicit accept; otherwise it is refused (ApprovalRequired). Elicit is off by
+// default: the server cannot tell a person's answer from a client that accepts
+// everything, which would turn require_approval into allow.
 type Approval struct {
 	Rules  []string
 	Elicit bool

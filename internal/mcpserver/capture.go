@@ -19,17 +19,12 @@ const KeepChunkBytes = 2 << 20
 // 0600) and removes them. It runs in the sandbox, where the parts are.
 const joinScript = `umask 077; d=$1; shift; cat -- "$@" >"$d" && rm -f -- "$@"`
 
-// capture is one output stream of a call as it arrives. It holds in memory
-// only what the summary needs (the first bytes, the last bytes, the count,
-// whether it is valid UTF-8) and up to KeepChunkBytes of the stream; past
-// that, the stream goes on to a temporary file of the server, unlinked at
-// once, so that it is in no directory and goes when the server does. When
-// the command has ended, the stream goes into the sandbox in parts of
-// KeepChunkBytes, joined there into the kept file. Nothing is uploaded
-// while the command runs: a second exec on the container while the first
-// one's output is not read can stall both (seen with Docker 20.10). A
-// stream that fits in its summary is never uploaded. Writes come from one
-// goroutine at a time (sandbox.RunOptions).
+// capture is one output stream of a call as it arrives. It keeps in memory
+// what the summary needs and up to KeepChunkBytes; past that the stream goes to
+// an unlinked temporary file. Once the command has ended, a stream longer than
+// its summary goes into the sandbox in KeepChunkBytes parts: nothing is
+// uploaded while it runs, since a second exec while the first one's output is
+// unread can stall both on Docker 20.10.
 type capture struct {
 	s    *server
 	base string // the kept file; its parts are base.partNNNN

@@ -1,23 +1,11 @@
 // Package mcpserver serves one open sandbox to an agent host over the Model
 // Context Protocol: the tools run, run_code, upload and read_file, each a call
-// of the run-time helper (package sandbox) on that sandbox, so every call
-// passes the same checks, the same pre-execution hook and the same audit log
-// as the Go API and the CLI.
-//
-// Results are written for a model's context: the exit code, and the head and
-// tail of each stream with its byte count; when a stream is longer than the
-// summary shows, the whole of it is kept as a file in the sandbox and its path
-// given, to be read with read_file. Failures are tool errors (isError) whose
-// text starts with the error class and whose structured content names the
-// class, the rule and the fix. Secret values never leave in a result: the
-// helper redacts them from output and errors, and this package redacts every
-// string it returns once more.
-//
-// The server serves one sandbox for one tenant session. It does not open or
-// close it: the caller (`sandboxio mcp`) gives a Sandbox that opens at the
-// first call that needs it, and closes it when the client disconnects or the
-// process is told to stop. What the server tells the host before that (its
-// instructions) comes from the policy decision, never from an open sandbox.
+// of the run-time helper (package sandbox), so every call passes the same
+// checks, pre-execution hook and audit log as the Go API and the CLI.
+// Results are summaries for a model's context (a long stream is kept as a file
+// in the sandbox); failures are tool errors naming class, rule and fix; secret
+// values are redacted twice. The caller (`sandboxio mcp`) opens and closes the
+// sandbox; the server's instructions come from the policy decision alone.
 package mcpserver
 
 import (

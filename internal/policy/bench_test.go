@@ -8,8 +8,8 @@ import (
 )
 
 // BenchmarkEvaluateTemplate evaluates one accepted template against the whole
-// bundle, as terraform plan does per template. Targets: median <= 50 us and
-// <= 20 KB allocated per evaluation.
+// bundle, as terraform plan does per template; its targets are in
+// docs/design/policy-engine-cost.md.
 func BenchmarkEvaluateTemplate(b *testing.B) {
 	e := engine(b)
 	in := templateInput()

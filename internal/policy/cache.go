@@ -8,14 +8,11 @@ import (
 )
 
 // evalCache is the virtual-document cache of one evaluation: the rule sets
-// and function results topdown has computed. OPA's own cache is a trie of
-// hash maps, one per reference element, which costs about 1 KB for every
-// deny and warn set the query reads, more than evaluating a set whose rules
-// the index skips. An evaluation caches few entries, so this one keeps them
-// in a slice, compared element by element, and adds a hash index only when
-// a frame grows large (a long allow list or many env entries). It is reused
-// through a pool: one evaluation owns it from get to put, so it needs no
-// locking.
+// and function results topdown has computed. OPA's own cache (a trie of hash
+// maps) costs more per deny and warn set than evaluating one; an evaluation
+// caches few entries, so they live in a slice, with a hash index only for a
+// large frame. One evaluation owns it from pool get to put: no locking.
+// See docs/design/policy-engine-cost.md.
 type evalCache struct {
 	entries []cacheEntry
 	frames  []int         // start of each frame pushed by a with statement

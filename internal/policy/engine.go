@@ -539,17 +539,13 @@ func (e *Engine) Rule(id string) (RuleInfo, bool) {
 
 const resultVar = "x"
 
-// Evaluate runs every deny and warn rule on the input document. It calls
-// OPA's evaluator directly with the compiled query and reads the findings
-// as AST values: the rego package's per-call setup and its conversion of
-// results to JSON cost more than the rules themselves. For the same reason
-// it gives the evaluator its own caches: a pooled virtual-document cache
-// (evalCache) and the read-only data.capabilities (capsBaseCache).
-//
-// A document that Validate refuses is returned as that ConfigurationError,
-// and a panic inside evaluation (a bug in OPA or in a rule's built-ins, on
-// some input nobody foresaw) is returned as an error: no input may crash
-// the provider, the CLI or a service embedding the run-time helper.
+// Evaluate runs every deny and warn rule on the input document. It calls OPA's
+// evaluator directly with the compiled query, reads the findings as AST
+// values and brings its own caches, since the rego package's per-call setup
+// costs more than the rules (docs/design/policy-engine-cost.md). A document
+// Validate refuses is that ConfigurationError; a panic inside evaluation is
+// returned as an error: no input may crash the provider, the CLI or a
+// service embedding the helper.
 func (e *Engine) Evaluate(ctx context.Context, in Input) (d Decision, err error) {
 	if err := in.Validate(); err != nil {
 		return Decision{}, err

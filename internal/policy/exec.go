@@ -16,19 +16,15 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// The pre-execution hook. Every run and run_code call is decided, before
-// anything executes, by the exec packages: the built-in sandboxio.exec and
-// every team package whose name ends in .exec (package acme.exec). They
-// decide with two sets instead of deny and warn:
+// The pre-execution hook. Every run and run_code call is decided, before it
+// executes, by sandboxio.exec and every team package ending in .exec, with two
+// sets instead of deny and warn:
 //
 //	block contains f if { ... }             # the call must not run
 //	require_approval contains f if { ... }  # it runs only once approved
 //
-// Whether a finding is enforced is its rule's enforcement level, as for the
-// configuration rules: built-in exec rules are advisory (the finding is a
-// warning and an audit entry) unless a team raises them with
-// exec_enforcement (see ExecEnforcement); team exec rules take their
-// custom.enforcement, hard-mandatory when it is absent.
+// Built-in exec rules are advisory unless a team raises them (ExecEnforcement);
+// team exec rules default to hard-mandatory. See docs/design/exec-hook.md.
 
 // KindExec is the kind of the pre-execution hook's input document.
 const KindExec = "exec"

@@ -8,15 +8,11 @@ import (
 
 // PackageReads reports whether the rules of a package (a Finding's Package,
 // such as "team.registries") may read the input document at one of paths
-// (each a list of keys from the root: {"template", "image"}), themselves or
-// through the packages they refer to. The answer errs on the side of yes: a
-// reference to the whole of input, to a part that contains a path, or
-// through a computed key counts as a read; a reference alone in an
-// expression, which only tests that a value is there, does not.
-//
-// The provider asks before it evaluates a document in which such values are
-// placeholders for values unknown at plan: the findings of a package that
-// may read them are no decisions.
+// (key lists from the root: {"template", "image"}), directly or through the
+// packages they refer to. It errs on the side of yes (whole input, a containing
+// part, a computed key); a bare presence test is no read. The provider asks
+// before evaluating placeholders for values unknown at plan: the findings of a
+// package that may read them are no decisions.
 func (e *Engine) PackageReads(pkg string, paths ...[]string) bool {
 	key := pkg + "\x02" + joinPaths(paths)
 	if v, ok := e.reads.Load(key); ok {

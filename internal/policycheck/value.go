@@ -12,30 +12,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tftypes"
 )
 
-// planValue decodes a resource's values as `terraform show -json` writes
-// them (change.after, or values in planned_values or prior_state) into a
-// value of typ, the part of the provider schema's type its reader reads:
-// the check then reads it with the provider's own reader
-// (inputs.ReadTemplate, ...). unknown is after_unknown at the same place,
-// as readMask returns it.
-//
-// A value of the wrong type is an error: Terraform never writes one, so
-// the file was edited or damaged. Attributes the type does not have (a
-// provider of another version, computed ones no reader reads) are passed
-// over undecoded; one the plan leaves out is null.
-//
-// The JSON text goes straight into tftypes values, in one pass: no
-// map[string]any in between, strings and keys are substrings of after (one
-// string per resource), and the values a plan repeats (a backend, an
-// image, a memory cap) are made once per check (values). encoding/json has
-// already checked the text (parsePlan), and checkKeys that no object holds
-// a key twice; anything else unexpected is an error, never a panic.
-//
-// tftypes.ValueFromJSON, which decodes values the provider protocol sends
-// as JSON, is not used: it is not meant for use outside
-// terraform-plugin-go, has no after_unknown, takes a number written as a
-// string, and runs a json.Decoder for every value (several times the
-// allocations of this decoder).
+// planValue decodes a resource's values as `terraform show -json` writes them
+// into a value of typ, the part of the schema its reader (inputs.ReadTemplate,
+// ...) reads; unknown is after_unknown at the same place (readMask). A wrong
+// type is an error (the file was edited); attributes typ lacks are skipped,
+// missing ones are null. The text goes straight into tftypes values in one pass, with
+// repeated values made once per check (cache). tftypes.ValueFromJSON is not
+// used: it is internal to terraform-plugin-go, has no after_unknown and takes
+// numbers written as strings.
 func planValue(cache *values, addr string, typ tftypes.Type, after string, unknown any) (tftypes.Value, error) {
 	d := decoder{addr: addr, s: after, cache: cache}
 	d.path = d.pathBuf[:0]

@@ -1,13 +1,9 @@
-// Package prose renders the lists of backends and capabilities that the
-// docs, the schema descriptions and the rules' fix texts name, from the
-// policy bundle's capability data (policies/capabilities/data.json), so
-// that no sentence restates by hand which backend can do what.
-//
-// A rule's or a schema's text names a list as ${NAME} ("and" between the
-// last two items) or ${NAME|or}, which policies.Expand and the Rego rules
-// fill from the data's "prose" section; `go generate` writes that section
-// from Lists (scripts/prose), and fills the marked regions of README.md and
-// templates/ (<!--list:NAME-->...<!--/list-->) the same way. Why:
+// Package prose renders the lists of backends and capabilities that the docs,
+// schema descriptions and fix texts name, from the capability data
+// (policies/capabilities/data.json). A text names a list as ${NAME} or
+// ${NAME|or}, which policies.Expand and the Rego rules fill from the data's
+// "prose" section; `go generate` writes that section (scripts/prose) and fills
+// the <!--list:NAME--> regions of README.md and templates/. Why:
 // docs/design/prose-from-data.md.
 package prose
 

@@ -1,17 +1,9 @@
 // Package rules declares, once, every rule ID that Go code names. IDs are
-// stable: never reuse one.
-//
-// Two kinds live here. The Rego rules (SBX-NET, SBX-RES, SBX-TMO, SBX-ISO,
-// SBX-LBL, SBX-SEC, SBX-VOL, SBX-WRM) are defined, with their text, by the METADATA of the
-// policy bundle; Go names a few of them where it backs a refusal up (the
-// Docker backend's pre-flight, the model's own range checks). The Go-side
-// rules (SBX-DSN, SBX-SPC, SBX-RUN, SBX-POL, SBX-CHK) are refusals made
-// before an input document exists, or reports of what a plan cannot show;
-// their text is in Go (Docs).
-//
-// No other Go file writes an SBX- ID as a literal: TestIDsDeclaredOnce in
-// internal/policycheck checks that, and that every ID here is in the rule
-// catalogue and every Go-side catalogue entry is used.
+// stable: never reuse one. The Rego rules (SBX-NET, -RES, -TMO, -ISO, -LBL,
+// -SEC, -VOL, -WRM) take their text from the bundle's METADATA; the Go-side
+// rules (SBX-DSN, -SPC, -RUN, -POL, -CHK) are refusals made before an input
+// document exists, with their text in Go (Docs). No other Go file writes an
+// SBX- ID literally: TestIDsDeclaredOnce in internal/policycheck checks that.
 package rules
 
 // Go-side rules: the DSN parser.

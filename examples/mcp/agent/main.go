@@ -1,16 +1,9 @@
-// Command agent is the runnable MCP recipe (docs/guides/mcp.md): an agent
-// host in a page. It starts `sandboxio mcp` for one tenant session, ships a
-// small API (tools/crm.sh) and the data it reads into the sandbox, runs the
-// program a model would write against that API (task.sh), preceded by the
-// API's functions so that the pre-execution hook reads every line, with run_code, and
-// prints what comes back to the model: a summary of a few hundred bytes for
-// the hundreds of kilobytes the program read in the sandbox. It then makes a
-// call the team's policy (policy/exec.rego) blocks, and disconnects, which
-// removes the sandbox.
-//
-// It checks each of these against what it knows (the data is generated here,
-// so the totals are too) and exits 1 when one is not as described, so that
-// CI can run it.
+// Command agent is the runnable MCP recipe (docs/guides/mcp.md): an agent host
+// in a page. It starts `sandboxio mcp` for one tenant session, ships a small API
+// and its data into the sandbox, runs a model's program against it (task.sh)
+// with run_code, prints the summary the model gets, makes a call the team's
+// policy blocks, and disconnects. It exits 1 when any step is not as described
+// (it generated the data, so it knows the totals), so CI can run it.
 //
 //	go run ./examples/mcp/agent -spec spec.json -spec-sha256 "$SUM" -tenant acme -session mcp-1
 package main

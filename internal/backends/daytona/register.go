@@ -1,16 +1,8 @@
 // Package daytona is the Daytona backend (daytona://): an adapter over
-// Daytona's REST API (the v0.190.0 OpenAPI spec) and its toolbox API
-// (sessions and files, through the toolbox proxy).
-//
-// What each policy field maps to: the image is a declarative build
-// (buildInfo "FROM <image>"), since Daytona takes cpu, memory and disk
-// only with a build, never with a snapshot; labels are Daytona labels (plus a create
-// nonce, so a create is never repeated blindly); deny egress is
-// networkBlockAll (allow lists are refused by the policy); cpu, memory and
-// disk are sent in whole cores and GiB; lifetime_seconds becomes
-// autoStopInterval (whole minutes, an idle limit) with autoDeleteInterval 0,
-// and a deadline this process enforces while it runs (SBX-TMO-005 warns).
-// Daytona has no secret store: secret values go into the sandbox's env.
+// Daytona's REST API (the v0.190.0 OpenAPI spec) and its toolbox API. Daytona
+// has no secret store and no hard lifetime: secret values go into the
+// sandbox's env, and a deadline this process enforces backs autoStopInterval
+// (SBX-TMO-005 warns). See docs/design/cloud-backends.md for the mapping.
 package daytona
 
 import "github.com/sandboxio/terraform-provider-sandboxio/internal/backends"

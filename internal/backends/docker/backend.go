@@ -361,7 +361,7 @@ func diskDescription(strategy string, tier model.Tier, diskMB int64) string {
 
 // runscPidsBackstop is the host pids cgroup limit of a gVisor sandbox. gVisor
 // needs ~55 host threads idle and grows its host threads with the sandboxed
-// processes; see the package documentation for the measurements.
+// processes (docs/design/gvisor-pids-backstop.md).
 func runscPidsBackstop(pids int64) int64 { return 128 + 16*pids }
 
 func pidsDescription(tier model.Tier, pids int64) string {
@@ -969,16 +969,10 @@ func (b *dockerBackend) stopContainer(ctx context.Context, id string) error {
 	}
 }
 
-// Debian's dockerd 20.10 stopped answering altogether, every container it
-// showed "Up" with no shim left, in one of three stress rounds in which 50
-// tenants opened and closed at once from one process: each close's kill and
-// removal, the daemon's AutoRemove and the next creates all reached it
-// together. A backend therefore keeps at most maxDaemonWrites creates,
-// starts and removals in flight; the rest wait here, bounded by their
-// context, rather than in the daemon. Kills are not bounded: the teardown
-// grace bounds each close, and a kill queued behind others (the daemon
-// answers a SIGKILL only once the container stopped, up to seconds under
-// gVisor) would spend it waiting for a slot.
+// maxDaemonWrites bounds the creates, starts and removals in flight per
+// backend: dockerd 20.10 stopped answering when 50 tenants opened and closed
+// at once. The rest wait here, bounded by their context. Kills are not
+// bounded, so that a close's grace is not spent waiting for a slot.
 const maxDaemonWrites = 6
 
 // daemonSlot takes a slot of pool, or fails when ctx ends first.

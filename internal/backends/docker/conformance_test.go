@@ -85,7 +85,7 @@ func observeContainer(ctx context.Context, b *dockerBackend, id, rt string) (bac
 	}
 	caps := model.Caps{CPU: float64(ins.HostConfig.NanoCPUs) / 1e9, MemoryMB: ins.HostConfig.Memory >> 20}
 	if rt == "runc" && ins.HostConfig.PidsLimit != nil {
-		// Under runsc the host's pids cgroup is only a backstop (doc.go).
+		// Under runsc the host's pids cgroup is only a backstop (docs/design/gvisor-pids-backstop.md).
 		caps.Pids = *ins.HostConfig.PidsLimit
 	}
 	return backendtest.Observed{

@@ -16,15 +16,9 @@ import (
 )
 
 // eventWatch follows the daemon's "oom" and "die" events for sandboxio
-// containers over one subscription per backend, so that commands need no
-// extra API call to learn about either:
-//
-//   - the daemon reports an OOM kill of any process in a container's memory
-//     cgroup, including one started by exec (container inspect's OOMKilled
-//     only covers PID 1 on this daemon);
-//   - when a gVisor sandbox dies under an exec (its sentry OOM-killed), the
-//     daemon never closes the exec's stream; the die event is what ends the
-//     wait.
+// containers over one subscription per backend: "oom" covers processes started
+// by exec (inspect's OOMKilled covers PID 1 only), and "die" ends an exec's wait
+// when a gVisor sandbox dies under it (the daemon never closes that stream).
 type eventWatch struct {
 	cli *client.Client
 

@@ -34,25 +34,14 @@ const wrapperScript = `printf '\036sandboxio-pid:%s\036' "$$" >&2; exec "$@"`
 const markerPrefix = "\x1esandboxio-pid:"
 
 // probeScript inspects the sandbox from inside, and with "kill" first kills
-// a command's session. It forks nothing: only shell builtins run, so it still
-// works when the sandbox is at its process ceiling, as long as the exec
-// itself starts. It prints one line:
+// a command's session. Only shell builtins run, so it works at the process
+// ceiling. It prints one line:
 //
 //	<RS>sandboxio-probe<RS> left=N procs=N peak=N pids_max=N oom_kill=N
 //
-// left counts live processes of the session (after the kill rounds, with
-// "kill"), procs every live process (after them), peak every live process
-// before any kill (the probe itself included), pids_max the pids cgroup's "max" event
-// count (forks refused at pids.max) and oom_kill the memory cgroup's OOM
-// kill count; the last two are empty where the cgroup files are not visible
-// (gVisor).
-//
-// A scan of the process table that finds no live process at all has failed,
-// since the probe itself is one: under gVisor a fork bomb can make the
-// listing of /proc come back empty. Such a scan is retried, and a count no
-// scan could establish is -1, never 0, so that "nothing left" is only ever
-// reported from a scan that saw the probe. The third argument is the
-// process table's root, /proc except in this script's own tests.
+// (live processes of the session, all, all before any kill, the pids and
+// memory cgroups' counts, empty where not visible). A count no scan could
+// establish is -1, never 0: under gVisor a fork bomb can empty /proc's listing.
 const probeScript = `sid=$1; mode=$2; root=${3:-/proc}
 scan() {
   all=0; sess=0

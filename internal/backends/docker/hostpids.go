@@ -17,15 +17,10 @@ import (
 )
 
 // hostPids watches the host pids cgroup of a gVisor sandbox, whose limit is
-// the backstop (runscPidsBackstop): when a fork bomb drives gVisor's own
-// threads to it, the host refuses a thread to gVisor's Go runtime, which
-// cannot go on, and the whole sandbox dies. The kernel counts that refusal
-// in the cgroup's pids.events ("max N"), but the runtime removes the cgroup
-// with the container some 50 ms later, and cgroup v1 sends no file
-// notification for it. So the counter is read while the sandbox lives:
-// every idleEvery, and every nearEvery once the cgroup holds most of its
-// limit (the only time a refusal can come), so that the count is seen
-// before the cgroup goes. died reads it as the evidence of that death.
+// the backstop (runscPidsBackstop). A refusal there kills the whole sandbox,
+// and the runtime removes the cgroup (and its pids.events count) soon after,
+// with no file notification on cgroup v1; so the count is sampled while the
+// sandbox lives, faster near the limit. See docs/design/gvisor-pids-backstop.md.
 type hostPids struct {
 	dir   string // the cgroup directory on this host
 	limit int64  // its pids.max

@@ -219,7 +219,7 @@ func TestCreateTimeout(t *testing.T) {
 	// The call removes what it half-created before it returns (a process
 	// that exits right after would otherwise leave it), bounded by the
 	// teardown grace: on a busy daemon that removal, not the timeout, is
-	// what takes time (1.1 s past the limit was seen under make stress).
+	// what takes time.
 	if bound := limit + model.TeardownGrace; took > bound {
 		t.Fatalf("CreateTimeout after %s, want within %s (the limit plus the teardown grace)", took, bound)
 	}

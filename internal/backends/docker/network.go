@@ -31,17 +31,11 @@ const optionICC = "com.docker.network.bridge.enable_icc"
 // lock file does it between processes on this host.
 var egressMu sync.Mutex
 
-// egressNetwork returns the id of EgressNetwork, creating it on first use.
-// The network is shared by every open-egress sandbox and left in place for
-// the next one, like the image; `docker network rm sandboxio-egress` removes
-// it when no sandbox uses it.
-//
-// Docker 20.10 checks network names for duplicates without a lock, so two
-// racing creates can both succeed, and a container on a name with two
-// networks fails to start ("ambiguous"). Creates are therefore serialised,
-// in the process and through a lock file between processes on this host;
-// for clients on other hosts, every process uses the oldest network of the
-// name and removes younger, unused ones.
+// egressNetwork returns the id of EgressNetwork, creating it on first use and
+// leaving it for the next sandbox. Docker 20.10 checks network names without a
+// lock, and two networks of one name make a container fail to start, so
+// creates are serialised (in process and by a lock file) and every process
+// uses the oldest network of the name, removing younger unused ones.
 func (b *dockerBackend) egressNetwork(ctx context.Context) (string, error) {
 	b.netMu.Lock()
 	id := b.egressNet

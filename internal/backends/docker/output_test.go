@@ -100,8 +100,8 @@ func TestOutputCap(t *testing.T) {
 	for _, rt := range runtimes {
 		t.Run(rt, func(t *testing.T) {
 			needRuntime(t, rt)
-			// Generous: 64 MiB through the daemon takes seconds here, far
-			// more on a machine whose cores are busy.
+			// Generous: 64 MiB through the daemon takes a while, far
+			// longer on a machine whose cores are busy.
 			long := func(s *model.Spec) { s.TimeoutSeconds, s.LifetimeSeconds = 180, 600 }
 			sb := open(t, newTestBackend(t), testSpec(t, withRuntime(rt), long))
 			for _, streamed := range []bool{false, true} {

@@ -21,31 +21,13 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// Warm sandboxes (warm pools).
-//
-// Docker cannot change a container's labels after it is created, so a warm
-// sandbox is created with its template's labels and none of a tenant's, and
-// the binding to a tenant and session is its name: Claim renames the
-// container to sessionName(scope, tenant, session), the very name a cold
-// open of that session creates, so that the daemon refuses a second sandbox
-// for the session whichever way either was opened, and the reaper, List (by
-// tenant) and the audit record all find the binding there. A warm sandbox's
-// labels mark it (sandboxio.pool=warm) and carry its template's digest,
-// which Claim checks.
-//
-// Its init (sinit.go) bounds its idle time as it bounds the lifetime of any
-// sandbox: at the end of the idle time it exits (the container stops,
-// AutoRemove deletes it) unless the claim came first. The claim is one line
-// on the container's standard input, written through an attach the pool
-// holds from creation: the init reads it, answers on its standard output and
-// from then on ends the sandbox one lifetime after the claim. Nothing else
-// can write there: the daemon gives stdin to attached clients only, no
-// tenant code runs before the claim, and the init's /proc files are out of
-// the sandbox's reach (it is not dumpable). The input closes when the pool's
-// attach does (StdinOnce), so a pool process that dies takes its unclaimed
-// sandboxes down with it. The container's expiry label, which the reaper
-// and the host backstop read, is the latest it can live: created + idle +
-// lifetime.
+// Warm sandboxes (warm pools). Docker cannot change labels after creation, so
+// the tenant binding is the name: Claim renames the container to the session's
+// name (sessionName), which the daemon then refuses to anyone else. The init
+// (sinit.go) ends an unclaimed sandbox at its idle time, and one lifetime after
+// the claim line, read from a stdin that only the pool's attach can write and
+// that closes with the pool. The expiry label is created + idle + lifetime.
+// See docs/design/docker-backend.md.
 const (
 	labelPool      = model.ReservedLabelPrefix + "pool"         // poolWarm on every container created for a pool
 	labelSpecHash  = model.ReservedLabelPrefix + "spec_sha256"  // the template spec's digest, of a warm sandbox
@@ -179,20 +161,13 @@ func (w *warm) remove(ctx context.Context) error {
 	return w.s.Close(ctx)
 }
 
-// Claim binds the warm sandbox to the tenant and session of req.Spec. In
-// order: the idle time is not about to end; the container is running and is
-// still the one created (its labels carry the template's digest, its
-// resources, network, capabilities and runtime are as created: `docker
-// update` and `docker network connect` can change those after creation); it
-// is renamed to the session's name, which the daemon refuses while another
-// sandbox holds the session; its init is given the claim line and answers
-// it as it starts counting the lifetime. Any failure removes it.
-//
-// The claim does not run a command in the sandbox to probe it: what a probe
-// would show is already known. The container was checked at creation like a
-// cold one; the daemon's own view (the inspect) shows it running, unpaused,
-// carrying this template's digest and hardened as created; and the shell's
-// answer shows its command alive and the lifetime started.
+// Claim binds the warm sandbox to the tenant and session of req.Spec: the idle
+// time must not be about to end; the container must be running and unchanged
+// since creation (labels, resources, network, capabilities, runtime: `docker
+// update` and `network connect` can change them); it is renamed to the
+// session's name, which the daemon refuses while another sandbox holds it; its
+// init is given the claim line. Any failure removes it. No probe command runs:
+// the creation check and the inspect already show what one would.
 func (w *warm) Claim(ctx context.Context, req backends.ClaimRequest) (backends.Sandbox, error) {
 	w.mu.Lock()
 	done := w.claimed

@@ -23,11 +23,9 @@ import (
 )
 
 // Budgets of the clean-up after a timeout. cleanupBudget bounds all of it, so
-// that a timeout is reported within one second of it: the look at the process
-// ceiling gets what the killer left of it (each step's own budget alone adds
-// up to 1.8 s, which a loaded host running gVisor reached). The 200 ms left
-// of the second are for scheduling on a loaded host: measured with load
-// average 22 on 2 cores, 900 ms of clean-up was reported 1.04 s late.
+// that a timeout is reported within one second: the look at the process ceiling
+// gets what the killer left, and the rest of the second is left for scheduling
+// on a loaded host (docs/design/docker-backend.md).
 const (
 	killBudget      = 500 * time.Millisecond // waiting for the in-sandbox killer
 	killLimit       = 10 * time.Second       // a slow killer, which goes on after the wait
@@ -239,13 +237,11 @@ func (s *sandbox) died(ctx context.Context, started time.Time, cause error, stde
 	tracef("died after %s: %v", time.Since(started), cause)
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), inspectBudget)
 	defer cancel()
-	// The OOM event that explains a death usually comes 100-200 ms before
-	// the die event, but nothing orders the shim's OOM and exit reports,
-	// and the subscription may have missed one: a gVisor sandbox OOM-killed
-	// under load was once reported as stopped from outside, its die event in
-	// and no OOM event. So it is waited for a little, and then looked up in
-	// the daemon's event log, even once the die event is in; only a sandbox
-	// this process ended itself (Close, Kill) has a known cause and no wait.
+	// The OOM event that explains a death usually comes just before the die
+	// event, but nothing orders them and the subscription may miss one. So it is
+	// waited for a little, then looked up in the daemon's event log, even once the
+	// die event is in; only a sandbox this process ended itself (Close, Kill) has a
+	// known cause and no wait.
 	s.mu.Lock()
 	endedHere := s.gone != nil
 	s.mu.Unlock()
@@ -415,19 +411,12 @@ type stopped struct {
 }
 
 // stopSession kills the processes of a command's session from inside the
-// sandbox. When that cannot be done (no shell, session unknown, no room to
-// start the killer, or processes that will not die), it kills the whole
-// sandbox rather than leave them running. The killer is waited for up to
-// budget; the whole, the look at the ceiling and the wait for the kill of
-// the sandbox included, by total; it survives the caller's cancellation.
-//
-// A killer that is merely slow (a loaded host can take longer than budget
-// to start an exec) is not a failure: it goes on, up to killLimit, while
-// the caller gets its error in time, and the sandbox takes no command until
-// the killer ends (settle). Only a killer that fails, or outlasts
-// killLimit, kills the whole sandbox. A slow killer in a sandbox at (or,
-// by ceilingSuspected, seemingly at) its process ceiling is taken as
-// failed: it will not get a process there.
+// sandbox, else kills the whole sandbox rather than leave them running. The
+// killer is waited for up to budget, the whole by total, past the caller's
+// cancellation. A merely slow killer goes on, up to killLimit, while the
+// caller gets its error in time and the sandbox takes no command until it ends
+// (settle); one that fails or outlasts killLimit, or is slow at the process
+// ceiling (where it will get no process), kills the whole sandbox.
 func (s *sandbox) stopSession(ctx context.Context, pid int, budget, total time.Duration, ceilingSuspected bool) stopped {
 	var st stopped
 	// The look at the ceiling must leave the hard kill its share of total.
@@ -820,17 +809,11 @@ func (s *sandbox) Kill(ctx context.Context) error {
 	return nil
 }
 
-// Close kills the sandbox in a scope shielded from ctx's cancellation and
-// bounded by the teardown grace. What it confirms within the grace is the
-// kill: the daemon reports the container stopped (or gone), so no process
-// of the sandbox runs any more. Removing the stopped container (its
-// writable layer and mounts) is waited for with what is left of the grace;
-// when that is not enough, as under many concurrent closes on a busy host,
-// the removal finishes after Close returns: the daemon's own AutoRemove of
-// the stopped container, a background removal by this process, the watcher
-// when this process exits, and `sandboxio reap`. Only a kill that cannot be
-// confirmed within the grace warns (OrphanedSandboxWarning), with the
-// sandbox's id and labels so that it can be found and reaped.
+// Close kills the sandbox, shielded from ctx's cancellation and bounded by the
+// teardown grace. Within the grace it confirms the kill (container stopped or
+// gone); the removal may finish after it returns (AutoRemove, a background
+// removal, the watcher, reap). Only an unconfirmed kill warns
+// (OrphanedSandboxWarning), with the id and labels to reap it by.
 func (s *sandbox) Close(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.cfg.teardownGrace)
 	defer cancel()

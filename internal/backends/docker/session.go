@@ -27,20 +27,13 @@ import (
 // that share a daemon but not their tenants can set different scopes.
 const ScopeEnv = "SANDBOXIO_DOCKER_SCOPE"
 
-// sessionName is the container name of the sandbox of a tenant and session:
-// derived from them (and the scope) alone, so that the daemon itself refuses
-// a second container of that name (409 Conflict), whichever process or host
-// creates it, and whether the sandbox was created for the session or claimed
-// from a warm pool (a claim renames the pooled container to this name). It
-// is the tenant's prefix (a digest of the tenant alone, so that the
-// sandboxes of one tenant can be listed by name: see tenantNamePrefix), a
-// digest of scope, tenant and session, then the session id itself when it
-// is one the policy accepts (SBX-TEN-002: letters, digits, ".", "_", "-",
-// which Docker names allow), so that a claimed sandbox, whose labels cannot
-// say its session, shows it in its name (see sessionOfName). The tenant id
-// never appears. Any other string (the backend used directly) gets the
-// digests alone, a valid Docker name. It is "" when the spec has no tenant
-// or session (the backend used directly): such a sandbox gets a random name.
+// sessionName is the container name of a tenant's session, derived from scope,
+// tenant and session alone, so that the daemon refuses a second container for
+// the session (409 Conflict) whoever creates it, cold or by a warm claim. It is
+// the tenant's prefix (tenantNamePrefix), a digest of all three, then the
+// session id when the policy accepts it (so a claimed sandbox shows it:
+// sessionOfName); the tenant id never appears. "" when there is no tenant or
+// session: such a sandbox gets a random name.
 func sessionName(scope, tenant, session string) string {
 	if tenant == "" || session == "" {
 		return ""

@@ -13,15 +13,10 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// The sandbox init: PID 1 of every Docker sandbox is this very binary (the
-// one that runs the backend), bind-mounted read-only into the container. The
-// kernel does not deliver to a PID namespace's init any signal sent from
-// inside that namespace for which the init has no handler (SIGKILL and
-// SIGSTOP included), the init makes itself non-dumpable so that nothing
-// without CAP_SYS_PTRACE can trace it or reach its /proc files, and when it
-// exits at the deadline the kernel kills every process of the namespace and
-// AutoRemove deletes the container. So the lifetime is kept by a process
-// the sandbox can neither stop nor outlive, whatever becomes of the owner.
+// The sandbox init: PID 1 of every Docker sandbox is this very binary,
+// bind-mounted read-only. The kernel shields a namespace's init from signals
+// sent inside it, and the init is non-dumpable, so the lifetime is kept by a
+// process the sandbox can neither stop nor outlive.
 // See docs/design/docker-lifetime.md.
 const (
 	// initTarget is where the init is mounted in the sandbox. Its base name

@@ -130,7 +130,7 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 	}
 	// gVisor answers the sandbox's packets in its own network stack, which
 	// under --network=none has loopback only: nothing reaches the
-	// namespace the observer would watch (see doc.go).
+	// namespace the observer would watch (docs/design/docker-backend.md).
 	p.observe = p.networkMode == "none" && p.tier == model.TierContainer
 	if p.learn && !p.observe {
 		return p, gap(rules.NetLearn, "network.egress", fmt.Sprintf(`egress "learn" on runtime %s, where blocked egress is not observed`, p.runtime))

@@ -25,7 +25,7 @@ import (
 // against the same three calls made raw (POST /v2/sandboxes, envd's
 // process Start over Connect, DELETE /sandboxes/{id}) to the same local
 // server, interleaved in one run (the order alternates), compared by
-// medians: the adapter's overhead over the wire protocol (goal ≤ 1.10×).
+// medians: the adapter's overhead over the wire protocol (goal printed).
 // Both paths open the same sandbox (template, deny egress, metadata).
 func BenchmarkOpenRunClose(b *testing.B) {
 	srv := e2bserver.NewTestServer(b, canaryKey)

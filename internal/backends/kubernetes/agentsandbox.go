@@ -17,26 +17,13 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// agent-sandbox (kubernetes-sigs/agent-sandbox) objects, for
-// kubernetes://CONTEXT/NAMESPACE?api=agent-sandbox.
-//
-// They are written through client-go's dynamic client as unstructured
-// objects, not through the project's Go types (sigs.k8s.io/agent-sandbox):
-// that module would add its own requirements (controller-runtime,
-// OpenTelemetry exporters, Prometheus and more) to this module's graph for
-// one struct, while the dynamic client is part of client-go already. The
-// shape is v1beta1's, the storage version: the CRDs convert other versions
-// through a webhook that clusters need not serve.
-//
-// The Sandbox's pod template is podFor's spec, the very function the
-// plain-pod path uses, so that the hardening (and anything added to it)
-// applies to both. The controller copies the template into the pod
-// verbatim, under the Sandbox's own name, and its template labels onto the
-// pod. Its lifetime is enforced twice, neither by this process:
-// activeDeadlineSeconds in the pod (the kubelet ends it) and the Sandbox's
-// shutdownTime with shutdownPolicy Delete (the controller deletes the pod
-// and the Sandbox), which also bounds a pod the controller would create
-// anew if its pod were deleted from outside.
+// agent-sandbox (kubernetes-sigs/agent-sandbox) objects, for ?api=agent-sandbox,
+// written as unstructured objects through client-go's dynamic client: the
+// project's Go types would bring controller-runtime and more into the module
+// graph for one struct. The shape is v1beta1's, the storage version. The pod
+// template is podFor's spec, so the hardening applies to both paths; the
+// lifetime is both activeDeadlineSeconds (kubelet) and shutdownTime with
+// shutdownPolicy Delete (controller).
 const (
 	APIPod          = "pod"
 	APIAgentSandbox = "agent-sandbox"

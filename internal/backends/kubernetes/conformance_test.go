@@ -17,17 +17,11 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// The backend conformance suite against plain pods, and against
-// agent-sandbox Sandboxes: the same harness and every behaviour, none
-// skipped; the faults come from a proxy in front of the API server
-// (faultproxy_test.go). Its network behaviours run
-// under the network lock (egress.go): deny must keep a sandbox from a
-// listener on the host's docker0 address, which open egress reaches, and
-// the lock container's arguments are the control observed.
-//
-// The two run beside each other, after the package's other tests: each
-// mostly waits for pods, and together they are a quarter of the
-// package's time on the test cluster.
+// The backend conformance suite against plain pods and agent-sandbox
+// Sandboxes: the same harness, every behaviour, faults from a proxy in front of
+// the API server (faultproxy_test.go), network behaviours under the lock
+// (egress.go). The two run beside each other, after the other tests: each
+// mostly waits for pods.
 func TestAccConformance(t *testing.T) {
 	b := needCluster(t)
 	t.Parallel()
@@ -59,7 +53,7 @@ func conformance(t *testing.T, b *k8sBackend) {
 		// The kubelet counts activeDeadlineSeconds from the pod's start
 		// time, which the API server keeps in whole seconds: a pod can
 		// end up to a second before the lifetime counted from the
-		// create's start (seen: 19.879 s of 20 s).
+		// create's start.
 		LifetimeEarly: time.Second,
 		// The kubelet ends the pod at activeDeadlineSeconds: a node agent
 		// outside the pod's namespaces, which nothing in the pod can

@@ -17,22 +17,12 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// The egress probe: three short-lived pods of the wrapper's image, labelled
-// as this backend's own (the reaper removes them like sandboxes):
-//
-//   - a listener, which prints the address of every connection it accepts;
-//   - a control client with no lock, which must reach the listener: the
-//     probe can see a connection at all, so a "blocked" verdict cannot come
-//     from a broken pod network;
-//   - a client under the lock the mode gives a sandbox, which tries the
-//     listener and the node's bridge address (its gateway), reads its
-//     routes, and tries to undo the lock.
-//
-// Both sides must agree: the locked client's connects are refused by its
-// own kernel (no route), and the listener saw nothing from its address.
-// The cidr mode is proven with a documentation range as its allow list
-// (probeAllowed routed through the gateway, probeOutside not); a user's
-// CIDRs are outside the cluster and have no listener the probe could use.
+// The egress probe: three short-lived pods of the wrapper's image, reaped like
+// sandboxes: a listener; a control client with no lock, which must reach it
+// (so "blocked" cannot come from a broken pod network); and a client under the
+// mode's lock, whose connects its own kernel must refuse, which the listener
+// must never see, and which must fail to undo the lock. cidr mode is proven
+// with a documentation range as its allow list.
 
 const (
 	probePort    = "7181"

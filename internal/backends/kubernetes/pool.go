@@ -21,38 +21,13 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// Warm sandboxes (warm pools), the backend's own: pods (or, with
-// ?api=agent-sandbox, Sandboxes) created ahead from a template spec by the
-// same create as a cold open, hardened and probed from inside the same
-// way, with the template's labels and no tenant, no session and no secret.
-//
-// agent-sandbox's own SandboxWarmPool and SandboxClaim are not used: their
-// controller creates the warm pods itself, from a SandboxTemplate, under no
-// owner this backend could judge (the reaper could not tell a crashed
-// pool's pods from a live one's), with no bound on how long an unclaimed
-// pod waits, and it refills on its own schedule; and a claim's pod is
-// adopted into a new Sandbox of another name, whose labels the controller
-// copies from the claim later. A claim here is one API write, and its
-// result is known when it returns.
-//
-// The bounds hold on the cluster's side, whoever is around:
-//
-//   - An unclaimed warm pod's activeDeadlineSeconds is its idle time plus
-//     the lifetime (a claim at the last moment gets its whole lifetime).
-//     With agent-sandbox, its Sandbox's shutdownTime is the end of the idle
-//     time: the controller removes an unclaimed one then. On plain pods
-//     the idle time is the pool's to keep (it discards them), and if the
-//     pool's process dies, `sandboxio reap` removes them (owner gone), or
-//     the kubelet at idle time plus lifetime.
-//   - The claim lowers activeDeadlineSeconds (the API lets it fall, never
-//     rise) so that the pod ends one lifetime after the claim, and, with
-//     agent-sandbox, moves shutdownTime there.
-//
-// The claim binds the tenant and session by labels (pod labels can change;
-// with agent-sandbox on the Sandbox and its pod template too, from which
-// the controller keeps the pod's labels). Secrets travel in each exec's
-// stdin, so a warm sandbox holds none before its claim. A claimed sandbox
-// is closed like any other; it never returns to a pool.
+// Warm sandboxes (warm pools), the backend's own: pods (or Sandboxes) created
+// ahead from a template spec by a cold open's create and probe, with no tenant,
+// session or secret. agent-sandbox's SandboxWarmPool is not used: its pods have
+// no owner the reaper could judge and no idle bound. An unclaimed pod's
+// activeDeadlineSeconds is idle + lifetime; a claim binds tenant and session by
+// labels and lowers it to one lifetime from the claim, in one patch.
+// See docs/design/kubernetes-backend.md.
 const (
 	labelPool   = model.ReservedLabelPrefix + "pool"        // poolWarm until claimed, then poolClaimed
 	annSpecHash = model.ReservedLabelPrefix + "spec_sha256" // the template spec's digest (64 hex digits: too long for a label)

@@ -17,21 +17,12 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/vendorapi"
 )
 
-// API server faults (an overloaded or restarting API server, a load
-// balancer in front of it) are retried here, under every client this
-// backend makes (typed, dynamic, exec), instead of by client-go:
-//
-//   - client-go retries only answers that carry Retry-After, and does so for
-//     every verb, a create too, without looking whether the first create
-//     landed. Its retries are switched off by taking Retry-After out of the
-//     answers it sees.
-//   - Calls that may be repeated (GET, HEAD, DELETE, PUT, PATCH; never an
-//     upgrade to an exec stream) are retried on 429, on 5xx other than 501
-//     and on a request that got no answer, with exponential backoff and
-//     jitter, no sooner than Retry-After says, within the caller's context.
-//   - A create (POST) is never retried here: createWithLook retries it, and
-//     looks first whether the object exists (create.go). It reads the
-//     Retry-After of its answer from a retryHint in the request's context.
+// API server faults are retried here, under every client this backend makes,
+// instead of by client-go, which retries only answers with Retry-After, for
+// every verb, creates included (its retries are switched off by hiding
+// Retry-After from it). Repeatable calls (never an exec upgrade) are retried on
+// 429, 5xx but 501 and no answer, with jittered backoff honouring Retry-After.
+// A create is retried only by createWithLook (create.go), which looks first.
 const (
 	retryAttempts = 6
 	retryBase     = 200 * time.Millisecond

@@ -38,8 +38,8 @@ func TestConformance(t *testing.T) {
 		// Modal takes CPU and memory per sandbox; disk and pids stay at the
 		// defaults (the policy refuses other values for Modal).
 		Caps: model.Caps{CPU: 0.5, MemoryMB: 256, DiskMB: model.DefaultDiskMB, Pids: model.DefaultPids},
-		// The lifetime counts from the create request; a create on a loaded
-		// host took up to 16 s while every behaviour created at once.
+		// The lifetime counts from the create request, and a create on a
+		// loaded host is slow while every behaviour creates at once.
 		Lifetime: 10 * time.Second,
 	})
 }

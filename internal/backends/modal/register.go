@@ -1,14 +1,6 @@
-// Package modal is the Modal backend (modal://APP): sandboxes in a Modal
-// app, through Modal's official Go SDK. The DSN's app and environment
-// select where; the credentials come from MODAL_TOKEN_ID and
-// MODAL_TOKEN_SECRET, the endpoint from MODAL_SERVER_URL (else Modal's).
-//
-// Deny egress is an allow list with no entries (not the legacy
-// block-network flag); an allow list is CIDR blocks; caps are CPU and
-// memory, each a request with an equal hard limit; the lifetime is the
-// sandbox's timeout, enforced by Modal; labels are tags. Commands run
-// through Modal's command router; secrets are Modal Secrets. Its local
-// conformance server is internal/fakes/modal.
+// Package modal is the Modal backend (modal://APP): sandboxes in a Modal app,
+// through Modal's official Go SDK, with credentials from MODAL_TOKEN_ID and
+// MODAL_TOKEN_SECRET. See docs/design/cloud-backends.md for the mapping.
 package modal
 
 import "github.com/sandboxio/terraform-provider-sandboxio/internal/backends"

@@ -1,28 +1,9 @@
 // Package vendorapi is the HTTP client the cloud backends use for their
-// vendors' REST APIs (E2B now; Vercel and Daytona later).
-//
-// It injects the credential into one request header and never prints it:
-// Credential formats as [REDACTED] in every fmt verb, JSON, text and slog,
-// and every error text is scrubbed of it. A non-2xx status becomes a typed
-// error with a clear message and fix:
-//
-//   - 401, 403: model ConfigurationError on attribute "credentials", naming
-//     the environment variable that holds the key;
-//   - 404 on a request that names one sandbox (Request.Sandbox):
-//     SandboxGone; any other 404, 400 and 422: ConfigurationError;
-//   - 409: ConfigurationError (a conflict: the resource exists or is busy);
-//   - 429 and 5xx: a *StatusError with no model class (a backend failure,
-//     which the run-time helper reports as such), carrying Retry-After.
-//
-// Idempotent requests (GET, HEAD, PUT, DELETE, or Request.Idempotent) are
-// retried on 429, 5xx and transport failures, with exponential backoff and
-// jitter, waiting at least what Retry-After says (seconds or an HTTP date),
-// and never past the caller's context: a wait that would end after its
-// deadline is not started. A create (POST) is never retried here: the
-// adapter looks for the sandbox by label first and decides.
-//
-// Response bodies are read up to Client.MaxBody (a larger one is an error),
-// error bodies up to 64 KiB, and the vendor's message is clipped.
+// vendors' REST APIs. It injects the credential into one header and never
+// prints it (Credential formats as [REDACTED]; error text is scrubbed of it),
+// maps non-2xx statuses to typed errors, and retries idempotent requests with
+// backoff honouring Retry-After within the caller's context; a create is never
+// retried here. See docs/design/cloud-backends.md.
 package vendorapi
 
 import (

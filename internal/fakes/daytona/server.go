@@ -1,23 +1,10 @@
-// Package daytonaserver is a local conformance server for the Daytona
-// backend: the subset of Daytona's REST API and of its toolbox API (the
-// in-sandbox daemon, reached through the toolbox proxy) that the adapter in
-// internal/backends/daytona uses, validated as Daytona validates it, with
-// every command running inside a local sandbox opened through the hardened
-// Docker backend, never on the host.
+// Package daytonaserver is a local conformance server for the Daytona backend:
+// the subset of Daytona's REST and toolbox APIs that internal/backends/daytona
+// uses, with every command run in a local sandbox of the hardened Docker
+// backend, never on the host. It is test support; Daytona's official
+// TypeScript SDK referees it (referee/package-lock.json pins it).
 //
-// It is test support. Its fidelity is decided by Daytona's official
-// TypeScript SDK (npm @daytonaio/sdk 0.190.1, pinned in
-// referee/package-lock.json), which the referee test drives against it for
-// every operation the adapter uses.
-//
-// What it follows: libs/api-client-go/api/openapi.yaml of daytonaio/daytona
-// at tag v0.190.0 (commit 01c502bb1f1ff8f2885d0cd490e043736083dca8) for the
-// REST API, and the toolbox client shipped with SDK 0.190.1
-// (@daytona/toolbox-api-client 0.190.1) for sessions and files. Auto-stop
-// and auto-delete follow apps/api/src/sandbox/managers/sandbox.manager.ts
-// at that tag: a sandbox is stopped after autoStopInterval minutes without
-// activity (any toolbox request is activity), and a stopped sandbox with
-// autoDeleteInterval 0 is deleted at once.
+// See docs/design/conformance-servers.md for the pinned specs it follows.
 package daytonaserver
 
 import (

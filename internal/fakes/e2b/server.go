@@ -1,18 +1,10 @@
 // Package e2bserver is a local conformance server for the E2B backend: the
-// subset of E2B's control-plane REST API and of envd (the in-sandbox daemon)
-// that the adapter in internal/backends/e2b uses, validated as E2B validates
-// it, with every command running inside a local sandbox opened through the
-// hardened Docker backend, never on the host.
+// subset of E2B's REST API and envd that internal/backends/e2b uses, validated
+// as E2B validates it, with every command run in a local sandbox of the
+// hardened Docker backend, never on the host. It is test support; E2B's
+// official JavaScript SDK referees it (referee/package-lock.json pins it).
 //
-// It is test support. Its fidelity is decided by E2B's official JavaScript
-// SDK (the npm package e2b, pinned in referee/package-lock.json), which the
-// referee test drives against it for every operation the adapter uses.
-//
-// What it follows: spec/openapi.yml and spec/envd/envd.yaml and
-// spec/envd/process/process.proto of e2b-dev/E2B at commit
-// b8029973aa7da5f741f7bb1a9f833b38a0885438, and, for POST /v2/sandboxes
-// (the create call of SDK 2.51.0, newer than that spec), the NewSandboxV2
-// schema shipped in that SDK's type declarations.
+// See docs/design/conformance-servers.md for the pinned specs it follows.
 package e2bserver
 
 import (

@@ -1,22 +1,11 @@
-// Package modalserver is a local conformance server for the Modal backend:
-// a gRPC server built on the service interfaces generated from Modal's
-// published protocol (the ModalClient control plane and the
-// TaskCommandRouter that runs commands), as shipped in the official Go SDK
-// github.com/modal-labs/libmodal/modal-go. It is test support, not a product
-// feature: Modal cannot be reached from CI, so the adapter is tested against
-// this server, and the server itself is refereed by the official SDK (see
-// referee_test.go). If the SDK cannot use it, the server is wrong.
+// Package modalserver is a local conformance server for the Modal backend: a
+// gRPC server on the service interfaces of Modal's published protocol (as
+// shipped in modal-go), with every command run in a local sandbox of the
+// hardened Docker backend, never on the host. It is test support; the official
+// SDK referees it (referee_test.go). What Docker cannot enforce (a CIDR allow
+// list) runs stricter and is recorded as such, never reported as enforced.
 //
-// It implements only the RPCs the adapter and the referee use, and validates
-// them as Modal would: the token id and secret are required on every call
-// (plus the short-lived auth token the SDK fetches first, and a task-scoped
-// JWT on the command router), unknown fields are refused, sizes and limits
-// are enforced. It enforces exec timeouts and sandbox lifetimes itself.
-// Commands really run, inside local Docker sandboxes opened through the
-// hardened Docker backend, never on the host. What cannot be enforced
-// locally (a CIDR allow list: Docker has no per-host egress filter) is run
-// stricter (no network at all) and recorded as such, never reported as
-// enforced.
+// See docs/design/conformance-servers.md.
 package modalserver
 
 import (

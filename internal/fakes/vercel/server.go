@@ -1,23 +1,11 @@
 // Package vercelserver is a local conformance server for the Vercel Sandbox
-// backend: the subset of Vercel's sandbox REST API that the adapter in
-// internal/backends/vercel uses, validated as Vercel validates it, with
-// every command running inside a local sandbox opened through the hardened
-// Docker backend, never on the host.
+// backend: the subset of Vercel's REST API that internal/backends/vercel uses,
+// with every command run in a local sandbox of the hardened Docker backend,
+// never on the host. It is test support; Vercel's official SDK referees it
+// (referee/package-lock.json pins it). An allow list Docker cannot enforce
+// gets no network at all, recorded as Unenforced.
 //
-// It is test support. Its fidelity is decided by Vercel's official
-// JavaScript SDK (npm @vercel/sandbox 3.5.0, pinned in
-// referee/package-lock.json), which the referee test drives against it for
-// every operation the adapter uses. The wire shapes follow that SDK's
-// api-client (dist/api-client/api-client.js and validators.js): create
-// (POST /v2/sandboxes with a runtime, /v3/sandboxes without), get, list by
-// tag and delete of a sandbox; the session's commands as an NDJSON stream,
-// command kill and wait, file writes as a gzipped tar, and stop.
-//
-// What differs from Vercel, on purpose: one session per sandbox (a stopped
-// sandbox is not resumed: resume is refused with 400), the working
-// directory is /work (the Docker backend's writable directory) rather than
-// /vercel/sandbox, and an allow list cannot be enforced by Docker, so such
-// a sandbox gets no network at all and the record says so (Unenforced).
+// See docs/design/conformance-servers.md for what differs from Vercel.
 package vercelserver
 
 import (

@@ -8,7 +8,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// Harness plugs one backend into the suite; see the package documentation.
+// Harness plugs one backend into the suite (docs/design/conformance-suite.md).
 type Harness struct {
 	// Name is shown in skip reasons and failures ("docker/runc", "e2b-server").
 	Name string

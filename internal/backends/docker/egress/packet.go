@@ -2,12 +2,11 @@
 // device in the sandbox's own network namespace takes the default routes,
 // and this package reads what the sandbox sends there, records each attempt
 // (bounded), answers so that the sandboxed code fails at once (a TCP reset,
-// a DNS REFUSED) and forwards nothing, ever. See the Network section of
-// package docker for why this shape.
+// a DNS REFUSED) and forwards nothing, ever. See docs/design/docker-backend.md
+// for why this shape.
 //
-// Everything read from the device was written by untrusted code: the
-// parsers here check every length against the packet before using it, copy
-// nothing they have not bounded, and are fuzzed.
+// Everything read from the device is untrusted: every length is checked
+// against the packet before use, and the parsers are fuzzed.
 package egress
 
 import (

@@ -1,16 +1,12 @@
-// Command egressprobe runs inside a test sandbox and tries to reach what its
-// arguments name, printing one line per attempt: the attempt, then "ok" or
-// the error's errno name (ECONNREFUSED, ENETUNREACH, ...).
+// Command egressprobe runs in a test sandbox (built static, so it needs nothing
+// in the image) and tries what its arguments name, printing "ok" or the errno:
 //
-//	tcp:HOST:PORT   connect (HOST may be a name, resolved by Go's own resolver)
-//	udp:IP:PORT     send one datagram
-//	dns:NAME        look the name up
+//	tcp:HOST:PORT     connect (HOST may be a name, resolved by Go's resolver)
+//	udp:IP:PORT       send one datagram
+//	dns:NAME          look the name up
 //	tls:IP:PORT:NAME  a TLS handshake asking for the server name NAME
 //	http:IP:PORT:NAME an HTTP request with Host NAME (IP in brackets if IPv6)
-//	flood:N         N connects to distinct addresses in 10.0.0.0/8, port 5432,
-//	                16 at a time; prints how many ended in each way
-//
-// Built by the tests with CGO_ENABLED=0, so it needs nothing in the image.
+//	flood:N           N connects to distinct 10/8 addresses, 16 at a time
 package main
 
 import (
