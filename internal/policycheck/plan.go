@@ -244,13 +244,17 @@ func describeJSONError(data []byte, base int64, section string, err error) strin
 		line, col := position(data, base+typ.Offset)
 		field := section
 		if typ.Field != "" {
-			field += "." + typ.Field
+			field += "." + embedded.Replace(typ.Field)
 		}
 		return fmt.Sprintf("not a Terraform plan: %s holds a JSON %s where a plan has %s (line %d, column %d)",
 			field, typ.Value, jsonKind(typ.Type.Kind().String()), line, col)
 	}
 	return "invalid JSON: " + err.Error()
 }
+
+// embedded drops the names of the embedded tfjson types, which
+// encoding/json puts in an error's field path between JSON keys.
+var embedded = strings.NewReplacer("ResourceChange.", "", "StateResource.", "")
 
 func jsonKind(goKind string) string {
 	switch goKind {

@@ -37,3 +37,17 @@ func TestParsePlan_FormatVersion(t *testing.T) {
 		}
 	}
 }
+
+// A type error in a field of tfjson's types is named by its JSON path, without
+// the Go names of the embedded types.
+func TestParsePlan_TypeErrorPath(t *testing.T) {
+	for src, want := range map[string]string{
+		`{"format_version":"1.2","planned_values":{"root_module":{"resources":[{"address":"a","type":"x","tainted":"x"}]}}}`: "planned_values.root_module.resources.tainted holds a JSON string",
+		`{"format_version":"1.2","resource_changes":[{"address":1}]}`:                                                        "resource_changes.address holds a JSON number",
+	} {
+		_, err := parsePlan("plan.json", []byte(src))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", src, err, want)
+		}
+	}
+}
