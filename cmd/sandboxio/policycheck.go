@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -173,13 +172,16 @@ func checkPolicyPath(p string, limit int64) error {
 		_, err := boundedfile.CheckRegular(p, limit)
 		return err
 	}
-	return filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".rego") || strings.HasSuffix(path, "_test.rego") {
-			return nil // walk errors: the engine reports them
+	files, err := policy.RegoFiles(p, false)
+	if err != nil {
+		return nil // the engine reports it
+	}
+	for _, f := range files {
+		if _, err := boundedfile.CheckRegular(f, limit); err != nil {
+			return err
 		}
-		_, err = boundedfile.CheckRegular(path, limit)
-		return err
-	})
+	}
+	return nil
 }
 
 // warnIfNotProviderPolicies says when the plan's provider loads other team

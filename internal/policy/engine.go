@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -418,19 +417,12 @@ func teamPolicyFiles(paths []string) ([]string, error) {
 			files = append(files, p)
 			continue
 		}
-		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && strings.HasSuffix(path, ".rego") && !strings.HasSuffix(path, "_test.rego") {
-				files = append(files, path)
-			}
-			return nil
-		})
+		dirFiles, err := RegoFiles(p, false)
 		if err != nil {
 			return nil, configErr("policy_paths", fmt.Sprintf("cannot walk policy path %q: %v", p, err),
 				"point policy_paths at a readable directory of .rego policies")
 		}
+		files = append(files, dirFiles...)
 	}
 	sort.Strings(files)
 	return files, nil

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	tfjson "github.com/hashicorp/terraform-json"
+
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
@@ -192,7 +194,7 @@ func Check(ctx context.Context, eng *policy.Engine, name string, data []byte, op
 
 func decide(ctx context.Context, eng *policy.Engine, r *planResource, doc document, w *verdict.Waivers, now time.Time) (ResourceReport, error) {
 	rr := ResourceReport{Address: r.Address, Type: r.Type, Action: r.Action, Deferred: doc.deferred}
-	if r.Mode == "data" {
+	if r.Mode == tfjson.DataResourceMode {
 		rr.Type = "data." + r.Type
 	}
 	if r.skip != "" {

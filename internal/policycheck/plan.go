@@ -12,18 +12,24 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	tfjson "github.com/hashicorp/terraform-json"
 )
 
 // plan is the part of `terraform show -json` output the check reads; the
-// rest is skipped undecoded. Resource values stay raw until a sandboxio
-// resource needs them.
+// rest is skipped undecoded. Resources are terraform-json's types with
+// their values kept as text until a sandboxio resource needs them
+// (planValue decodes them straight into tftypes values); see
+// docs/design/policy-check-libraries.md for why not the whole tfjson.Plan.
 type plan struct {
 	FormatVersion   *string             `json:"format_version"`
 	Variables       map[string]variable `json:"variables"`
 	PlannedValues   *plannedValues      `json:"planned_values"`
 	ResourceChanges []resourceChange    `json:"resource_changes"`
 	Configuration   *configuration      `json:"configuration"`
-	Errored         bool                `json:"errored"`
+	// Errored is not in tfjson.Plan: Terraform writes it for a plan that
+	// failed part way.
+	Errored bool `json:"errored"`
 	// PriorState holds the data sources Terraform read while planning:
 	// they are in neither resource_changes nor planned_values.
 	PriorState *priorState `json:"prior_state"`
@@ -32,12 +38,16 @@ type plan struct {
 	DeferredChanges []deferredChange `json:"deferred_changes"`
 }
 
+// priorState is not a tfjson.State: that one requires its own
+// format_version, which a plan's prior_state need not hold.
 type priorState struct {
 	Values *struct {
 		RootModule *module `json:"root_module"`
 	} `json:"values"`
 }
 
+// deferredChange is a tfjson.DeferredResourceChange whose change keeps its
+// values as text (they are never read).
 type deferredChange struct {
 	Reason         string          `json:"reason"`
 	ResourceChange *resourceChange `json:"resource_change"`
@@ -51,33 +61,28 @@ type plannedValues struct {
 	RootModule *module `json:"root_module"`
 }
 
+// module is a tfjson.StateModule of resources whose values stay text.
 type module struct {
 	Address      string     `json:"address"`
 	Resources    []resource `json:"resources"`
 	ChildModules []module   `json:"child_modules"`
 }
 
+// resource is a tfjson.StateResource; Values shadows its
+// AttributeValues, which would decode them into a map[string]any.
 type resource struct {
-	Address      string   `json:"address"`
-	Mode         string   `json:"mode"`
-	Type         string   `json:"type"`
-	Name         string   `json:"name"`
-	ProviderName string   `json:"provider_name"`
-	Values       jsonText `json:"values"`
+	tfjson.StateResource
+	Values jsonText `json:"values"`
 }
 
+// resourceChange is a tfjson.ResourceChange; Change shadows its Change,
+// which would decode the values into a map[string]any.
 type resourceChange struct {
-	Address       string `json:"address"`
-	ModuleAddress string `json:"module_address"`
-	Mode          string `json:"mode"`
-	Type          string `json:"type"`
-	Name          string `json:"name"`
-	ProviderName  string `json:"provider_name"`
-	Deposed       string `json:"deposed"`
-	Change        *struct {
-		Actions      []string `json:"actions"`
-		After        jsonText `json:"after"`
-		AfterUnknown jsonText `json:"after_unknown"`
+	tfjson.ResourceChange
+	Change *struct {
+		Actions      tfjson.Actions `json:"actions"`
+		After        jsonText       `json:"after"`
+		AfterUnknown jsonText       `json:"after_unknown"`
 	} `json:"change"`
 }
 
@@ -196,6 +201,7 @@ func parsePlan(name string, data []byte) (*plan, error) {
 		}
 		return nil, fail("not a Terraform plan: there is no format_version (is it `terraform show -json` output of a plan file?)")
 	}
+	// Not tfjson.Plan.Validate: it takes 0.x too (TestParsePlan_FormatVersion).
 	if major, _, _ := strings.Cut(*p.FormatVersion, "."); major != "1" {
 		return nil, fail("plan format_version %q is not supported (this build reads 1.x)", *p.FormatVersion)
 	}
@@ -238,13 +244,17 @@ func describeJSONError(data []byte, base int64, section string, err error) strin
 		line, col := position(data, base+typ.Offset)
 		field := section
 		if typ.Field != "" {
-			field += "." + typ.Field
+			field += "." + embedded.Replace(typ.Field)
 		}
 		return fmt.Sprintf("not a Terraform plan: %s holds a JSON %s where a plan has %s (line %d, column %d)",
 			field, typ.Value, jsonKind(typ.Type.Kind().String()), line, col)
 	}
 	return "invalid JSON: " + err.Error()
 }
+
+// embedded drops the names of the embedded tfjson types, which
+// encoding/json puts in an error's field path between JSON keys.
+var embedded = strings.NewReplacer("ResourceChange.", "", "StateResource.", "")
 
 func jsonKind(goKind string) string {
 	switch goKind {

@@ -10,6 +10,10 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/verdict"
 )
 
+// Encoded here, not through go-junit-report/v2/junit: it drops zero counts
+// CI systems read and writes time="" on every suite
+// (docs/design/policy-check-libraries.md).
+//
 // JUnit XML as CI systems read it: a test suite per resource and a test
 // case per resource and rule. A refusal is a failure; a waived finding and
 // a resource checked only at apply are skipped, with the reason; a warning

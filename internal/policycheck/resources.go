@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	tfjson "github.com/hashicorp/terraform-json"
+
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 )
 
@@ -13,7 +15,7 @@ import (
 // apply, with the attributes Terraform does not know yet.
 type planResource struct {
 	Address string
-	Mode    string // managed or data
+	Mode    tfjson.ResourceMode
 	Type    string
 	Action  string // create, update, replace, read, no-op, delete, ...
 	// skip says why the check does not decide on the resource; it is then
@@ -52,12 +54,12 @@ var (
 	dataTypes    = map[string]bool{typeTenantSandbox: true, typeBackend: true}
 )
 
-func checkedType(mode, typ string) bool {
+func checkedType(mode tfjson.ResourceMode, typ string) bool {
 	switch typ {
 	case typeNetworkPolicy, typeResourceCaps, typeTemplate:
-		return mode == "managed"
+		return mode == tfjson.ManagedResourceMode
 	case typeTenantSandbox:
-		return mode == "data"
+		return mode == tfjson.DataResourceMode
 	}
 	return false
 }
@@ -80,18 +82,18 @@ func sandboxioResource(typ, providerName string) bool {
 
 // skipReason says why the check does not decide on a sandboxio resource of
 // this mode and type, or returns "" when it does.
-func skipReason(mode, typ string) string {
+func skipReason(mode tfjson.ResourceMode, typ string) string {
 	if checkedType(mode, typ) {
 		return ""
 	}
 	switch {
-	case mode == "data" && typ == typeBackend:
+	case mode == tfjson.DataResourceMode && typ == typeBackend:
 		return "no rule applies to data.sandboxio_backend: it reports a backend's capabilities and creates nothing"
-	case mode == "data" && managedTypes[typ]:
+	case mode == tfjson.DataResourceMode && managedTypes[typ]:
 		return fmt.Sprintf("sandboxio has no data source %s (%s is a managed resource); a provider of another version may", typ, typ)
-	case mode == "managed" && dataTypes[typ]:
+	case mode == tfjson.ManagedResourceMode && dataTypes[typ]:
 		return fmt.Sprintf("sandboxio has no managed resource %s (it is a data source); a provider of another version may", typ)
-	case mode != "managed" && mode != "data":
+	case mode != tfjson.ManagedResourceMode && mode != tfjson.DataResourceMode:
 		return fmt.Sprintf("the resource mode %q is neither managed nor data", mode)
 	}
 	for _, known := range []string{typeNetworkPolicy, typeResourceCaps, typeTemplate, typeTenantSandbox, typeBackend} {
@@ -116,7 +118,7 @@ func (p *plan) resources(file string) ([]*planResource, error) {
 	l.deferred(p.DeferredChanges)
 	if p.PlannedValues != nil {
 		if err := l.walk("planned_values", p.PlannedValues.RootModule, func(res *resource) string {
-			if res.Mode == "data" {
+			if res.Mode == tfjson.DataResourceMode {
 				return "read"
 			}
 			return "no-op"
@@ -128,7 +130,7 @@ func (p *plan) resources(file string) ([]*planResource, error) {
 		// Data sources read during plan. A managed resource here without a
 		// change was left out of the plan (-target): reported, not checked.
 		if err := l.walk("prior_state", p.PriorState.Values.RootModule, func(res *resource) string {
-			if res.Mode == "data" {
+			if res.Mode == tfjson.DataResourceMode {
 				return "read"
 			}
 			return "not planned"
@@ -165,8 +167,8 @@ func (l *resourceLister) changes(changes []resourceChange) error {
 		action, keep := actionOf(rc.Change.Actions)
 		r := &planResource{Address: rc.Address, Mode: rc.Mode, Type: rc.Type, Action: action, skip: skipReason(rc.Mode, rc.Type)}
 		switch {
-		case !keep && rc.Deposed != "":
-			r.skip = fmt.Sprintf("a deposed object (%s) being deleted (%s): nothing of it remains after apply", rc.Deposed, action)
+		case !keep && rc.DeposedKey != "":
+			r.skip = fmt.Sprintf("a deposed object (%s) being deleted (%s): nothing of it remains after apply", rc.DeposedKey, action)
 		case !keep:
 			r.skip = fmt.Sprintf("it is being deleted (%s): nothing of it remains after apply", action)
 		}
@@ -253,22 +255,26 @@ func (l *resourceLister) visit(section string, m *module, depth int, action func
 
 // actionOf names a change's actions; keep is false for a resource that will
 // not exist after apply.
-func actionOf(actions []string) (name string, keep bool) {
-	switch strings.Join(actions, ",") {
-	case "create":
+func actionOf(actions tfjson.Actions) (name string, keep bool) {
+	switch {
+	case actions.Create():
 		return "create", true
-	case "update":
+	case actions.Update():
 		return "update", true
-	case "delete,create", "create,delete":
+	case actions.Replace():
 		return "replace", true
-	case "read":
+	case actions.Read():
 		return "read", true
-	case "no-op", "":
+	case actions.NoOp(), len(actions) == 0, len(actions) == 1 && actions[0] == "":
 		return "no-op", true
-	case "delete", "forget":
+	case actions.Delete(), actions.Forget():
 		return "", false
 	}
-	return strings.Join(actions, "+"), true
+	names := make([]string, len(actions))
+	for i, a := range actions {
+		names[i] = string(a)
+	}
+	return strings.Join(names, "+"), true
 }
 
 // objectText returns resource values, which encoding/json has checked,
@@ -351,7 +357,7 @@ func (p *plan) defaultBackends() *providerDefaults {
 // resource uses, and whether it is unknown to the check. A provider that
 // sets none (or no provider block) defaults to backends.DefaultDSN, as the
 // provider itself does.
-func (d *providerDefaults) lookup(moduleAddress, mode, typ, name string) (string, bool) {
+func (d *providerDefaults) lookup(moduleAddress string, mode tfjson.ResourceMode, typ, name string) (string, bool) {
 	dsn, unknown := d.configured(moduleAddress, mode, typ, name)
 	if dsn == "" && !unknown {
 		return backends.DefaultDSN, false
@@ -361,9 +367,9 @@ func (d *providerDefaults) lookup(moduleAddress, mode, typ, name string) (string
 
 // configured returns the default_backend the provider configuration sets,
 // "" when it sets none.
-func (d *providerDefaults) configured(moduleAddress, mode, typ, name string) (string, bool) {
+func (d *providerDefaults) configured(moduleAddress string, mode tfjson.ResourceMode, typ, name string) (string, bool) {
 	addr := typ + "." + name
-	if mode == "data" {
+	if mode == tfjson.DataResourceMode {
 		addr = "data." + addr
 	}
 	prefix := ""

@@ -276,20 +276,10 @@ func regoFiles(path string) ([]string, error) {
 	if !info.IsDir() {
 		return []string{path}, nil
 	}
-	var files []string
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && strings.HasSuffix(p, ".rego") {
-			files = append(files, p)
-		}
-		return nil
-	})
+	files, err := policy.RegoFiles(path, true)
 	if err != nil {
 		return nil, fmt.Errorf("policy path %s: %w", path, err)
 	}
-	sort.Strings(files)
 	return files, nil
 }
 
