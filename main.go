@@ -40,7 +40,7 @@ func main() {
 // sdkLogLevels are the variables the plugin SDKs read for their loggers'
 // levels. Unset, every logger is at TRACE: each RPC writes JSON lines to
 // stderr that Terraform parses and, without TF_LOG or TF_LOG_PROVIDER,
-// drops. That was a third of a plan's CPU (docs/design/plan-cost.md).
+// drops: a large part of a plan's CPU (docs/design/plan-cost.md).
 var sdkLogLevels = []string{"TF_LOG_SDK", "TF_LOG_SDK_PROTO", "TF_LOG_SDK_FRAMEWORK", "TF_LOG_PROVIDER"}
 
 // quietUnlessLogging turns the SDK loggers off when no TF_LOG* variable is

@@ -143,7 +143,10 @@ func median(ds []time.Duration) time.Duration {
 // issue 26 holds the provider to: against the do-nothing provider with the
 // same schema (what sandboxio's own policy, spec and validation work adds)
 // and against baselineCommit. Without git or that commit the baseline ratio
-// is skipped and the reason printed.
+// is skipped and the reason printed. The do-nothing provider logs as the
+// SDKs default, while sandboxio turns the SDK loggers off when Terraform
+// would drop their lines; set TF_LOG_SDK=OFF TF_LOG_SDK_PROTO=OFF
+// TF_LOG_SDK_FRAMEWORK=OFF TF_LOG_PROVIDER=OFF to compare all of them quiet.
 func BenchmarkPlan200Templates(b *testing.B) {
 	root := repoRoot(b)
 	tmp := b.TempDir()
