@@ -17,9 +17,13 @@ import (
 // These tests measure time or fill the sandbox on purpose, so they do not
 // run in parallel with each other.
 
-// countScript counts live processes other than itself whose command line contains s, with shell
-// builtins only (no fork needed).
-const countScript = `n=0; for d in /proc/[0-9]*; do [ "$d" = /proc/$$ ] && continue; c=; read -r c 2>/dev/null <"$d/cmdline" || true; case "$c" in *"$1"*) n=$((n+1));; esac; done; echo $n`
+// countScript counts live processes whose command line contains $1, with
+// shell builtins only (no fork needed). It skips itself and PID 1: the init's
+// arguments carry the deadline in nanoseconds, whose digits can hold a marker.
+const countScript = `n=0; for d in /proc/[0-9]*; do case $d in /proc/$$|/proc/1) continue;; esac; c=; read -r c 2>/dev/null <"$d/cmdline" || true; case "$c" in *"$1"*) n=$((n+1));; esac; done; echo $n`
+
+// listScript prints the stat and command line of each process countScript counts.
+const listScript = `for d in /proc/[0-9]*; do case $d in /proc/$$|/proc/1) continue;; esac; c=; read -r c 2>/dev/null <"$d/cmdline" || true; case "$c" in *"$1"*) read -r st <"$d/stat"; echo "$st [$c]";; esac; done`
 
 // survivors counts the processes marked marker after a command was cut
 // short. When they could not be stopped one by one within the kill budget
@@ -40,7 +44,8 @@ func survivors(t *testing.T, sb *sandbox, marker string) (alive bool) {
 		t.Fatalf("count processes: %v", err)
 	}
 	if n, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout))); err != nil || n != 0 {
-		t.Fatalf("%q of the command's processes survived (%v)", res.Stdout, err)
+		ps, _ := sb.Run(context.Background(), []string{"sh", "-c", listScript, "list", marker}, backends.RunOptions{Timeout: 10 * time.Second})
+		t.Fatalf("%q of the command's processes survived (%v):\n%s", res.Stdout, err, ps.Stdout)
 	}
 	return true
 }

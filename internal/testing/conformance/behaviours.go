@@ -161,11 +161,12 @@ func upload(t *testing.T, e *env) {
 	}
 }
 
-// countBody sets n to how many live processes other than the shell have a
-// command line containing $1$1 (the marker doubled, so that its own
-// arguments never match), with shell builtins only; countScript prints it.
+// countBody sets n to how many live processes other than the shell and PID 1
+// (an init whose arguments may hold any digits) have a command line
+// containing $1$1 (the marker doubled, so that its own arguments never
+// match), with shell builtins only; countScript prints it.
 const (
-	countBody   = `m="$1$1"; n=0; for d in /proc/[0-9]*; do [ "$d" = /proc/$$ ] && continue; c=; read -r c 2>/dev/null <"$d/cmdline" || true; case "$c" in *"$m"*) n=$((n+1));; esac; done`
+	countBody   = `m="$1$1"; n=0; for d in /proc/[0-9]*; do case $d in /proc/$$|/proc/1) continue;; esac; c=; read -r c 2>/dev/null <"$d/cmdline" || true; case "$c" in *"$m"*) n=$((n+1));; esac; done`
 	countScript = countBody + `; echo $n`
 )
 
