@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/analysers"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/tools"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,18 +16,6 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
-
-// needAnalyser skips without the analyser, or fails under
-// SANDBOXIO_REQUIRE_ANALYSERS=1 (make test installs both and sets it).
-func needAnalyser(t testing.TB, tool string) {
-	t.Helper()
-	if _, err := exec.LookPath(tool); err != nil {
-		if os.Getenv("SANDBOXIO_REQUIRE_ANALYSERS") == "1" {
-			t.Fatalf("%s is not installed and SANDBOXIO_REQUIRE_ANALYSERS=1 (make analysers)", tool)
-		}
-		t.Skipf("%s is not installed (make analysers)", tool)
-	}
-}
 
 // strictExec is a team policy that makes every built-in exec rule
 // mandatory: the blocks hard-mandatory, the approvals hard-mandatory.
@@ -162,7 +151,7 @@ func TestHook_BlockRunsNothing(t *testing.T) {
 const risky = "import subprocess\nsubprocess.call('ls ' + CANARY_NAME, shell=True)\n"
 
 func TestHook_ApprovalRequired(t *testing.T) {
-	needAnalyser(t, "bandit")
+	tools.NeedAnalysers(t, analysers.Bandit)
 	dir := strictPolicyDir(t)
 	c, f, audit, _ := hookClient(t, []string{dir}, nil)
 	sb := openFake(t, c)
@@ -254,8 +243,8 @@ func TestHook_MissingAnalyserIsNotAPass(t *testing.T) {
 // backend runs nothing; a call the hook cannot read is refused under the
 // rule that needed it, never read as clean.
 func TestHook_EveryCallClassified(t *testing.T) {
-	needAnalyser(t, "shellcheck")
-	needAnalyser(t, "bandit")
+	tools.NeedAnalysers(t, analysers.ShellCheck)
+	tools.NeedAnalysers(t, analysers.Bandit)
 	c, f, audit, _ := hookClient(t, []string{strictPolicyDir(t)}, nil)
 	sb := openFake(t, c)
 	for _, tc := range []struct {
@@ -378,7 +367,7 @@ func TestHook_CouldNotAnalyseIsAWarningWhenAdvisory(t *testing.T) {
 // A secret value in the argv reaches neither the approver, nor the error,
 // nor the audit record.
 func TestHook_ApprovalRequestRedactsSecrets(t *testing.T) {
-	needAnalyser(t, "shellcheck")
+	tools.NeedAnalysers(t, analysers.ShellCheck)
 	var got []ApprovalRequest
 	approver := ApproverFunc(func(_ context.Context, req ApprovalRequest) (bool, error) {
 		got = append(got, req)

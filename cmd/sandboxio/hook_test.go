@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/analysers"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/tools"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,23 +24,13 @@ const strictExecPolicy = `# METADATA
 package acme.exec
 `
 
-func needShellCheck(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("shellcheck"); err != nil {
-		if os.Getenv("SANDBOXIO_REQUIRE_ANALYSERS") == "1" {
-			t.Fatal("shellcheck is not installed and SANDBOXIO_REQUIRE_ANALYSERS=1 (make analysers)")
-		}
-		t.Skip("shellcheck is not installed (make analysers)")
-	}
-}
-
 // Against the daemon: a blocked command exits 71 and does not run (its first
 // step would print "ran"); a command that needs approval exits 72 without
 // running, and runs with --approve naming its rule; advisory findings only
 // warn. Every decision is in the audit record, without the code.
 func TestRunCLI_PreExecutionHook(t *testing.T) {
 	needDocker(t)
-	needShellCheck(t)
+	tools.NeedAnalysers(t, analysers.ShellCheck)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "exec.rego"), []byte(strictExecPolicy), 0o600); err != nil {
 		t.Fatal(err)
@@ -119,7 +110,7 @@ package acme.exec
 // "could not analyse" warning.
 func TestRunCLI_HookReadsEveryCall(t *testing.T) {
 	needDocker(t)
-	needShellCheck(t)
+	tools.NeedAnalysers(t, analysers.ShellCheck)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "exec.rego"), []byte(strictAllExecPolicy), 0o600); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/analysers"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/tools"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +23,8 @@ func TestExampleMCPRecipe(t *testing.T) {
 		t.Skip("TF_ACC is not set: the Terraform CLI tests are skipped (make test sets it)")
 	}
 	needDocker(t)
+	// Without shellcheck the hook asks for approval, and the recipe has no approver.
+	tools.NeedAnalysers(t, analysers.ShellCheck)
 	x := newE2E(t)
 	root := filepath.Join("..", "..")
 	src, err := os.ReadFile(filepath.Join(root, "examples", "mcp", "main.tf"))

@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/analysers"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/tools"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,6 +107,8 @@ func longOutput() string {
 func TestMCPReferee_Stdio(t *testing.T) {
 	needMCPReferee(t)
 	needDocker(t)
+	// Without shellcheck the hook asks for approval, and the referee gives none.
+	tools.NeedAnalysers(t, analysers.ShellCheck)
 	canary := "CANARY-mcp-s3cr3t-" + runID
 	session := "mcp-ref-" + runID
 	spec, sum := specFile(t, "acme", session, func(x *inputs.Template) { x.SecretNames = []string{"REFEREE_SECRET"} })

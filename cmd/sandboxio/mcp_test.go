@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/analysers"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/tools"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -234,7 +236,7 @@ func TestMCPCLI_PolicyRefusalAtStart(t *testing.T) {
 // for another program, and a clean script, run.
 func TestMCP_RunStdinIsAnalysed(t *testing.T) {
 	needDocker(t)
-	needShellCheck(t)
+	tools.NeedAnalysers(t, analysers.ShellCheck)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "exec.rego"), []byte(strictAllExecPolicy), 0o600); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/analysers"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/tools"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,6 +116,8 @@ func auditLines(t *testing.T, path string) []map[string]any {
 // sandbox is gone afterwards.
 func TestRunCLI_Docker(t *testing.T) {
 	needDocker(t)
+	// The hook warns on stderr when shellcheck is missing, and stderr is compared.
+	tools.NeedAnalysers(t, analysers.ShellCheck)
 	spec, sum := specFile(t, "acme", "cli")
 	// Long enough for a create on a loaded host (timeout_seconds bounds the
 	// create too, and a slow one would be CreateTimeout, not what this tests).

@@ -2,8 +2,8 @@ package analysers
 
 import (
 	"context"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/tools"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,20 +11,8 @@ import (
 	"time"
 )
 
-// need skips the test when the analyser is not installed, or fails it under
-// SANDBOXIO_REQUIRE_ANALYSERS=1 (make test sets it, after installing both).
-func need(t testing.TB, tool string) {
-	t.Helper()
-	if _, err := exec.LookPath(tool); err != nil {
-		if os.Getenv("SANDBOXIO_REQUIRE_ANALYSERS") == "1" {
-			t.Fatalf("%s is not installed and SANDBOXIO_REQUIRE_ANALYSERS=1 (make analysers installs it)", tool)
-		}
-		t.Skipf("%s is not installed (make analysers)", tool)
-	}
-}
-
 func TestBanditFindsHighSeverity(t *testing.T) {
-	need(t, Bandit)
+	tools.NeedAnalysers(t, Bandit)
 	code := "import subprocess\nsubprocess.call('ls ' + name, shell=True)\n"
 	r := Config{}.RunBandit(context.Background(), code)
 	if r.Status != OK {
@@ -45,7 +33,7 @@ func TestBanditFindsHighSeverity(t *testing.T) {
 }
 
 func TestBanditIgnoresNosec(t *testing.T) {
-	need(t, Bandit)
+	tools.NeedAnalysers(t, Bandit)
 	// The code under judgement cannot switch the judge off.
 	r := Config{}.RunBandit(context.Background(), "import subprocess\nsubprocess.call(cmd, shell=True)  # nosec\n")
 	if r.Status != OK || !slices.Contains(r.IDs(), "bandit:B602") {
@@ -54,7 +42,7 @@ func TestBanditIgnoresNosec(t *testing.T) {
 }
 
 func TestBanditCleanCode(t *testing.T) {
-	need(t, Bandit)
+	tools.NeedAnalysers(t, Bandit)
 	r := Config{}.RunBandit(context.Background(), "print(sum(range(10)))\n")
 	if r.Status != OK || len(r.Findings) != 0 {
 		t.Fatalf("clean code: %s %v (%s)", r.Status, r.IDs(), r.Detail)
@@ -62,7 +50,7 @@ func TestBanditCleanCode(t *testing.T) {
 }
 
 func TestBanditSyntaxErrorIsFailed(t *testing.T) {
-	need(t, Bandit)
+	tools.NeedAnalysers(t, Bandit)
 	r := Config{}.RunBandit(context.Background(), "def (:\n  os.system(x)\n")
 	if r.Status != Failed || len(r.Findings) != 0 {
 		t.Fatalf("unparsable code: %s %v, want failed with no findings", r.Status, r.IDs())
@@ -73,7 +61,7 @@ func TestBanditSyntaxErrorIsFailed(t *testing.T) {
 }
 
 func TestShellCheckFindings(t *testing.T) {
-	need(t, ShellCheck)
+	tools.NeedAnalysers(t, ShellCheck)
 	r := Config{}.RunShellCheck(context.Background(), "echo $1\nif [ \n", "sh")
 	if r.Status != OK {
 		t.Fatalf("status %s (%s)", r.Status, r.Detail)
@@ -98,7 +86,7 @@ func TestShellCheckFindings(t *testing.T) {
 }
 
 func TestShellCheckIgnoresDirectivesInTheCode(t *testing.T) {
-	need(t, ShellCheck)
+	tools.NeedAnalysers(t, ShellCheck)
 	// The code under judgement cannot switch the judge off, whatever the
 	// directive's spelling; a .shellcheckrc beside it is not read either.
 	for _, script := range []string{
@@ -120,8 +108,7 @@ func TestShellCheckIgnoresDirectivesInTheCode(t *testing.T) {
 // TestAnalysersNeverRunTheCode gives each analyser code that would create a
 // file if it ran, and checks that the file is absent.
 func TestAnalysersNeverRunTheCode(t *testing.T) {
-	need(t, Bandit)
-	need(t, ShellCheck)
+	tools.NeedAnalysers(t, Bandit, ShellCheck)
 	dir := t.TempDir()
 	py := filepath.Join(dir, "from-python")
 	sh := filepath.Join(dir, "from-shell")
