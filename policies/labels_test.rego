@@ -14,6 +14,9 @@ fake := {
 	"entropy": "Zq3vN8wLk2Xr7tY1pQ9sM4bH6jD0fG5cA8eR",
 	"hex": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b",
 	"pem": "-----BEGIN OPENSSH PRIVATE KEY-----",
+	"huggingface": "hf_Zq3vN8wLk2Xr7tY1pQ",
+	"npm": "npm_Zq3vN8wLk2Xr7tY1pQ",
+	"jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.x",
 }
 
 with_labels(src, lbls) := object.union(fx.tenant_input("docker/runc", {}), {src: {"labels": lbls}})
@@ -170,6 +173,22 @@ test_credential_shaped_value_warned_without_repeating_it if {
 		fx.mentions(ws, "SBX-SEC-002", `"SETTING"`)
 		fx.mentions(ws, "SBX-SEC-002", "value")
 		not fx.leaks(ws, value)
+	}
+}
+
+# Hugging Face, npm and JWT shapes are warned (they were known to the DSN
+# parser only); words that merely start like them are not.
+test_new_token_prefixes_warned if {
+	every value in [fake.huggingface, fake.npm, fake.jwt] {
+		ws := labels.warn with input as fx.template_with("docker/runc", {"template": {"env": {"SETTING": value}}})
+		fx.has(ws, "SBX-SEC-002", "SecretInEnvWarning", "env")
+	}
+}
+
+test_new_token_prefixes_ordinary_words_not_warned if {
+	every value in ["hf_transfer", "npm_config_cache", "eyJ"] {
+		ws := labels.warn with input as fx.template_with("docker/runc", {"template": {"env": {"SETTING": value}}})
+		fx.count_of(ws, "SBX-SEC-002") == 0
 	}
 }
 

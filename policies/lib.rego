@@ -373,10 +373,13 @@ credential_word(w) if {
 	endswith(w, suffix)
 }
 
-# Token formats with a recognisable shape: OpenAI/Anthropic style sk-,
-# Stripe, GitHub, AWS access key ids, Slack, E2B, Modal, Daytona, GitLab,
-# Google API keys and PEM private keys. Each needs at least 14 characters.
-known_token_pattern := `(^|[^A-Za-z0-9_])(sk-[A-Za-z0-9_-]{16,}|[sr]k_(live|test)_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|(AKIA|ASIA)[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|e2b_[A-Za-z0-9]{20,}|a[ks]-[A-Za-z0-9]{20,}|dtn_[A-Za-z0-9]{20,}|glpat-[A-Za-z0-9_-]{20,}|AIza[0-9A-Za-z_-]{35})|-----BEGIN [A-Z ]*PRIVATE KEY-----`
+# Token formats with a recognisable shape: the patterns of the capability
+# data's secret_tokens (the DSN parser detects the same list by prefix), and
+# PEM private keys. Each needs at least 14 characters.
+known_token_pattern := sprintf(
+	`(^|[^A-Za-z0-9_])(%s)|-----BEGIN [A-Z ]*PRIVATE KEY-----`,
+	[concat("|", [t.pattern | some t in data.capabilities.secret_tokens])],
+)
 
 known_token(v) if {
 	is_string(v)

@@ -166,3 +166,22 @@ test_leak_detector if {
 	fx.leaks([{"id": "x", "msg": "value is hunter2"}], "hunter2")
 	not fx.leaks([{"id": "x", "msg": "value not shown"}], "hunter2")
 }
+
+# The token formats come from the capability data, the list the DSN parser
+# reads too (TestSecretTokensServeBothDetectors checks the Go side).
+test_secret_token_examples_known if {
+	every t in data.capabilities.secret_tokens {
+		every ex in t.examples {
+			lib.known_token(ex)
+		}
+	}
+}
+
+test_new_token_prefixes if {
+	every v in ["hf_Zq3vN8wLk2Xr7tY1pQ", "npm_Zq3vN8wLk2Xr7tY1pQ", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.x"] {
+		lib.known_token(v)
+	}
+	every v in ["hf_short", "npm_install", "eyJ", "my-hf_token-name"] {
+		not lib.known_token(v)
+	}
+}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -20,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/fakeserver"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 )
@@ -53,30 +52,14 @@ func refereeSteps(t *testing.T, env []string) (map[string]map[string]any, string
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "referee.mjs")
-	cmd.Dir = refereeDir
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	steps := map[string]map[string]any{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			if s, ok := m["step"].(string); ok {
-				steps[s] = m
-			}
-		}
-	}
+	steps, out, stderr, err := fakeserver.Referee(ctx, refereeDir, env)
 	if err != nil {
-		t.Fatalf("the official MCP client failed against sandboxio mcp: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(stderr.String(), 4000))
+		t.Fatalf("the official MCP client failed against sandboxio mcp: %v\nstdout:\n%s\nstderr:\n%s", err, out, tail(stderr, 4000))
 	}
 	if _, ok := steps["done"]; !ok {
-		t.Fatalf("the referee did not finish\nstdout:\n%s\nstderr:\n%s", out, tail(stderr.String(), 4000))
+		t.Fatalf("the referee did not finish\nstdout:\n%s\nstderr:\n%s", out, tail(stderr, 4000))
 	}
-	return steps, string(out) + "\n" + stderr.String()
+	return steps, string(out) + "\n" + stderr
 }
 
 // serverEnv is the environment the host gives the server: this test binary

@@ -7,8 +7,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/capabilities"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -370,13 +372,15 @@ func describeKey(rawKey string) string {
 	return "an option"
 }
 
-// secretPrefixes start well-known API keys and tokens (OpenAI, E2B, GitHub,
-// GitLab, Slack, AWS, Modal, Daytona, Hugging Face, npm, Google, JWTs).
-var secretPrefixes = []string{
-	"sk-", "sk_", "e2b_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_",
-	"glpat-", "xoxb-", "xoxp-", "xoxa-", "xoxs-", "AKIA", "ASIA", "ak-", "as-",
-	"dtn_", "hf_", "npm_", "AIza", "eyJ",
-}
+// secretPrefixes start well-known API keys and tokens: the prefixes of the
+// capability data's secret_tokens, whose patterns the Rego rules match.
+var secretPrefixes = sync.OnceValue(func() []string {
+	var out []string
+	for _, t := range capabilities.SecretTokens() {
+		out = append(out, t.Prefixes...)
+	}
+	return out
+})
 
 // secretish reports whether s, raw or percent-decoded, holds a token that
 // looks like a key: a known prefix followed by at least 16 characters that
@@ -390,7 +394,7 @@ func secretish(s string) bool {
 func secretToken(s string) bool {
 	notTok := func(r rune) bool { return !isAlnum(r) && r != '-' && r != '_' }
 	for _, tok := range strings.FieldsFunc(s, notTok) {
-		for _, p := range secretPrefixes {
+		for _, p := range secretPrefixes() {
 			if rest, ok := strings.CutPrefix(tok, p); ok && len(rest) >= 16 &&
 				strings.ContainsFunc(rest, func(r rune) bool { return ('0' <= r && r <= '9') || ('A' <= r && r <= 'Z') }) {
 				return true

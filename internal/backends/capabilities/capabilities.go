@@ -76,7 +76,22 @@ type capabilityData struct {
 		SizeMax           int64 `json:"size_max"`
 		MaxIdleSecondsMin int64 `json:"max_idle_seconds_min"`
 	} `json:"warm_pool_bounds"`
+	SecretTokens []SecretToken `json:"secret_tokens"`
 }
+
+// SecretToken is one well-known key or token format: the one list both the
+// DSN parser (by Prefixes) and the Rego rules (by Pattern, lib.rego's
+// known_token) detect credentials from. Examples are made up; tests check
+// that both detectors flag every one.
+type SecretToken struct {
+	Name     string   `json:"name"`
+	Prefixes []string `json:"prefixes"`
+	Pattern  string   `json:"pattern"`
+	Examples []string `json:"examples"`
+}
+
+// SecretTokens lists the well-known token formats.
+func SecretTokens() []SecretToken { return data().SecretTokens }
 
 var (
 	loadOnce sync.Once

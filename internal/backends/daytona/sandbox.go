@@ -335,15 +335,6 @@ func (s *sandbox) Close(ctx context.Context) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), model.TeardownGrace)
-	defer cancel()
-	if err := s.Kill(kctx); err != nil {
-		w := model.Warning{Class: model.OrphanedSandboxWarning, SandboxID: s.id, Labels: maps.Clone(s.labels),
-			Message: "the Daytona sandbox could not be confirmed deleted; Daytona deletes it after its idle limit, or run sandboxio reap"}
-		if s.onWarning != nil {
-			s.onWarning(w)
-		}
-		return &backends.OrphanedError{Warning: w, Err: err}
-	}
-	return nil
+	return backends.CloseWithin(ctx, model.TeardownGrace, s.Kill, model.Warning{SandboxID: s.id, Labels: s.labels,
+		Message: "the Daytona sandbox could not be confirmed deleted; Daytona deletes it after its idle limit, or run sandboxio reap"}, s.onWarning)
 }

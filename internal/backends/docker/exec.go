@@ -14,6 +14,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 )
 
 // maxOutput bounds what one command may print on each stream, buffered or
@@ -30,8 +32,6 @@ const sinkGrace = 250 * time.Millisecond
 // process group leader, so the pid is also the id of the session and group
 // the command's processes belong to, which is what a timeout kills.
 const wrapperScript = `printf '\036sandboxio-pid:%s\036' "$$" >&2; exec "$@"`
-
-const markerPrefix = "\x1esandboxio-pid:"
 
 // probeScript inspects the sandbox from inside, and with "kill" first kills
 // a command's session. Only shell builtins run, so it works at the process
@@ -296,58 +296,6 @@ func (g *gateWriter) withheld() []byte {
 	return g.held
 }
 
-// markerWriter strips the wrapper's pid marker from the front of stderr.
-type markerWriter struct {
-	next    io.Writer
-	pending []byte
-	done    bool
-	pid     int
-	onPid   func() error // called once the marker was read
-}
-
-func (m *markerWriter) Write(p []byte) (int, error) {
-	if m.done {
-		return m.next.Write(p)
-	}
-	m.pending = append(m.pending, p...)
-	if len(m.pending) < len(markerPrefix) {
-		if !strings.HasPrefix(markerPrefix, string(m.pending)) {
-			return len(p), m.flush(m.pending)
-		}
-		return len(p), nil
-	}
-	if !bytes.HasPrefix(m.pending, []byte(markerPrefix)) {
-		return len(p), m.flush(m.pending)
-	}
-	rest := m.pending[len(markerPrefix):]
-	end := bytes.IndexByte(rest, '\x1e')
-	if end < 0 {
-		if len(rest) > 20 {
-			return len(p), m.flush(m.pending)
-		}
-		return len(p), nil
-	}
-	if pid, err := strconv.Atoi(string(rest[:end])); err == nil {
-		m.pid = pid
-		if m.onPid != nil {
-			if err := m.onPid(); err != nil {
-				return 0, sinkError{err}
-			}
-		}
-	}
-	return len(p), m.flush(rest[end+1:])
-}
-
-func (m *markerWriter) flush(b []byte) error {
-	m.done = true
-	m.pending = nil
-	if len(b) == 0 {
-		return nil
-	}
-	_, err := m.next.Write(b)
-	return err
-}
-
 // exec runs one command and collects its output. API failures are returned as
 // errors; a ctx that ends first or an output overflow is reported in
 // execResult.stopped, with the exec's processes left for the caller to kill.
@@ -437,7 +385,7 @@ type execStreams struct {
 	out     execOut
 	stdout  *capWriter
 	errCap  *capWriter
-	stderr  *markerWriter
+	stderr  *backends.MarkerWriter
 	stdoutW io.Writer
 	gate    *gateWriter
 }
@@ -446,12 +394,17 @@ func newExecStreams(out execOut, wrap bool) *execStreams {
 	st := &execStreams{out: out}
 	st.stdout = &capWriter{max: maxOutput, sink: out.stdout}
 	st.errCap = &capWriter{max: maxOutput, sink: out.stderr, keep: out.stderr != nil}
-	st.stderr = &markerWriter{next: st.errCap, done: !wrap}
+	st.stderr = &backends.MarkerWriter{Next: st.errCap, Done: !wrap}
 	st.stdoutW = st.stdout
 	if wrap && out.stdout != nil {
 		st.gate = &gateWriter{next: st.stdout}
 		st.stdoutW = st.gate
-		st.stderr.onPid = st.gate.release
+		st.stderr.OnPid = func() error {
+			if err := st.gate.release(); err != nil {
+				return sinkError{err}
+			}
+			return nil
+		}
 	}
 	return st
 }
@@ -511,7 +464,8 @@ func (st *execStreams) collect(res *execResult) {
 	if st.gate != nil {
 		res.stdout = st.gate.withheld()
 	}
-	res.pid, res.ran = st.stderr.pid, st.stderr.pid != 0
+	res.pid = st.stderr.PID()
+	res.ran = res.pid != 0
 }
 
 // awaitExit waits for the daemon to record the exec's exit code.

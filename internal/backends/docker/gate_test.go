@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 )
 
 // Under load the daemon may deliver more than gateHold bytes of stdout
@@ -26,7 +28,7 @@ func TestGateWriter_OutputBeforeTheMarker(t *testing.T) {
 		}
 		want.Write(chunk)
 	}
-	if _, err := errw.Write([]byte(markerPrefix + "7\x1e")); err != nil {
+	if _, err := errw.Write([]byte(backends.PidMarker + "7\x1e")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := out.Write([]byte("after\n")); err != nil {
@@ -38,15 +40,15 @@ func TestGateWriter_OutputBeforeTheMarker(t *testing.T) {
 	stdout := &capWriter{max: maxOutput, sink: &got}
 	errCap := &capWriter{max: maxOutput}
 	gate := &gateWriter{next: stdout}
-	stderr := &markerWriter{next: errCap, onPid: gate.release}
+	stderr := &backends.MarkerWriter{Next: errCap, OnPid: gate.release}
 	if _, err := stdcopy.StdCopy(gate, stderr, &stream); err != nil {
 		t.Fatalf("StdCopy: %v (a writer reported a count it was not given?)", err)
 	}
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
 		t.Fatalf("got %d bytes, want %d in order", got.Len(), want.Len())
 	}
-	if stderr.pid != 7 || errCap.buf.Len() != 0 {
-		t.Fatalf("marker: pid %d, stderr %q", stderr.pid, errCap.buf.String())
+	if stderr.PID() != 7 || errCap.buf.Len() != 0 {
+		t.Fatalf("marker: pid %d, stderr %q", stderr.PID(), errCap.buf.String())
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -37,10 +36,6 @@ const (
 	// claimLine starts the lifetime; claimedLine is the init's answer.
 	claimLine   = "claim"
 	claimedLine = "claimed"
-	// claimMargin: a warm sandbox this close to the end of its idle time is
-	// discarded rather than claimed, so that its idle time cannot end
-	// between the checks and the claim line.
-	claimMargin = 2 * time.Second
 	// switchBudget bounds the wait for the init's answer to the claim.
 	switchBudget = 2 * time.Second
 )
@@ -57,21 +52,15 @@ type warm struct {
 	attach   types.HijackedResponse
 	answered chan struct{}
 
-	mu      sync.Mutex
-	claimed bool // Claim or Discard ran: the sandbox is no longer the pool's
+	once backends.WarmOnce
 }
 
 // CreateWarm creates one warm sandbox of a pool from a template spec: the
 // same validation, hardening, runtime check and start as Create, with no
 // tenant, no session and no secret.
 func (b *dockerBackend) CreateWarm(ctx context.Context, req backends.WarmRequest) (backends.Warm, error) {
-	if req.Spec.TenantID != "" || req.Spec.SessionID != "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "tenant_id",
-			Message: "a warm sandbox is created from a template spec, with no tenant or session", Fix: "pass the template spec"}
-	}
-	if req.MaxIdle <= 0 || req.SpecSHA256 == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "warm_pool",
-			Message: "a warm sandbox needs a positive idle time and its template's digest", Fix: "set warm_pool.max_idle_seconds"}
+	if err := backends.CheckWarmRequest(req); err != nil {
+		return nil, err
 	}
 	p, err := validate(backends.CreateRequest{Spec: req.Spec, Timeout: req.Timeout}, false)
 	if err != nil {
@@ -85,11 +74,7 @@ func (b *dockerBackend) CreateWarm(ctx context.Context, req backends.WarmRequest
 	defer cancel()
 	s, err := b.create(cctx, p)
 	if err != nil {
-		if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			return nil, &model.Error{Class: model.CreateTimeout,
-				Message: fmt.Sprintf("the warm sandbox was not ready within %s", p.createTimeout), Fix: "check the daemon's load", Err: err}
-		}
-		return nil, err
+		return nil, backends.WarmCreateError(ctx, cctx, p.createTimeout, "check the daemon's load", err)
 	}
 	w := &warm{b: b, s: s, p: p, idleUntil: s.created.Add(p.warmIdle), answered: make(chan struct{})}
 	// Attached after the start: the init's input is a pipe the daemon
@@ -137,14 +122,7 @@ func (w *warm) IdleUntil() time.Time { return w.idleUntil }
 
 // Discard removes the warm sandbox (if it was not claimed); idempotent.
 func (w *warm) Discard(ctx context.Context) error {
-	w.mu.Lock()
-	done := w.claimed
-	w.claimed = true
-	w.mu.Unlock()
-	if done {
-		return nil
-	}
-	return w.remove(ctx)
+	return w.once.Discard(ctx, w.remove)
 }
 
 // remove ends a warm sandbox as Close ends any sandbox: the kill, which no
@@ -169,39 +147,15 @@ func (w *warm) remove(ctx context.Context) error {
 // init is given the claim line. Any failure removes it. No probe command runs:
 // the creation check and the inspect already show what one would.
 func (w *warm) Claim(ctx context.Context, req backends.ClaimRequest) (backends.Sandbox, error) {
-	w.mu.Lock()
-	done := w.claimed
-	w.claimed = true
-	w.mu.Unlock()
-	if done {
-		return nil, errors.New("warm sandbox: claimed or discarded already")
-	}
-	s, err := w.claim(ctx, req)
-	if err != nil {
-		_ = w.remove(ctx)
-		return nil, err
-	}
-	return s, nil
+	return w.once.Claim(ctx, func(ctx context.Context) (backends.Sandbox, error) { return w.claim(ctx, req) }, w.remove)
 }
 
 func (w *warm) claim(ctx context.Context, req backends.ClaimRequest) (*sandbox, error) {
 	b := w.b
-	if req.Spec.TenantID == "" || req.Spec.SessionID == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "tenant_id",
-			Message: "a claim needs a tenant and a session", Fix: "pass the per-tenant spec"}
-	}
-	p, err := validate(backends.CreateRequest{Spec: req.Spec, Secrets: req.Secrets, OnWarning: req.OnWarning}, true)
+	p, err := backends.PlanClaim(req, validate, func(p createPlan) error { return samePlan(w.p, p) },
+		w.p.warmSpecHash, w.idleUntil, func(why string) error { return tampered(w.s.id, why) })
 	if err != nil {
 		return nil, err
-	}
-	if err := samePlan(w.p, p); err != nil {
-		return nil, err
-	}
-	if req.SpecSHA256 != w.p.warmSpecHash {
-		return nil, tampered(w.s.id, "it was made for another template spec")
-	}
-	if time.Until(w.idleUntil) < claimMargin {
-		return nil, &model.Error{Class: model.SandboxGone, Message: "the warm sandbox's idle time is (nearly) over", Fix: "open a new sandbox"}
 	}
 	ins, err := b.cli.ContainerInspect(ctx, w.s.id)
 	if err != nil {
@@ -262,16 +216,7 @@ func samePlan(w, p createPlan) error {
 	same := w.runtime == p.runtime && w.tier == p.tier && w.networkMode == p.networkMode &&
 		w.caps == p.caps && w.lifetime == p.lifetime && w.callTimeout == p.callTimeout &&
 		slices.Equal(w.env, p.env) && w.spec.Image == p.spec.Image && w.diskStrategy == p.diskStrategy
-	for k, v := range w.labels {
-		if p.labels[k] != v {
-			same = false
-		}
-	}
-	if !same {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "spec",
-			Message: "the warm sandbox was created from another template spec than the one claiming it", Fix: "report this as a bug"}
-	}
-	return nil
+	return backends.SamePlan(same, w.labels, p.labels)
 }
 
 func tampered(id, why string) error {

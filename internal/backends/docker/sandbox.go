@@ -815,33 +815,26 @@ func (s *sandbox) Kill(ctx context.Context) error {
 // removal, the watcher, reap). Only an unconfirmed kill warns
 // (OrphanedSandboxWarning), with the id and labels to reap it by.
 func (s *sandbox) Close(ctx context.Context) error {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.cfg.teardownGrace)
-	defer cancel()
-	s.markGone(s.goneError("it was killed"))
-	err := s.b.stopContainer(sctx, s.id)
-	if err == nil {
-		if rerr := s.b.removeContainer(sctx, s.id); rerr != nil {
-			tracef("close: %s stopped; removal continues after the grace: %v", short(s.id), rerr)
-			s.b.removeStopped(s.id)
-		}
-		s.b.events.forget(s.id)
-	}
-	s.stopObserver()
-	s.forgetTrail() // the caller audits the close, whatever its outcome
-	if err == nil {
-		return nil
-	}
-	w := model.Warning{
-		Class:     model.OrphanedSandboxWarning,
+	orphan := model.Warning{
 		Message:   fmt.Sprintf("the sandbox could not be confirmed killed within the teardown grace of %s", s.b.cfg.teardownGrace),
 		Fix:       "run `sandboxio reap`, or remove the container carrying these labels; its lifetime ends it at " + s.expires.UTC().Format(time.RFC3339),
 		SandboxID: s.id,
-		Labels:    maps.Clone(s.labels),
+		Labels:    s.labels,
 	}
-	if s.onWarning != nil {
-		s.onWarning(w)
-	}
-	return &backends.OrphanedError{Warning: w, Err: err}
+	return backends.CloseWithin(ctx, s.b.cfg.teardownGrace, func(sctx context.Context) error {
+		s.markGone(s.goneError("it was killed"))
+		err := s.b.stopContainer(sctx, s.id)
+		if err == nil {
+			if rerr := s.b.removeContainer(sctx, s.id); rerr != nil {
+				tracef("close: %s stopped; removal continues after the grace: %v", short(s.id), rerr)
+				s.b.removeStopped(s.id)
+			}
+			s.b.events.forget(s.id)
+		}
+		s.stopObserver()
+		s.forgetTrail() // the caller audits the close, whatever its outcome
+		return err
+	}, orphan, s.onWarning)
 }
 
 func short(id string) string {

@@ -220,32 +220,19 @@ func (p *createPlan) planCaps() error {
 	return nil
 }
 
-// planTimeouts converts the spec's timeouts: a spec carries both (defaults
-// filled in when it was rendered), so zero, negative or above the ceiling
-// is never replaced by a default; the conversion cannot overflow.
+// planTimeouts: see backends.PlanTimeouts.
 func (p *createPlan) planTimeouts(create time.Duration) error {
-	var err error
-	if p.callTimeout, p.lifetime, err = model.Durations(p.spec.TimeoutSeconds, p.spec.LifetimeSeconds); err != nil {
-		return backends.BackstopOf(Name, err)
-	}
-	if create < 0 {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "timeout",
-			Message: "create timeout must be positive", Fix: "pass 0 to inherit the spec's timeout"}
-	}
-	p.createTimeout = model.EffectiveTimeout(create, p.callTimeout)
-	return nil
+	t, err := backends.PlanTimeouts(Name, p.spec, create)
+	p.callTimeout, p.lifetime, p.createTimeout = t.Call, t.Lifetime, t.Create
+	return err
 }
 
 // planLabels sets the user's labels plus tenant, session and template under
 // the reserved prefix. A user may repeat those (a rendered per-tenant spec
 // carries them) but not contradict them or set any other reserved label.
-func (p *createPlan) planLabels() error {
-	labels, err := backends.SandboxLabels(Name, p.spec)
-	if err != nil {
-		return err
-	}
-	p.labels = labels
-	return nil
+func (p *createPlan) planLabels() (err error) {
+	p.labels, err = backends.SandboxLabels(Name, p.spec)
+	return err
 }
 
 // planEnv renders the spec's environment; a name Docker cannot pass is

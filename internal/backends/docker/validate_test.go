@@ -133,21 +133,21 @@ func TestMarkerWriterStripsThePid(t *testing.T) {
 		{"\x1esandboxio-pid:42\x1e", "hello"},
 	} {
 		buf := &capWriter{max: 1 << 10}
-		m := &markerWriter{next: buf}
+		m := &backends.MarkerWriter{Next: buf}
 		for _, c := range chunks {
 			if _, err := m.Write([]byte(c)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if m.pid != 42 || string(buf.bytes()) != "hello" {
-			t.Fatalf("%q: pid %d, rest %q", chunks, m.pid, string(buf.bytes()))
+		if m.PID() != 42 || string(buf.bytes()) != "hello" {
+			t.Fatalf("%q: pid %d, rest %q", chunks, m.PID(), string(buf.bytes()))
 		}
 	}
 	buf := &capWriter{max: 1 << 10}
-	m := &markerWriter{next: buf}
+	m := &backends.MarkerWriter{Next: buf}
 	_, _ = m.Write([]byte("OCI runtime exec failed"))
-	if m.pid != 0 || string(buf.bytes()) != "OCI runtime exec failed" {
-		t.Fatalf("no marker: pid %d, rest %q", m.pid, string(buf.bytes()))
+	if m.PID() != 0 || string(buf.bytes()) != "OCI runtime exec failed" {
+		t.Fatalf("no marker: pid %d, rest %q", m.PID(), string(buf.bytes()))
 	}
 }
 

@@ -485,17 +485,7 @@ func (s *sandbox) Kill(ctx context.Context) error {
 // cancellation; when that fails, it reports the sandbox orphaned (E2B still
 // ends it at its lifetime).
 func (s *sandbox) Close(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), model.TeardownGrace)
-	defer cancel()
-	err := s.Kill(cctx)
-	if err == nil {
-		return nil
-	}
-	w := model.Warning{Class: model.OrphanedSandboxWarning, SandboxID: s.id, Labels: maps.Clone(s.labels),
+	return backends.CloseWithin(ctx, model.TeardownGrace, s.Kill, model.Warning{SandboxID: s.id, Labels: s.labels,
 		Message: fmt.Sprintf("the E2B sandbox could not be confirmed killed within %s; E2B ends it at its lifetime (%s)", model.TeardownGrace, s.expires.UTC().Format(time.RFC3339)),
-		Fix:     "run `sandboxio reap`, or kill it in E2B's dashboard"}
-	if s.onWarning != nil {
-		s.onWarning(w)
-	}
-	return &backends.OrphanedError{Warning: w, Err: err}
+		Fix:     "run `sandboxio reap`, or kill it in E2B's dashboard"}, s.onWarning)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -18,13 +17,13 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
 	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 )
 
 // maxOutput bounds what one command may print on each stream (as on
 // Docker): past it the command is stopped, never silently truncated.
 const maxOutput = 64 << 20
-
-const markerPrefix = "\x1esandboxio-pid:"
 
 var errOverflow = errors.New("output limit exceeded")
 
@@ -77,61 +76,6 @@ func (c *capWriter) seen() []byte {
 		return c.keep.Bytes()
 	}
 	return c.buf.Bytes()
-}
-
-// markerWriter strips the wrapper's pid marker from the front of stderr.
-type markerWriter struct {
-	next    io.Writer
-	pending []byte
-	done    bool
-	mu      sync.Mutex
-	pid     int
-}
-
-func (m *markerWriter) Write(p []byte) (int, error) {
-	if m.done {
-		return m.next.Write(p)
-	}
-	m.pending = append(m.pending, p...)
-	if len(m.pending) < len(markerPrefix) {
-		if !strings.HasPrefix(markerPrefix, string(m.pending)) {
-			return len(p), m.flush(m.pending)
-		}
-		return len(p), nil
-	}
-	if !bytes.HasPrefix(m.pending, []byte(markerPrefix)) {
-		return len(p), m.flush(m.pending)
-	}
-	rest := m.pending[len(markerPrefix):]
-	end := bytes.IndexByte(rest, '\x1e')
-	if end < 0 {
-		if len(rest) > 20 {
-			return len(p), m.flush(m.pending)
-		}
-		return len(p), nil
-	}
-	if pid, err := strconv.Atoi(string(rest[:end])); err == nil {
-		m.mu.Lock()
-		m.pid = pid
-		m.mu.Unlock()
-	}
-	return len(p), m.flush(rest[end+1:])
-}
-
-func (m *markerWriter) flush(b []byte) error {
-	m.done = true
-	m.pending = nil
-	if len(b) == 0 {
-		return nil
-	}
-	_, err := m.next.Write(b)
-	return err
-}
-
-func (m *markerWriter) sessionID() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.pid
 }
 
 // execBlock is what the wrapper reads first on stdin: the working
@@ -206,9 +150,9 @@ func (b *k8sBackend) exec(ctx context.Context, pod string, cmd []string, stdin [
 	defer cancel(nil)
 	so := &capWriter{max: maxOutput, sink: out.stdout, stop: cancel}
 	se := &capWriter{max: maxOutput, sink: out.stderr, stop: cancel}
-	mw := &markerWriter{next: se, done: !wrapped}
+	mw := &backends.MarkerWriter{Next: se, Done: !wrapped}
 	err = ex.StreamWithContext(sctx, remotecommand.StreamOptions{Stdin: in, Stdout: so, Stderr: mw})
-	res.stdout, res.stderr, res.errSeen, res.pid = so.bytes(), se.bytes(), se.seen(), mw.sessionID()
+	res.stdout, res.stderr, res.errSeen, res.pid = so.bytes(), se.bytes(), se.seen(), mw.PID()
 	var code utilexec.CodeExitError
 	switch {
 	case err == nil:

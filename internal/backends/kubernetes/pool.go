@@ -3,12 +3,10 @@ package kubernetes
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,9 +31,6 @@ const (
 	annSpecHash = model.ReservedLabelPrefix + "spec_sha256" // the template spec's digest (64 hex digits: too long for a label)
 	poolWarm    = "warm"
 	poolClaimed = "claimed"
-	// claimMargin: a warm sandbox this close to the end of its idle time
-	// is discarded rather than claimed.
-	claimMargin = 2 * time.Second
 )
 
 type warm struct {
@@ -45,19 +40,13 @@ type warm struct {
 	uid       types.UID
 	idleUntil time.Time
 
-	mu      sync.Mutex
-	claimed bool // Claim or Discard ran
+	once backends.WarmOnce
 }
 
 // CreateWarm creates one warm sandbox from a template spec.
 func (b *k8sBackend) CreateWarm(ctx context.Context, req backends.WarmRequest) (backends.Warm, error) {
-	if req.Spec.TenantID != "" || req.Spec.SessionID != "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "tenant_id",
-			Message: "a warm sandbox is created from a template spec, with no tenant or session", Fix: "pass the template spec"}
-	}
-	if req.MaxIdle <= 0 || req.SpecSHA256 == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "warm_pool",
-			Message: "a warm sandbox needs a positive idle time and its template's digest", Fix: "set warm_pool.max_idle_seconds"}
+	if err := backends.CheckWarmRequest(req); err != nil {
+		return nil, err
 	}
 	p, err := b.validate(backends.CreateRequest{Spec: req.Spec, Timeout: req.Timeout}, false)
 	if err != nil {
@@ -74,11 +63,7 @@ func (b *k8sBackend) CreateWarm(ctx context.Context, req backends.WarmRequest) (
 	defer cancel()
 	s, err := b.create(cctx, p)
 	if err != nil {
-		if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-			return nil, &model.Error{Class: model.CreateTimeout,
-				Message: fmt.Sprintf("the warm sandbox was not ready within %s", p.createTimeout), Fix: "check the cluster's load", Err: err}
-		}
-		return nil, err
+		return nil, backends.WarmCreateError(ctx, cctx, p.createTimeout, "check the cluster's load", err)
 	}
 	w := &warm{b: b, s: s, p: p, uid: s.createdUID, idleUntil: s.created.Add(p.warmIdle)}
 	return w, nil
@@ -89,14 +74,7 @@ func (w *warm) IdleUntil() time.Time { return w.idleUntil }
 
 // Discard removes the warm sandbox (if it was not claimed); idempotent.
 func (w *warm) Discard(ctx context.Context) error {
-	w.mu.Lock()
-	done := w.claimed
-	w.claimed = true
-	w.mu.Unlock()
-	if done {
-		return nil
-	}
-	return w.remove(ctx)
+	return w.once.Discard(ctx, w.remove)
 }
 
 // remove ends a warm sandbox as Close ends any sandbox: the deletion and
@@ -110,19 +88,7 @@ func (w *warm) remove(ctx context.Context) error {
 // Claim binds the warm sandbox to the tenant and session of req.Spec; any
 // failure removes it.
 func (w *warm) Claim(ctx context.Context, req backends.ClaimRequest) (backends.Sandbox, error) {
-	w.mu.Lock()
-	done := w.claimed
-	w.claimed = true
-	w.mu.Unlock()
-	if done {
-		return nil, errors.New("warm sandbox: claimed or discarded already")
-	}
-	s, err := w.claim(ctx, req)
-	if err != nil {
-		_ = w.remove(ctx)
-		return nil, err
-	}
-	return s, nil
+	return w.once.Claim(ctx, func(ctx context.Context) (backends.Sandbox, error) { return w.claim(ctx, req) }, w.remove)
 }
 
 // claim checks, from the API server's view, that the pod is the one created
@@ -132,22 +98,10 @@ func (w *warm) Claim(ctx context.Context, req backends.ClaimRequest) (backends.S
 // has run in it since the probe at its creation.
 func (w *warm) claim(ctx context.Context, req backends.ClaimRequest) (*sandbox, error) {
 	b := w.b
-	if req.Spec.TenantID == "" || req.Spec.SessionID == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "tenant_id",
-			Message: "a claim needs a tenant and a session", Fix: "pass the per-tenant spec"}
-	}
-	p, err := b.validate(backends.CreateRequest{Spec: req.Spec, Secrets: req.Secrets, OnWarning: req.OnWarning}, true)
+	p, err := backends.PlanClaim(req, b.validate, func(p createPlan) error { return samePlan(w.p, p) },
+		w.p.warmSpecHash, w.idleUntil, w.tampered)
 	if err != nil {
 		return nil, err
-	}
-	if err := samePlan(w.p, p); err != nil {
-		return nil, err
-	}
-	if req.SpecSHA256 != w.p.warmSpecHash {
-		return nil, w.tampered("it was made for another template spec")
-	}
-	if time.Until(w.idleUntil) < claimMargin {
-		return nil, &model.Error{Class: model.SandboxGone, Message: "the warm sandbox's idle time is (nearly) over", Fix: "open a new sandbox"}
 	}
 	lbls := maps.Clone(w.s.labels)
 	maps.Copy(lbls, p.labels)
@@ -296,14 +250,5 @@ func samePlan(w, p createPlan) error {
 	same := w.runtimeClass == p.runtimeClass && w.tier == p.tier && w.caps == p.caps && w.lifetime == p.lifetime &&
 		w.callTimeout == p.callTimeout && slices.Equal(w.env, p.env) && w.spec.Image == p.spec.Image &&
 		w.spec.Network.Normalized().Egress == p.spec.Network.Normalized().Egress
-	for k, v := range w.labels {
-		if p.labels[k] != v {
-			same = false
-		}
-	}
-	if !same {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "spec",
-			Message: "the warm sandbox was created from another template spec than the one claiming it", Fix: "report this as a bug"}
-	}
-	return nil
+	return backends.SamePlan(same, w.labels, p.labels)
 }

@@ -486,25 +486,18 @@ func (s *sandbox) Kill(ctx context.Context) error {
 // teardown grace, and confirms that no container of it runs any more; when
 // that cannot be confirmed in time it warns (OrphanedSandboxWarning).
 func (s *sandbox) Close(ctx context.Context) error {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.b.grace)
-	defer cancel()
-	s.markGone(s.goneError("it was killed", "open a new sandbox"))
-	err := s.b.removeSandbox(sctx, s.name)
-	if err == nil {
-		err = s.b.stopped(sctx, s.name)
-	}
-	if err == nil {
-		return nil
-	}
-	w := model.Warning{
-		Class:     model.OrphanedSandboxWarning,
+	orphan := model.Warning{
 		Message:   fmt.Sprintf("the sandbox pod could not be confirmed killed within the teardown grace of %s", s.b.grace),
 		Fix:       "run `sandboxio reap`, or delete the pod carrying these labels; activeDeadlineSeconds ends it at " + s.expires.UTC().Format(time.RFC3339),
 		SandboxID: s.name,
-		Labels:    maps.Clone(s.labels),
+		Labels:    s.labels,
 	}
-	if s.onWarning != nil {
-		s.onWarning(w)
-	}
-	return &backends.OrphanedError{Warning: w, Err: err}
+	return backends.CloseWithin(ctx, s.b.grace, func(sctx context.Context) error {
+		s.markGone(s.goneError("it was killed", "open a new sandbox"))
+		err := s.b.removeSandbox(sctx, s.name)
+		if err == nil {
+			err = s.b.stopped(sctx, s.name)
+		}
+		return err
+	}, orphan, s.onWarning)
 }

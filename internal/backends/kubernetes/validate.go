@@ -130,27 +130,19 @@ func (p *createPlan) planCaps() error {
 }
 
 func (p *createPlan) planTimeouts(create time.Duration) error {
-	var err error
-	if p.callTimeout, p.lifetime, err = model.Durations(p.spec.TimeoutSeconds, p.spec.LifetimeSeconds); err != nil {
-		return backends.BackstopOf(Name, err)
-	}
-	if create < 0 {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "timeout",
-			Message: "create timeout must be positive", Fix: "pass 0 to inherit the spec's timeout"}
-	}
-	p.createTimeout = model.EffectiveTimeout(create, p.callTimeout)
-	return nil
+	t, err := backends.PlanTimeouts(Name, p.spec, create)
+	p.callTimeout, p.lifetime, p.createTimeout = t.Call, t.Lifetime, t.Create
+	return err
 }
 
 // planLabels: the user's labels plus tenant, session and template under the
 // reserved prefix, all of which must be valid Kubernetes labels (they are
 // the pod's labels, which the reaper and List select on).
 func (p *createPlan) planLabels() error {
-	labels, err := backends.SandboxLabels(Name, p.spec)
-	if err != nil {
+	var err error
+	if p.labels, err = backends.SandboxLabels(Name, p.spec); err != nil {
 		return err
 	}
-	p.labels = labels
 	for _, k := range sortedKeys(p.labels) {
 		errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(p.labels[k])...)
 		if len(errs) > 0 {

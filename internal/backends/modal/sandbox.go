@@ -352,19 +352,9 @@ func (s *sandbox) Close(ctx context.Context) error {
 	if s.isClosed() {
 		return nil
 	}
-	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), model.TeardownGrace)
-	defer cancel()
-	err := s.Kill(kctx)
-	if err == nil {
-		return nil
-	}
-	w := model.Warning{Class: model.OrphanedSandboxWarning, SandboxID: s.id, Labels: maps.Clone(s.labels),
+	return backends.CloseWithin(ctx, model.TeardownGrace, s.Kill, model.Warning{SandboxID: s.id, Labels: s.labels,
 		Message: "the Modal sandbox could not be confirmed terminated; Modal ends it when its lifetime passes",
-		Fix:     "run `sandboxio reap`, or terminate it in Modal's dashboard"}
-	if s.onWarning != nil {
-		s.onWarning(w)
-	}
-	return &backends.OrphanedError{Warning: w, Err: err}
+		Fix:     "run `sandboxio reap`, or terminate it in Modal's dashboard"}, s.onWarning)
 }
 
 func randomHex(n int) string {

@@ -207,14 +207,7 @@ func (s *Server) Observe(id string) (Record, bool) {
 
 // Running lists the IDs of the sandboxes that exist (started or stopped).
 func (s *Server) Running() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.sandboxes))
-	for id := range s.sandboxes {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
+	return fakeserver.SortedKeys(&s.mu, s.sandboxes)
 }
 
 func (s *Server) lookup(id string) (*sbx, bool) {
@@ -226,24 +219,11 @@ func (s *Server) lookup(id string) (*sbx, bool) {
 
 // remove takes a sandbox out of the set; it reports whether it was there.
 func (s *Server) remove(id, why string) (*sbx, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb, ok := s.sandboxes[id]
-	if ok {
-		delete(s.sandboxes, id)
-		if r := s.records[id]; r != nil {
-			r.Ended = why
-		}
-	}
-	return sb, ok
+	return fakeserver.Remove(&s.mu, s.sandboxes, s.records, id, func(r *Record) { r.Ended = why })
 }
 
 func (s *Server) updateRecord(id string, f func(*Record)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r := s.records[id]; r != nil {
-		f(r)
-	}
+	fakeserver.Update(&s.mu, s.records, id, f)
 }
 
 // newID is a sandbox ID in Daytona's form (a UUID).

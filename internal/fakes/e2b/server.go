@@ -14,7 +14,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -165,14 +164,7 @@ func (s *Server) AccessToken(sandboxID string) string {
 
 // Running lists the IDs of the sandboxes that are running.
 func (s *Server) Running() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.sandboxes))
-	for id := range s.sandboxes {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
+	return fakeserver.SortedKeys(&s.mu, s.sandboxes)
 }
 
 // lookup returns a running sandbox.
@@ -188,24 +180,11 @@ func (s *Server) lookup(id string) (*sbx, bool) {
 
 // remove takes a sandbox out of the running set; it reports whether it was there.
 func (s *Server) remove(id, why string) (*sbx, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb, ok := s.sandboxes[id]
-	if ok {
-		delete(s.sandboxes, id)
-		if r := s.records[id]; r != nil {
-			r.Ended = why
-		}
-	}
-	return sb, ok
+	return fakeserver.Remove(&s.mu, s.sandboxes, s.records, id, func(r *Record) { r.Ended = why })
 }
 
 func (s *Server) updateRecord(id string, f func(*Record)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r := s.records[id]; r != nil {
-		f(r)
-	}
+	fakeserver.Update(&s.mu, s.records, id, f)
 }
 
 const idChars = "abcdefghijklmnopqrstuvwxyz0123456789"

@@ -43,14 +43,27 @@ func RunReferee(t testing.TB, dir string, env ...string) map[string]map[string]a
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	steps, out, stderr, err := Referee(ctx, dir, env)
+	if err != nil {
+		t.Fatalf("the official SDK failed against the server: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+	}
+	return steps
+}
+
+// Referee runs `node referee.mjs` in dir with env added to this process's
+// environment, and returns the steps it reported on stdout (a JSON object a
+// line, named by its "step"), its stdout and stderr, and its error.
+func Referee(ctx context.Context, dir string, env []string) (steps map[string]map[string]any, stdout []byte, stderr string, err error) {
 	cmd := exec.CommandContext(ctx, "node", "referee.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var errBuf bytes.Buffer
+	cmd.Stderr = &errBuf
 	out, err := cmd.Output()
-	steps := map[string]map[string]any{}
-	for sc := bufio.NewScanner(bytes.NewReader(out)); sc.Scan(); {
+	steps = map[string]map[string]any{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
 		var m map[string]any
 		if json.Unmarshal(sc.Bytes(), &m) == nil {
 			if s, ok := m["step"].(string); ok {
@@ -58,10 +71,7 @@ func RunReferee(t testing.TB, dir string, env ...string) map[string]map[string]a
 			}
 		}
 	}
-	if err != nil {
-		t.Fatalf("the official SDK failed against the server: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
-	}
-	return steps
+	return steps, out, errBuf.String(), err
 }
 
 // CheckSteps fails the test for every step of want that did not report,

@@ -177,11 +177,7 @@ func (s *Server) Running() []string {
 }
 
 func (s *Server) updateRecord(name string, f func(*Record)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r := s.records[name]; r != nil {
-		f(r)
-	}
+	fakeserver.Update(&s.mu, s.records, name, f)
 }
 
 func randomID(prefix string, n int) string {
