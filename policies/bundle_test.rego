@@ -12,7 +12,7 @@ test_base_template_accepted_on_every_backend if {
 		# not a size it takes (SBX-RES-007).
 		# Kubernetes cannot deny egress yet (SBX-NET-008): the default deny
 		# is refused there.
-		expected := {id | data.capabilities.backends[key].network.deny == false; id := "SBX-NET-008"} | {id | data.capabilities.backends[key].caps.memory_bounds_swap == false; id := "SBX-RES-006"} | {id |
+		expected := ({id | data.capabilities.backends[key].network.deny == false; id := "SBX-NET-008"} | {id | data.capabilities.backends[key].caps.memory_bounds_swap == false; id := "SBX-RES-006"}) | {id |
 			per := data.capabilities.backends[key].caps.vcpu_memory_mb
 			data.capabilities.default_caps.memory_mb != data.capabilities.default_caps.cpu * per
 			id := "SBX-RES-007"
