@@ -124,7 +124,7 @@ func (c Caps) CheckBounds(b Bounds) error {
 		}
 		attr := "resources." + f.name
 		if f.value <= 0 {
-			return &Error{Class: ConfigurationError, Rule: rules.ResCap, Attribute: attr,
+			return &Error{Class: ErrConfiguration, Rule: rules.ResCap, Attribute: attr,
 				Message: fmt.Sprintf("%s is %s: every cap must be positive, because a cap can be raised but never removed", attr, f.shown),
 				Fix:     "set the cap to a positive number, or leave it out (null) to get the modest default"}
 		}
@@ -132,7 +132,7 @@ func (c Caps) CheckBounds(b Bounds) error {
 		if !(f.value > f.bound.Min) {
 			side, limit = "minimum", f.bound.Min
 		}
-		return &Error{Class: ConfigurationError, Rule: rules.ResCap, Attribute: attr,
+		return &Error{Class: ErrConfiguration, Rule: rules.ResCap, Attribute: attr,
 			Message: fmt.Sprintf("%s = %s is outside the range a backend can apply: the %s is %s", attr, f.shown, side, number(limit)),
 			Fix:     fmt.Sprintf("set %s between %s and %s", attr, number(f.bound.Min), number(f.bound.Max))}
 	}

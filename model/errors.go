@@ -5,37 +5,59 @@ import (
 	"strings"
 )
 
-// ErrorClass names a class of failure. It is itself an error so that callers
-// can write errors.Is(err, model.ResourceLimitExceeded).
+// ErrorClass names a class of failure. Each class is a sentinel error:
+// callers write errors.Is(err, model.ErrResourceLimitExceeded), and
+// errors.As(err, &e) with e a *Error for its details.
 type ErrorClass string
 
 const (
-	CapabilityNotSupported ErrorClass = "CapabilityNotSupported"
-	ConfigurationError     ErrorClass = "ConfigurationError"
-	CreateTimeout          ErrorClass = "CreateTimeout"
-	ExecutionTimeout       ErrorClass = "ExecutionTimeout"
-	SandboxGone            ErrorClass = "SandboxGone"
-	ResourceLimitExceeded  ErrorClass = "ResourceLimitExceeded"
-	// ExecutionBlocked: the pre-execution hook (policy package
+	ErrCapabilityNotSupported ErrorClass = "CapabilityNotSupported"
+	ErrConfiguration          ErrorClass = "ConfigurationError"
+	ErrCreateTimeout          ErrorClass = "CreateTimeout"
+	ErrExecutionTimeout       ErrorClass = "ExecutionTimeout"
+	ErrSandboxGone            ErrorClass = "SandboxGone"
+	ErrResourceLimitExceeded  ErrorClass = "ResourceLimitExceeded"
+	// ErrExecutionBlocked: the pre-execution hook (policy package
 	// sandboxio.exec and the team's exec packages) blocked a run or
 	// run_code call; nothing ran. Rule names the rule, Message the reason.
-	ExecutionBlocked ErrorClass = "ExecutionBlocked"
-	// ApprovalRequired: the pre-execution hook requires approval of the
+	ErrExecutionBlocked ErrorClass = "ExecutionBlocked"
+	// ErrApprovalRequired: the pre-execution hook requires approval of the
 	// call under Rule, and none was given (no Approver, the CLI without
 	// --approve RULE) or the Approver declined; nothing ran.
-	ApprovalRequired ErrorClass = "ApprovalRequired"
+	ErrApprovalRequired ErrorClass = "ApprovalRequired"
+)
+
+// The names before the Err prefix, kept for one release: the same values,
+// so errors.Is matches either.
+const (
+	// Deprecated: use ErrCapabilityNotSupported.
+	CapabilityNotSupported = ErrCapabilityNotSupported
+	// Deprecated: use ErrConfiguration.
+	ConfigurationError = ErrConfiguration
+	// Deprecated: use ErrCreateTimeout.
+	CreateTimeout = ErrCreateTimeout
+	// Deprecated: use ErrExecutionTimeout.
+	ExecutionTimeout = ErrExecutionTimeout
+	// Deprecated: use ErrSandboxGone.
+	SandboxGone = ErrSandboxGone
+	// Deprecated: use ErrResourceLimitExceeded.
+	ResourceLimitExceeded = ErrResourceLimitExceeded
+	// Deprecated: use ErrExecutionBlocked.
+	ExecutionBlocked = ErrExecutionBlocked
+	// Deprecated: use ErrApprovalRequired.
+	ApprovalRequired = ErrApprovalRequired
 )
 
 // ErrorClasses lists every error class.
 var ErrorClasses = []ErrorClass{
-	CapabilityNotSupported, ConfigurationError, CreateTimeout,
-	ExecutionTimeout, SandboxGone, ResourceLimitExceeded,
-	ExecutionBlocked, ApprovalRequired,
+	ErrCapabilityNotSupported, ErrConfiguration, ErrCreateTimeout,
+	ErrExecutionTimeout, ErrSandboxGone, ErrResourceLimitExceeded,
+	ErrExecutionBlocked, ErrApprovalRequired,
 }
 
 func (c ErrorClass) Error() string { return string(c) }
 
-// Limits named by ResourceLimitExceeded.
+// Limits named by ErrResourceLimitExceeded.
 const (
 	LimitMemory = "memory"
 	LimitPids   = "pids"
@@ -54,7 +76,7 @@ type Error struct {
 	Attribute string // dotted attribute path, e.g. network.allow
 	Message   string // what is wrong; never holds a secret value
 	Fix       string // what to change
-	Limit     string // for ResourceLimitExceeded: memory, pids, disk, cpu or output
+	Limit     string // for ErrResourceLimitExceeded: memory, pids, disk, cpu or output
 	Err       error  // underlying cause, if any
 }
 
@@ -91,7 +113,7 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Is matches the error's class, so errors.Is(err, model.SandboxGone) works.
+// Is matches the error's class, so errors.Is(err, model.ErrSandboxGone) works.
 func (e *Error) Is(target error) bool {
 	c, ok := target.(ErrorClass)
 	return ok && c == e.Class

@@ -76,8 +76,8 @@ func TestEffectiveTimeoutNeverUnbounded(t *testing.T) {
 }
 
 func TestErrorClassMatching(t *testing.T) {
-	err := fmt.Errorf("open: %w", &Error{Class: ResourceLimitExceeded, Limit: LimitMemory, Message: "the sandbox ran out of memory"})
-	if !errors.Is(err, ResourceLimitExceeded) || errors.Is(err, SandboxGone) {
+	err := fmt.Errorf("open: %w", &Error{Class: ErrResourceLimitExceeded, Limit: LimitMemory, Message: "the sandbox ran out of memory"})
+	if !errors.Is(err, ErrResourceLimitExceeded) || errors.Is(err, ErrSandboxGone) {
 		t.Fatalf("errors.Is on class: %v", err)
 	}
 	var e *Error
@@ -87,7 +87,7 @@ func TestErrorClassMatching(t *testing.T) {
 	if !strings.HasPrefix(e.Error(), "ResourceLimitExceeded(memory): ") {
 		t.Fatalf("text: %q", e.Error())
 	}
-	full := (&Error{Class: CapabilityNotSupported, Rule: "SBX-NET-003", Attribute: "network.allow", Message: "m", Fix: "f"}).Error()
+	full := (&Error{Class: ErrCapabilityNotSupported, Rule: "SBX-NET-003", Attribute: "network.allow", Message: "m", Fix: "f"}).Error()
 	if full != "CapabilityNotSupported: m [SBX-NET-003, attribute network.allow]; fix: f" {
 		t.Fatalf("text: %q", full)
 	}
@@ -179,7 +179,7 @@ func TestParseSpecRefusals(t *testing.T) {
 		"empty":         "",
 	} {
 		_, err := ParseSpec([]byte(in))
-		if !errors.Is(err, ConfigurationError) {
+		if !errors.Is(err, ErrConfiguration) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -220,7 +220,7 @@ func FuzzParseSpec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := ParseSpec(data)
 		if err != nil {
-			if !errors.Is(err, ConfigurationError) {
+			if !errors.Is(err, ErrConfiguration) {
 				t.Fatalf("error of another class: %v", err)
 			}
 			return
@@ -261,7 +261,7 @@ func TestDurationsRefuseWhatIsNoBound(t *testing.T) {
 	} {
 		_, _, err := Durations(tc.timeout, tc.lifetime)
 		var me *Error
-		if !errors.As(err, &me) || me.Class != ConfigurationError || me.Rule != tc.rule || me.Attribute != tc.attr || me.Fix == "" {
+		if !errors.As(err, &me) || me.Class != ErrConfiguration || me.Rule != tc.rule || me.Attribute != tc.attr || me.Fix == "" {
 			t.Errorf("Durations(%d, %d) = %v, want %s on %s", tc.timeout, tc.lifetime, err, tc.rule, tc.attr)
 		}
 	}
@@ -297,7 +297,7 @@ func TestCapsCheckBounds(t *testing.T) {
 		tc.mod(&c)
 		err := c.CheckBounds(b)
 		var me *Error
-		if !errors.As(err, &me) || me.Class != ConfigurationError || me.Rule != tc.rule || me.Attribute != tc.attr ||
+		if !errors.As(err, &me) || me.Class != ErrConfiguration || me.Rule != tc.rule || me.Attribute != tc.attr ||
 			!strings.Contains(me.Message, tc.says) || me.Fix == "" {
 			t.Errorf("%+v: %v, want %s on %s saying %q", c, err, tc.rule, tc.attr, tc.says)
 		}

@@ -99,15 +99,15 @@ func ParseSpec(data []byte) (Spec, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
-		return Spec{}, &Error{Class: ConfigurationError, Rule: rules.SpecInvalid, Attribute: "spec", Message: "spec is not a valid sandboxio spec: " + err.Error(),
+		return Spec{}, &Error{Class: ErrConfiguration, Rule: rules.SpecInvalid, Attribute: "spec", Message: "spec is not a valid sandboxio spec: " + err.Error(),
 			Fix: "pass the spec rendered by sandboxio_template or data.sandboxio_tenant_sandbox unchanged"}
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return Spec{}, &Error{Class: ConfigurationError, Rule: rules.SpecInvalid, Attribute: "spec", Message: "spec has trailing data after the JSON object",
+		return Spec{}, &Error{Class: ErrConfiguration, Rule: rules.SpecInvalid, Attribute: "spec", Message: "spec has trailing data after the JSON object",
 			Fix: "pass the spec rendered by sandboxio_template or data.sandboxio_tenant_sandbox unchanged"}
 	}
 	if s.SpecVersion != SpecVersion {
-		return Spec{}, &Error{Class: ConfigurationError, Rule: rules.SpecVersion, Attribute: "spec_version",
+		return Spec{}, &Error{Class: ErrConfiguration, Rule: rules.SpecVersion, Attribute: "spec_version",
 			Message: fmt.Sprintf("spec_version %d is not supported (this build reads %d)", s.SpecVersion, SpecVersion),
 			Fix:     "render the spec with a provider of the same version as this helper"}
 	}

@@ -57,11 +57,11 @@ func Durations(timeoutSeconds, lifetimeSeconds int64) (call, lifetime time.Durat
 func seconds(n int64, attr, ruleNotPositive, ruleAboveCeiling string, def int) (time.Duration, error) {
 	switch {
 	case n <= 0:
-		return 0, &Error{Class: ConfigurationError, Rule: ruleNotPositive, Attribute: attr,
+		return 0, &Error{Class: ErrConfiguration, Rule: ruleNotPositive, Attribute: attr,
 			Message: fmt.Sprintf("%s is %d: it must be a positive number of seconds, never unbounded", attr, n),
 			Fix:     fmt.Sprintf("set %s to a positive number of seconds, or leave it out to get the default (%d)", attr, def)}
 	case n > MaxTimeoutSeconds:
-		return 0, &Error{Class: ConfigurationError, Rule: ruleAboveCeiling, Attribute: attr,
+		return 0, &Error{Class: ErrConfiguration, Rule: ruleAboveCeiling, Attribute: attr,
 			Message: fmt.Sprintf("%s = %d is above the ceiling of %d seconds (30 days)", attr, n, MaxTimeoutSeconds),
 			Fix:     fmt.Sprintf("lower %s to %d or less", attr, MaxTimeoutSeconds)}
 	}

@@ -448,7 +448,7 @@ func TestRefusedTemplateFindings(t *testing.T) {
 		t.Fatalf("deny: %v, want one finding", deny)
 	}
 	f := deny[0]
-	if f["id"] != "SBX-NET-003" || f["class"] != string(model.CapabilityNotSupported) || f["attribute"] != "network.allow" {
+	if f["id"] != "SBX-NET-003" || f["class"] != string(model.ErrCapabilityNotSupported) || f["attribute"] != "network.allow" {
 		t.Errorf("finding %v, want SBX-NET-003 CapabilityNotSupported network.allow", f)
 	}
 	if !strings.Contains(f["msg"].(string), "docker/runsc") || f["fix"] == "" {

@@ -49,7 +49,7 @@ func TestAudit_ShortSecretsKeepJSONValid(t *testing.T) {
 	c0, _ := newClient(t)
 	withFake(c0, &fakeBackend{})
 	_, err := c0.Open(context.Background(), Request{Spec: shortSpec, SpecSHA256: shortSum, TenantID: "acme", SessionID: "s-10", Secrets: NewSecrets(values)})
-	wantClass(t, err, model.ConfigurationError, rules.ShortSecret)
+	wantClass(t, err, model.ErrConfiguration, rules.ShortSecret)
 
 	tpl := template(t, withSecretNames("LONG"), func(tp *inputs.Template) {
 		tp.Labels["team"] = "acme-10"
@@ -73,7 +73,7 @@ func TestAudit_ShortSecretsKeepJSONValid(t *testing.T) {
 		if _, err := sb.Run(ctx, []string{"echo", "0", "1", "acme", canary, `quote " and \ ` + canary}, RunOptions{}); err != nil {
 			return err
 		}
-		f.runErr = &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitMemory, Message: "acme used 100 MB, holding " + canary}
+		f.runErr = &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitMemory, Message: "acme used 100 MB, holding " + canary}
 		_, _ = sb.Run(ctx, []string{"true"}, RunOptions{})
 		f.runErr = errors.New("daemon said 0 and 1 about acme: " + canary)
 		_, _ = sb.Run(ctx, []string{"true"}, RunOptions{})

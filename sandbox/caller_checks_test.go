@@ -36,7 +36,7 @@ func TestOpen_ShortSecretRefusedWithoutGarbling(t *testing.T) {
 		withFake(c, f)
 		_, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1",
 			Secrets: NewSecrets(map[string]string{"API_TOKEN": tc.value, "OPENAI_API_KEY": canary})})
-		wantClass(t, err, ConfigurationError, rules.ShortSecret)
+		wantClass(t, err, ErrConfiguration, rules.ShortSecret)
 		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), Redacted) {
 			t.Errorf("value %q: %v", tc.value, err)
 		}
@@ -76,12 +76,12 @@ func TestRun_TimeoutAboveSpecRefused(t *testing.T) {
 	err := c.With(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1"}, func(ctx context.Context, sb *Sandbox) error {
 		for _, d := range []time.Duration{61 * time.Second, 800 * time.Hour} {
 			_, err := sb.Run(ctx, []string{"sleep", "40"}, RunOptions{Timeout: d})
-			wantClass(t, err, ConfigurationError, rules.CallTimeout)
+			wantClass(t, err, ErrConfiguration, rules.CallTimeout)
 			var me *Error
 			if !errors.As(err, &me) || me.Attribute != "timeout" || !strings.Contains(me.Fix, "at most 1m0s") {
 				t.Errorf("error: %v", err)
 			}
-			if _, err := sb.RunCode(ctx, "sh", "sleep 40", RunOptions{Timeout: d}); ClassOf(err) != ConfigurationError {
+			if _, err := sb.RunCode(ctx, "sh", "sleep 40", RunOptions{Timeout: d}); ClassOf(err) != ErrConfiguration {
 				t.Errorf("run code: %v", err)
 			}
 		}

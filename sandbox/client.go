@@ -190,7 +190,7 @@ func sharedBackend(dsn backends.DSN) (backends.Backend, error) {
 // provision on. It is CapabilityNotSupported: the spec is valid, this
 // helper lacks the capability.
 func notInBuild(scheme string) error {
-	return &model.Error{Class: model.CapabilityNotSupported, Attribute: "backend",
+	return &model.Error{Class: model.ErrCapabilityNotSupported, Attribute: "backend",
 		Message: fmt.Sprintf("backend %s is not available in this build of the run-time helper (it provisions on %s)", scheme, strings.Join(Backends(), ", ")),
 		Fix:     "render the template for a backend this build provisions on (docker://), or use a build that includes " + scheme}
 }
@@ -215,7 +215,7 @@ var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // specError is a refusal of the spec's integrity or tenancy binding.
 func specError(rule, attr, msg, fix string) *model.Error {
-	return &model.Error{Class: model.ConfigurationError, Rule: rule, Attribute: attr, Message: msg, Fix: fix}
+	return &model.Error{Class: model.ErrConfiguration, Rule: rule, Attribute: attr, Message: msg, Fix: fix}
 }
 
 // prepare runs every check that needs no backend, in order: the spec parses,
@@ -224,7 +224,7 @@ func specError(rule, attr, msg, fix string) *model.Error {
 func (c *Client) prepare(ctx context.Context, req Request) (plan, error) {
 	var p plan
 	if req.Timeout < 0 {
-		return p, &model.Error{Class: model.ConfigurationError, Attribute: "timeout",
+		return p, &model.Error{Class: model.ErrConfiguration, Attribute: "timeout",
 			Message: "the open timeout is negative", Fix: "pass 0 to inherit the spec's timeout_seconds, or a positive duration"}
 	}
 	spec, err := model.ParseSpec(req.Spec)
@@ -341,14 +341,14 @@ func checkSecrets(spec model.Spec, req Request) error {
 	for _, n := range spec.SecretNames {
 		declared[n] = true
 		if !req.Secrets.has(n) {
-			return &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
+			return &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("no value was given for secret %q, named in the spec's secret_names", n),
 				Fix:     "pass its value in Request.Secrets (the CLI reads it from its own environment)"}
 		}
 	}
 	for _, n := range req.Secrets.Names() {
 		if !declared[n] {
-			return &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
+			return &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("secret %q is not named in the spec's secret_names, so it would not be injected", n),
 				Fix:     "add it to the template's secret_names, or do not pass it"}
 		}
@@ -415,7 +415,7 @@ func checkCallTimeout(timeout, bound time.Duration, what string) error {
 	if timeout <= bound {
 		return nil
 	}
-	return &model.Error{Class: model.ConfigurationError, Rule: rules.CallTimeout, Attribute: "timeout",
+	return &model.Error{Class: model.ErrConfiguration, Rule: rules.CallTimeout, Attribute: "timeout",
 		Message: fmt.Sprintf("%s, %s, is longer than the spec's timeout_seconds (%s), which bounds every call", what, timeout, bound),
 		Fix:     fmt.Sprintf("pass a timeout of at most %s (the CLI's --timeout, e.g. --timeout %s), or none to inherit it; or raise timeout_seconds in the template and apply", bound, bound)}
 }
@@ -459,7 +459,7 @@ func (c *Client) Open(ctx context.Context, req Request) (*Sandbox, error) {
 		// did not see it, so it is closed here rather than left running
 		// until its lifetime ends.
 		cerr := sb.closeWith(context.WithoutCancel(ctx), "client closed")
-		return nil, &model.Error{Class: model.ConfigurationError, Message: "the client is closed",
+		return nil, &model.Error{Class: model.ErrConfiguration, Message: "the client is closed",
 			Fix: "open sandboxes with a new client; the sandbox provisioned meanwhile was removed", Err: cerr}
 	}
 	return sb, err
@@ -520,9 +520,9 @@ func (c *Client) reserve(k key) error {
 	defer c.mu.Unlock()
 	switch {
 	case c.closed:
-		return &model.Error{Class: model.ConfigurationError, Message: "the client is closed", Fix: "open sandboxes with a new client"}
+		return &model.Error{Class: model.ErrConfiguration, Message: "the client is closed", Fix: "open sandboxes with a new client"}
 	case c.open[k] != nil || c.opening[k]:
-		return &model.Error{Class: model.ConfigurationError, Rule: rules.OneSandbox, Attribute: "session_id",
+		return &model.Error{Class: model.ErrConfiguration, Rule: rules.OneSandbox, Attribute: "session_id",
 			Message: fmt.Sprintf("a sandbox is already open for tenant %q session %q: one sandbox per tenant and session", clip(k.tenant), clip(k.session)),
 			Fix:     "use the open sandbox (Client.Get), close it first, or open the new sandbox under a new session id"}
 	}
@@ -557,7 +557,7 @@ func (c *Client) provision(ctx context.Context, p plan, req Request, start time.
 	}
 	remaining := p.createTimeout - time.Since(start)
 	if remaining <= 0 {
-		return fail(&model.Error{Class: model.CreateTimeout,
+		return fail(&model.Error{Class: model.ErrCreateTimeout,
 			Message: fmt.Sprintf("the sandbox was not ready within %s: the checks against the live backend took all of it", p.createTimeout),
 			Fix:     "check the backend's load, or raise timeout_seconds (or the open timeout)"})
 	}
@@ -611,8 +611,8 @@ func (c *Client) openFailed(rec Record, p plan, secrets Secrets, start time.Time
 // run again; the tier is then checked before create.
 func (c *Client) liveChecks(ctx, octx context.Context, b backends.Backend, p plan, rec *Record, warn func(model.Warning)) (model.Tier, error) {
 	timedOut := func(err error) error {
-		if ctx.Err() == nil && errors.Is(octx.Err(), context.DeadlineExceeded) && !errors.Is(err, model.CreateTimeout) {
-			return &model.Error{Class: model.CreateTimeout,
+		if ctx.Err() == nil && errors.Is(octx.Err(), context.DeadlineExceeded) && !errors.Is(err, model.ErrCreateTimeout) {
+			return &model.Error{Class: model.ErrCreateTimeout,
 				Message: fmt.Sprintf("the sandbox was not ready within %s: the %s backend did not answer in time", p.createTimeout, p.scheme),
 				Fix:     "check that the backend answers (for Docker: docker info), or raise timeout_seconds (or the open timeout)", Err: err}
 		}
@@ -666,9 +666,9 @@ func (c *Client) create(ctx context.Context, b backends.Backend, p plan, req Req
 	})
 	if err != nil {
 		var me *model.Error
-		if errors.As(err, &me) && me.Class == model.CreateTimeout {
+		if errors.As(err, &me) && me.Class == model.ErrCreateTimeout {
 			// Said against the whole open's bound, not what was left of it.
-			err = &model.Error{Class: model.CreateTimeout,
+			err = &model.Error{Class: model.ErrCreateTimeout,
 				Message: fmt.Sprintf("the sandbox was not ready within %s; anything half-created is being removed", p.createTimeout),
 				Fix:     "check that the backend answers (for Docker: docker info), or raise timeout_seconds (or the open timeout)", Err: me.Err}
 		}
@@ -689,7 +689,7 @@ func (c *Client) bind(ctx context.Context, s *Sandbox, created backends.Sandbox,
 	// name this tenant and session, or the sandbox is not this request's.
 	if in.Labels[model.LabelTenantID] != p.spec.TenantID || in.Labels[model.LabelSessionID] != p.spec.SessionID {
 		_ = created.Close(context.WithoutCancel(ctx))
-		return &model.Error{Class: model.ConfigurationError, Attribute: "labels",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "labels",
 			Message: "the backend did not label the sandbox with its tenant and session; it was removed", Fix: "report this as a bug"}
 	}
 	s.info = Info{
@@ -708,7 +708,7 @@ func checkTier(spec model.Spec, live model.Tier) error {
 		return err
 	}
 	if spec.IsolationTier != "" && live != spec.IsolationTier {
-		return &model.Error{Class: model.ConfigurationError, Rule: rules.SpecTierLies, Attribute: "isolation_tier",
+		return &model.Error{Class: model.ErrConfiguration, Rule: rules.SpecTierLies, Attribute: "isolation_tier",
 			Message: fmt.Sprintf("the spec says isolation_tier %s but the live %s backend gives %s; nothing was provisioned", spec.IsolationTier, backendName(spec), live),
 			Fix:     "render the spec again (terraform apply) against this backend, and check the runtime registered on it"}
 	}
@@ -733,14 +733,14 @@ func orDefault(s, d string) string {
 // on the backend (the backend's ConfigurationError on the image attribute).
 func imageMissing(err error) bool {
 	var me *model.Error
-	return errors.As(err, &me) && me.Class == model.ConfigurationError && me.Attribute == "image"
+	return errors.As(err, &me) && me.Class == model.ErrConfiguration && me.Attribute == "image"
 }
 
 // preProvision reports whether err refused the request before anything was
 // created: a configuration or capability refusal. Timeouts and backend
 // failures are not refusals.
 func preProvision(err error) bool {
-	return errors.Is(err, model.ConfigurationError) || errors.Is(err, model.CapabilityNotSupported)
+	return errors.Is(err, model.ErrConfiguration) || errors.Is(err, model.ErrCapabilityNotSupported)
 }
 
 // warn hands a warning to Config.OnWarning with every secret value of the

@@ -188,7 +188,7 @@ func TestDocker_OpenRunUploadClose(t *testing.T) {
 	if err := sb.Close(context.Background()); err != closeErr { //nolint:errorlint // the very same error value
 		t.Fatalf("second close: %v, the first returned %v", err, closeErr)
 	}
-	if _, err := sb.Run(context.Background(), []string{"true"}, RunOptions{}); !errors.Is(err, SandboxGone) {
+	if _, err := sb.Run(context.Background(), []string{"true"}, RunOptions{}); !errors.Is(err, ErrSandboxGone) {
 		t.Fatalf("run after close: %v", err)
 	}
 
@@ -236,12 +236,12 @@ func TestDocker_TypedErrors(t *testing.T) {
 		func(ctx context.Context, sb *Sandbox) error {
 			start := time.Now()
 			_, err := sb.Run(ctx, []string{"sleep", "30"}, RunOptions{Timeout: time.Second})
-			wantClass(t, err, ExecutionTimeout, "")
+			wantClass(t, err, ErrExecutionTimeout, "")
 			if d := time.Since(start); d > 3*time.Second {
 				t.Errorf("the timeout took %s", d)
 			}
 			_, err = sb.Run(ctx, []string{"sh", "-c", "dd if=/dev/zero of=/tmp/fill bs=1M count=200"}, RunOptions{})
-			wantClass(t, err, ResourceLimitExceeded, "")
+			wantClass(t, err, ErrResourceLimitExceeded, "")
 			if l, ok := LimitOf(err); !ok || l != model.LimitDisk {
 				t.Errorf("limit: %q %v (%v)", l, ok, err)
 			}
@@ -279,7 +279,7 @@ func TestDocker_LifetimeExpiredIsSandboxGone(t *testing.T) {
 		// The call inherits timeout_seconds, which cannot exceed the
 		// lifetime, and starts after it: the lifetime ends first.
 		_, err := sb.Run(ctx, []string{"sleep", "30"}, RunOptions{})
-		wantClass(t, err, SandboxGone, "")
+		wantClass(t, err, ErrSandboxGone, "")
 		return nil
 	})
 	if err != nil {
@@ -298,11 +298,11 @@ func TestDocker_RefusalProvisionsNothing(t *testing.T) {
 	spec, _ := tenantSpec(t, tpl, "acme", "refused")
 	c, audit := newClient(t)
 	_, err := c.Open(context.Background(), Request{Spec: spec, TenantID: "acme", SessionID: "refused"})
-	wantClass(t, err, ConfigurationError, "SBX-ISO-003")
+	wantClass(t, err, ErrConfiguration, "SBX-ISO-003")
 	ok, _ := tenantSpec(t, template(t), "acme", "refused")
 	_, err = c.Open(context.Background(), Request{Spec: []byte(strings.Replace(string(ok), `"cpu":1`, `"cpu":64`, 1)),
 		SpecSHA256: strings.Repeat("0", 64), TenantID: "acme", SessionID: "refused"})
-	wantClass(t, err, ConfigurationError, "SBX-SPC-003")
+	wantClass(t, err, ErrConfiguration, "SBX-SPC-003")
 	if n := countLabelled(t, cli, "test="+labelSafe(t.Name())); n != 0 {
 		t.Fatalf("%d containers exist after refusals", n)
 	}
@@ -343,7 +343,7 @@ func TestDocker_WithCancellationRemovesTheSandbox(t *testing.T) {
 		return err
 	})
 	returned := time.Now()
-	if !errors.Is(err, context.Canceled) && ClassOf(err) != SandboxGone {
+	if !errors.Is(err, context.Canceled) && ClassOf(err) != ErrSandboxGone {
 		t.Fatalf("want cancellation, got %v", err)
 	}
 	var at time.Time

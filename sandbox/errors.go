@@ -21,16 +21,37 @@ import (
 // for ResourceLimitExceeded, the Limit.
 type Error = model.Error
 
-// The error classes, for errors.Is(err, sandbox.ResourceLimitExceeded).
+// The error classes, sentinels for errors.Is(err, sandbox.ErrResourceLimitExceeded).
 const (
-	CapabilityNotSupported = model.CapabilityNotSupported
-	ConfigurationError     = model.ConfigurationError
-	CreateTimeout          = model.CreateTimeout
-	ExecutionTimeout       = model.ExecutionTimeout
-	SandboxGone            = model.SandboxGone
-	ResourceLimitExceeded  = model.ResourceLimitExceeded
-	ExecutionBlocked       = model.ExecutionBlocked
-	ApprovalRequired       = model.ApprovalRequired
+	ErrCapabilityNotSupported = model.ErrCapabilityNotSupported
+	ErrConfiguration          = model.ErrConfiguration
+	ErrCreateTimeout          = model.ErrCreateTimeout
+	ErrExecutionTimeout       = model.ErrExecutionTimeout
+	ErrSandboxGone            = model.ErrSandboxGone
+	ErrResourceLimitExceeded  = model.ErrResourceLimitExceeded
+	ErrExecutionBlocked       = model.ErrExecutionBlocked
+	ErrApprovalRequired       = model.ErrApprovalRequired
+)
+
+// The names before the Err prefix, kept for one release: the same values,
+// so errors.Is matches either.
+const (
+	// Deprecated: use ErrCapabilityNotSupported.
+	CapabilityNotSupported = ErrCapabilityNotSupported
+	// Deprecated: use ErrConfiguration.
+	ConfigurationError = ErrConfiguration
+	// Deprecated: use ErrCreateTimeout.
+	CreateTimeout = ErrCreateTimeout
+	// Deprecated: use ErrExecutionTimeout.
+	ExecutionTimeout = ErrExecutionTimeout
+	// Deprecated: use ErrSandboxGone.
+	SandboxGone = ErrSandboxGone
+	// Deprecated: use ErrResourceLimitExceeded.
+	ResourceLimitExceeded = ErrResourceLimitExceeded
+	// Deprecated: use ErrExecutionBlocked.
+	ExecutionBlocked = ErrExecutionBlocked
+	// Deprecated: use ErrApprovalRequired.
+	ApprovalRequired = ErrApprovalRequired
 )
 
 // ErrBackend matches (errors.Is) a failure of the backend, or of an

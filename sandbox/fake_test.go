@@ -106,7 +106,7 @@ func (s *fakeSandbox) Run(ctx context.Context, cmd []string, opts backends.RunOp
 	s.f.envs = append(s.f.envs, opts.Env)
 	s.f.mu.Unlock()
 	if s.closed.Load() {
-		return backends.Result{}, &model.Error{Class: model.SandboxGone, Message: "sandbox is gone: it was killed"}
+		return backends.Result{}, &model.Error{Class: model.ErrSandboxGone, Message: "sandbox is gone: it was killed"}
 	}
 	if s.f.runBlock != nil {
 		select {
@@ -131,7 +131,7 @@ func (s *fakeSandbox) RunCode(ctx context.Context, _ string, code string, opts b
 
 func (s *fakeSandbox) Upload(context.Context, string, []byte, int64) error {
 	if s.closed.Load() {
-		return &model.Error{Class: model.SandboxGone, Message: "sandbox is gone: it was killed"}
+		return &model.Error{Class: model.ErrSandboxGone, Message: "sandbox is gone: it was killed"}
 	}
 	return nil
 }

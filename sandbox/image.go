@@ -34,7 +34,7 @@ func PrepareDockerImage(ctx context.Context, image, busybox string, progress fun
 	case !cerrdefs.IsNotFound(err):
 		return false, &BackendError{Backend: docker.Name, Op: "image", Err: err}
 	case image != LocalImage:
-		return false, &model.Error{Class: model.ConfigurationError, Attribute: "image",
+		return false, &model.Error{Class: model.ErrConfiguration, Attribute: "image",
 			Message: fmt.Sprintf("image %s is not on the Docker daemon", image),
 			Fix:     "pull or load it on the daemon host (docker pull, docker load); only " + LocalImage + " is built here"}
 	}

@@ -54,58 +54,58 @@ func TestOpen_RefusalsProvisionNothing(t *testing.T) {
 		rule      string
 		preflight bool // the live backend was asked (and refused)
 	}{
-		{"not a spec", Request{Spec: []byte(`{"x":1}`), TenantID: "acme", SessionID: "s-1"}, "", ConfigurationError, "SBX-SPC-001", false},
+		{"not a spec", Request{Spec: []byte(`{"x":1}`), TenantID: "acme", SessionID: "s-1"}, "", ErrConfiguration, "SBX-SPC-001", false},
 		{"digest of another spec", Request{Spec: edit(`"memory_mb":512`, `"memory_mb":4096`), SpecSHA256: sum, TenantID: "acme", SessionID: "s-1"},
-			"", ConfigurationError, "SBX-SPC-003", false},
-		{"malformed digest", Request{Spec: perTenant, SpecSHA256: "abc", TenantID: "acme", SessionID: "s-1"}, "", ConfigurationError, "SBX-SPC-003", false},
+			"", ErrConfiguration, "SBX-SPC-003", false},
+		{"malformed digest", Request{Spec: perTenant, SpecSHA256: "abc", TenantID: "acme", SessionID: "s-1"}, "", ErrConfiguration, "SBX-SPC-003", false},
 		{"edited to an allow list, no digest", Request{Spec: edit(`"allow":[]`, `"allow":["151.101.0.0/16"]`), TenantID: "acme", SessionID: "s-1"},
-			"", CapabilityNotSupported, "SBX-NET-003", false},
-		{"edited to unset a cap", Request{Spec: edit(`"pids":256`, `"pids":0`), TenantID: "acme", SessionID: "s-1"}, "", ConfigurationError, "SBX-RES-001", false},
+			"", ErrCapabilityNotSupported, "SBX-NET-003", false},
+		{"edited to unset a cap", Request{Spec: edit(`"pids":256`, `"pids":0`), TenantID: "acme", SessionID: "s-1"}, "", ErrConfiguration, "SBX-RES-001", false},
 		// Checked as the data source checks them at plan (inputs.Spec),
 		// before the live backend is asked.
 		{"edited to claim another tier", Request{Spec: edit(`"isolation_tier":"CONTAINER"`, `"isolation_tier":"MICROVM"`), TenantID: "acme", SessionID: "s-1"},
-			"", ConfigurationError, "SBX-SPC-005", false},
+			"", ErrConfiguration, "SBX-SPC-005", false},
 		{"edited to a tier that is none", Request{Spec: edit(`"isolation_tier":"CONTAINER"`, `"isolation_tier":"LOL"`), TenantID: "acme", SessionID: "s-1"},
-			"", ConfigurationError, "SBX-SPC-005", false},
+			"", ErrConfiguration, "SBX-SPC-005", false},
 		{"edited to no backend", Request{Spec: edit(`"backend":"docker://"`, `"backend":""`), TenantID: "acme", SessionID: "s-1"},
-			"", ConfigurationError, "SBX-DSN-001", false},
+			"", ErrConfiguration, "SBX-DSN-001", false},
 		// Learning is accepted only where blocked egress is observed (runc).
 		{"edited to learn egress on runsc", Request{Spec: bytes.Replace(gvisorJSON, []byte(`"egress":"deny"`), []byte(`"egress":"learn"`), 1),
-			TenantID: "acme", SessionID: "s-1"}, "", CapabilityNotSupported, "SBX-NET-001", false},
-		{"another tenant's spec", Request{Spec: perTenant, SpecSHA256: sum, TenantID: "globex", SessionID: "s-1"}, "", ConfigurationError, "SBX-SPC-004", false},
-		{"another session's spec", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-2"}, "", ConfigurationError, "SBX-SPC-004", false},
+			TenantID: "acme", SessionID: "s-1"}, "", ErrCapabilityNotSupported, "SBX-NET-001", false},
+		{"another tenant's spec", Request{Spec: perTenant, SpecSHA256: sum, TenantID: "globex", SessionID: "s-1"}, "", ErrConfiguration, "SBX-SPC-004", false},
+		{"another session's spec", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-2"}, "", ErrConfiguration, "SBX-SPC-004", false},
 		{"reserved label edited", Request{Spec: edit(`"sandboxio.tenant_id":"acme"`, `"sandboxio.tenant_id":"globex"`), TenantID: "acme", SessionID: "s-1"},
-			"", ConfigurationError, "SBX-SPC-004", false},
-		{"template for an empty tenant", Request{Spec: tplJSON, TenantID: "", SessionID: "s-1"}, "", ConfigurationError, "SBX-TEN-001", false},
-		{"template for a malformed session", Request{Spec: tplJSON, TenantID: "acme", SessionID: "s 1;rm"}, "", ConfigurationError, "SBX-TEN-002", false},
+			"", ErrConfiguration, "SBX-SPC-004", false},
+		{"template for an empty tenant", Request{Spec: tplJSON, TenantID: "", SessionID: "s-1"}, "", ErrConfiguration, "SBX-TEN-001", false},
+		{"template for a malformed session", Request{Spec: tplJSON, TenantID: "acme", SessionID: "s 1;rm"}, "", ErrConfiguration, "SBX-TEN-002", false},
 		// "backend not in this build" is gone: every backend the policy
 		// knows provisions in this build since E2B, Modal, Vercel and
 		// Daytona landed.
-		{"missing secret", Request{Spec: withSecretJSON, TenantID: "acme", SessionID: "s-1"}, "", ConfigurationError, "SBX-RUN-001", false},
-		{"undeclared secret", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1", Secrets: secrets}, "", ConfigurationError, "SBX-RUN-001", false},
+		{"missing secret", Request{Spec: withSecretJSON, TenantID: "acme", SessionID: "s-1"}, "", ErrConfiguration, "SBX-RUN-001", false},
+		{"undeclared secret", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1", Secrets: secrets}, "", ErrConfiguration, "SBX-RUN-001", false},
 		{"secret value too short", Request{Spec: withSecretJSON, TenantID: "acme", SessionID: "s-1",
-			Secrets: NewSecrets(map[string]string{"OPENAI_API_KEY": "sk-1234"})}, "", ConfigurationError, "SBX-RUN-002", false},
+			Secrets: NewSecrets(map[string]string{"OPENAI_API_KEY": "sk-1234"})}, "", ErrConfiguration, "SBX-RUN-002", false},
 		{"empty secret value", Request{Spec: withSecretJSON, TenantID: "acme", SessionID: "s-1",
-			Secrets: NewSecrets(map[string]string{"OPENAI_API_KEY": ""})}, "", ConfigurationError, "SBX-RUN-002", false},
+			Secrets: NewSecrets(map[string]string{"OPENAI_API_KEY": ""})}, "", ErrConfiguration, "SBX-RUN-002", false},
 		{"env sets a secret name", Request{Spec: withSecretJSON, TenantID: "acme", SessionID: "s-1", Secrets: secrets,
-			Env: map[string]string{"OPENAI_API_KEY": "from-env-instead"}}, "", ConfigurationError, "SBX-SEC-003", false},
+			Env: map[string]string{"OPENAI_API_KEY": "from-env-instead"}}, "", ErrConfiguration, "SBX-SEC-003", false},
 		{"open timeout above timeout_seconds", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1", Timeout: 61 * time.Second},
-			"", ConfigurationError, "SBX-RUN-003", false},
+			"", ErrConfiguration, "SBX-RUN-003", false},
 		{"extra labels on a per-tenant spec", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1", ExtraLabels: map[string]string{"run": "r1"}},
-			"", ConfigurationError, "SBX-RUN-004", false},
+			"", ErrConfiguration, "SBX-RUN-004", false},
 		{"live tier below require_isolation", Request{Spec: gvisorJSON, TenantID: "acme", SessionID: "s-1"}, model.TierContainer,
-			ConfigurationError, "SBX-ISO-003", true},
+			ErrConfiguration, "SBX-ISO-003", true},
 		{"live tier differs from the spec's", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1"}, model.TierGVisor,
-			ConfigurationError, "SBX-SPC-005", true},
-		{"negative timeout", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1", Timeout: -time.Second}, "", ConfigurationError, "", false},
+			ErrConfiguration, "SBX-SPC-005", true},
+		{"negative timeout", Request{Spec: perTenant, TenantID: "acme", SessionID: "s-1", Timeout: -time.Second}, "", ErrConfiguration, "", false},
 		// A reserved label given at run time, or edited into a template
 		// spec, is refused rather than overwritten by the one sandboxio sets.
 		{"extra label sets the reserved tenant label", Request{Spec: tplJSON, TenantID: "acme", SessionID: "s-1",
-			ExtraLabels: map[string]string{model.LabelTenantID: "globex"}}, "", ConfigurationError, "SBX-LBL-001", false},
+			ExtraLabels: map[string]string{model.LabelTenantID: "globex"}}, "", ErrConfiguration, "SBX-LBL-001", false},
 		{"extra label sets the reserved session label to its own value", Request{Spec: tplJSON, TenantID: "acme", SessionID: "s-1",
-			ExtraLabels: map[string]string{model.LabelSessionID: "s-1"}}, "", ConfigurationError, "SBX-LBL-001", false},
+			ExtraLabels: map[string]string{model.LabelSessionID: "s-1"}}, "", ErrConfiguration, "SBX-LBL-001", false},
 		{"template spec edited to carry a reserved label", Request{Spec: tplWithReserved, TenantID: "acme", SessionID: "s-1"},
-			"", ConfigurationError, "SBX-LBL-001", false},
+			"", ErrConfiguration, "SBX-LBL-001", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fakeBackend{tier: tc.liveTier}
@@ -204,7 +204,7 @@ func TestSecrets_RedactedEverywhere(t *testing.T) {
 	if got := s.RedactString("key=" + canary + ";"); got != "key=[REDACTED];" {
 		t.Fatalf("redact: %s", got)
 	}
-	if _, err := SecretsFromEnv([]string{"SANDBOXIO_TEST_UNSET_SECRET"}, func(string) (string, bool) { return "", false }); ClassOf(err) != ConfigurationError ||
+	if _, err := SecretsFromEnv([]string{"SANDBOXIO_TEST_UNSET_SECRET"}, func(string) (string, bool) { return "", false }); ClassOf(err) != ErrConfiguration ||
 		!strings.Contains(err.Error(), "SANDBOXIO_TEST_UNSET_SECRET") {
 		t.Fatalf("missing secret: %v", err)
 	}
@@ -227,13 +227,13 @@ func TestRun_RedactsOutputAndErrors(t *testing.T) {
 		if string(res.Stdout) != "key is [REDACTED]\n" {
 			t.Errorf("stdout not redacted: %q", res.Stdout)
 		}
-		f.runErr = &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitMemory, Message: "killed while holding " + canary,
+		f.runErr = &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitMemory, Message: "killed while holding " + canary,
 			Err: errors.New("inner " + canary)}
 		_, err = sb.Run(ctx, []string{"true"}, RunOptions{})
 		if strings.Contains(err.Error(), canary) || strings.Contains(fmt.Sprintf("%+v %#v", err, err), canary) {
 			t.Errorf("error not redacted: %v", err)
 		}
-		if !errors.Is(err, ResourceLimitExceeded) {
+		if !errors.Is(err, ErrResourceLimitExceeded) {
 			t.Errorf("class lost: %v", err)
 		}
 		if l, ok := LimitOf(err); !ok || l != model.LimitMemory {
@@ -251,7 +251,7 @@ func TestRun_RedactsOutputAndErrors(t *testing.T) {
 		}
 		f.runErr = nil
 		_, err = sb.Run(ctx, []string{"true"}, RunOptions{Env: map[string]string{"OPENAI_API_KEY": "x"}})
-		wantClass(t, err, ConfigurationError, "SBX-SEC-003")
+		wantClass(t, err, ErrConfiguration, "SBX-SEC-003")
 		// The fix names both ways of passing a secret, not the Go API's only.
 		if !strings.Contains(err.Error(), "the CLI reads declared secrets from its environment; the Go API takes Request.Secrets") {
 			t.Errorf("fix: %v", err)
@@ -364,7 +364,7 @@ func TestUpload_CancelledFirst(t *testing.T) {
 	cancel()
 	_ = sb.Close(context.Background())
 	err = sb.Upload(ctx, "/work/a.txt", []byte("x"), 0)
-	if !errors.Is(err, context.Canceled) || ClassOf(err) != SandboxGone {
+	if !errors.Is(err, context.Canceled) || ClassOf(err) != ErrSandboxGone {
 		t.Fatalf("want the cancellation first and SandboxGone in the chain, got %v", err)
 	}
 	var got []string
@@ -377,7 +377,7 @@ func TestUpload_CancelledFirst(t *testing.T) {
 		t.Fatalf("upload records: %v", got)
 	}
 	// Without a cancellation, the same call is plainly gone.
-	if err := sb.Upload(context.Background(), "/work/a.txt", []byte("x"), 0); errors.Is(err, context.Canceled) || ClassOf(err) != SandboxGone {
+	if err := sb.Upload(context.Background(), "/work/a.txt", []byte("x"), 0); errors.Is(err, context.Canceled) || ClassOf(err) != ErrSandboxGone {
 		t.Fatalf("want SandboxGone alone, got %v", err)
 	}
 }
@@ -517,7 +517,7 @@ func TestTenancy_OnePerTenantAndSessionUnderConcurrency(t *testing.T) {
 					}
 					return
 				}
-				if ClassOf(err) != ConfigurationError || !strings.Contains(err.Error(), "already open") {
+				if ClassOf(err) != ErrConfiguration || !strings.Contains(err.Error(), "already open") {
 					mu.Lock()
 					unexpected = append(unexpected, err)
 					mu.Unlock()

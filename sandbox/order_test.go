@@ -40,7 +40,7 @@ func TestOpen_ClientClosedDuringProvisioning(t *testing.T) {
 	if r.sb != nil {
 		t.Fatalf("Open returned a sandbox from a closed client: %v", r.sb)
 	}
-	wantClass(t, r.err, ConfigurationError, "")
+	wantClass(t, r.err, ErrConfiguration, "")
 	var me *model.Error
 	if !errors.As(r.err, &me) || me.Message != "the client is closed" {
 		t.Fatalf("error: %v", r.err)
@@ -75,7 +75,7 @@ func TestOpen_IsolationCheckedBeforeImageIsPrepared(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	withFake(c, f)
 	_, err = c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1"})
-	wantClass(t, err, ConfigurationError, "SBX-SPC-005")
+	wantClass(t, err, ErrConfiguration, "SBX-SPC-005")
 	if f.creates.Load() != 0 {
 		t.Fatal("a sandbox was created")
 	}

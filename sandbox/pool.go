@@ -118,7 +118,7 @@ func (c *Client) startPools(ctx context.Context) error {
 		if c.pools[pl.plan.digest] != nil {
 			pl.cancel()
 			_ = c.drainPools(ctx)
-			return &model.Error{Class: model.ConfigurationError, Attribute: "warm_pool",
+			return &model.Error{Class: model.ErrConfiguration, Attribute: "warm_pool",
 				Message: fmt.Sprintf("pool %d repeats the template spec of another pool", i), Fix: "declare one pool per template"}
 		}
 		c.pools[pl.plan.digest] = pl

@@ -116,7 +116,7 @@ func TestPoolClaimBindsTenantAndRelease(t *testing.T) {
 	other, _ := newClient(t)
 	_, err = other.Open(ctx, Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-pool",
 		Secrets: NewSecrets(map[string]string{"OPENAI_API_KEY": canary})})
-	wantClass(t, err, model.ConfigurationError, rules.OneSandbox)
+	wantClass(t, err, model.ErrConfiguration, rules.OneSandbox)
 	if !strings.Contains(err.Error(), shortID(sb.ID())) {
 		t.Fatalf("the refusal does not name the claimed sandbox: %v", err)
 	}
@@ -455,7 +455,7 @@ func TestPoolConfigRefused(t *testing.T) {
 		"too big":         {Spec: spec, Size: 65, MaxIdle: time.Minute},
 	} {
 		_, err := New(context.Background(), Config{Pools: []PoolConfig{pc}})
-		if ClassOf(err) != model.ConfigurationError {
+		if ClassOf(err) != model.ErrConfiguration {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -127,6 +127,6 @@ func (c *Client) reapBackend(ctx context.Context, target backends.DSN, opts Reap
 }
 
 func noReaper(scheme string) error {
-	return &model.Error{Class: model.CapabilityNotSupported, Attribute: "backend",
+	return &model.Error{Class: model.ErrCapabilityNotSupported, Attribute: "backend",
 		Message: "backend " + scheme + " has no reaper", Fix: "remove its sandboxes with the backend's own tools"}
 }

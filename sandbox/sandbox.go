@@ -396,7 +396,7 @@ func setError(r *Record, err error) {
 // comes first: errors.Is(err, context.Canceled) holds, the audit records the
 // call as killed (cancelled), and the SandboxGone stays in the chain.
 func cancelledFirst(ctx context.Context, err error) error {
-	if ctx.Err() == nil || errors.Is(err, ctx.Err()) || !errors.Is(err, model.SandboxGone) {
+	if ctx.Err() == nil || errors.Is(err, ctx.Err()) || !errors.Is(err, model.ErrSandboxGone) {
 		return err
 	}
 	return errors.Join(context.Cause(ctx), err)
@@ -405,15 +405,15 @@ func cancelledFirst(ctx context.Context, err error) error {
 // eventOf maps an error to its audit event.
 func eventOf(err error, expires time.Time) string {
 	switch {
-	case errors.Is(err, model.ExecutionTimeout), errors.Is(err, model.CreateTimeout):
+	case errors.Is(err, model.ErrExecutionTimeout), errors.Is(err, model.ErrCreateTimeout):
 		return EventTimeout
-	case errors.Is(err, model.ResourceLimitExceeded):
+	case errors.Is(err, model.ErrResourceLimitExceeded):
 		return EventLimitExceeded
 	case errors.Is(err, context.Canceled):
 		// The caller cancelled; the command was killed with its sandbox
 		// (before SandboxGone: see cancelledFirst).
 		return EventKilled
-	case errors.Is(err, model.SandboxGone):
+	case errors.Is(err, model.ErrSandboxGone):
 		if !expires.IsZero() && !time.Now().Before(expires) || strings.Contains(err.Error(), "lifetime ended") {
 			return EventExpired
 		}

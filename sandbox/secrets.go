@@ -75,7 +75,7 @@ func SecretsFromEnv(names []string, lookup func(string) (string, bool)) (Secrets
 	for _, n := range names {
 		v, ok := lookup(n)
 		if !ok {
-			return Secrets{}, &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
+			return Secrets{}, &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("secret %q, named in the spec's secret_names, is not set in the environment", n),
 				Fix:     fmt.Sprintf("export %s with the secret's value in the environment of the caller (never in the spec, a DSN or Terraform)", n)}
 		}
@@ -97,7 +97,7 @@ func (s Secrets) checkLengths() error {
 		if l == 0 {
 			msg = fmt.Sprintf("secret %q has an empty value", n)
 		}
-		return &model.Error{Class: model.ConfigurationError, Rule: rules.ShortSecret, Attribute: "secret_names", Message: msg,
+		return &model.Error{Class: model.ErrConfiguration, Rule: rules.ShortSecret, Attribute: "secret_names", Message: msg,
 			Fix: fmt.Sprintf("supply the real credential for %s (at least %d characters; the CLI reads it from its environment, the Go API from Request.Secrets), or remove %s from the template's secret_names", n, MinSecretLength, n)}
 	}
 	return nil

@@ -51,7 +51,7 @@ func TestOpen_OneSandboxPerTenantSessionAcrossClients(t *testing.T) {
 				opened = append(opened, sbs[i])
 				continue
 			}
-			wantClass(t, err, ConfigurationError, "SBX-RUN-005")
+			wantClass(t, err, ErrConfiguration, "SBX-RUN-005")
 			if !strings.Contains(err.Error(), `tenant "acme" session "`+session+`"`) {
 				t.Errorf("the refusal does not name the tenant and session: %v", err)
 			}

@@ -208,7 +208,7 @@ func (l *lazySandbox) get() (*sandbox.Sandbox, error) {
 	case l.sb != nil:
 		return l.sb, nil
 	case l.stopped:
-		return nil, &model.Error{Class: model.SandboxGone, Message: "the MCP session is over", Fix: "start the server again"}
+		return nil, &model.Error{Class: model.ErrSandboxGone, Message: "the MCP session is over", Fix: "start the server again"}
 	}
 	opened := make(chan *sandbox.Sandbox, 1)
 	done := make(chan struct{})

@@ -48,21 +48,21 @@ Its own failures print "sandboxio COMMAND: <ErrorClass>: ..." on stderr.`
 // exitFor maps an error of the run-time helper to its exit code.
 func exitFor(err error) int {
 	switch sandbox.ClassOf(err) {
-	case model.ConfigurationError:
+	case model.ErrConfiguration:
 		return exitConfiguration
-	case model.CapabilityNotSupported:
+	case model.ErrCapabilityNotSupported:
 		return exitCapability
-	case model.CreateTimeout:
+	case model.ErrCreateTimeout:
 		return exitCreateTimeout
-	case model.ExecutionTimeout:
+	case model.ErrExecutionTimeout:
 		return exitExecTimeout
-	case model.ResourceLimitExceeded:
+	case model.ErrResourceLimitExceeded:
 		return exitLimit
-	case model.SandboxGone:
+	case model.ErrSandboxGone:
 		return exitGone
-	case model.ExecutionBlocked:
+	case model.ErrExecutionBlocked:
 		return exitBlocked
-	case model.ApprovalRequired:
+	case model.ErrApprovalRequired:
 		return exitApproval
 	}
 	return exitBackend

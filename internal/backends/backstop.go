@@ -91,7 +91,7 @@ func RuleRefusal(rule, attribute, found string) *model.Error {
 	if !ok {
 		t = RuleText{Title: "rule " + rule, Fix: "see " + rule + " in the rule catalogue (docs/guides/policies.md)"}
 	}
-	class := model.ConfigurationError
+	class := model.ErrConfiguration
 	for _, c := range model.ErrorClasses {
 		if string(c) == t.Class {
 			class = c

@@ -599,7 +599,7 @@ func (sc *dsnScheme) malformed(name, what, fix string) *model.Error {
 }
 
 func dsnErr(rule, msg, fix string) *model.Error {
-	return &model.Error{Class: model.ConfigurationError, Rule: rule, Attribute: "backend", Message: msg, Fix: fix}
+	return &model.Error{Class: model.ErrConfiguration, Rule: rule, Attribute: "backend", Message: msg, Fix: fix}
 }
 
 func dsnForms() string {

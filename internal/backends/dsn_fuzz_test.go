@@ -52,7 +52,7 @@ func checkParse(t *testing.T, s string) {
 	d, err := backends.ParseDSN(s)
 	if err != nil {
 		var me *model.Error
-		if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "backend" ||
+		if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "backend" ||
 			me.Message == "" || me.Fix == "" || me.Err != nil {
 			t.Fatalf("ParseDSN(%q): malformed error %#v", s, err)
 		}

@@ -41,7 +41,7 @@ func checkDSNError(t *testing.T, in string, err error, rule string) *model.Error
 	if !errors.As(err, &me) {
 		t.Fatalf("ParseDSN(%q): error %T is not a *model.Error", in, err)
 	}
-	if !errors.Is(err, model.ConfigurationError) || me.Class != model.ConfigurationError {
+	if !errors.Is(err, model.ErrConfiguration) || me.Class != model.ErrConfiguration {
 		t.Errorf("ParseDSN(%q): class %s, want ConfigurationError", in, me.Class)
 	}
 	if me.Rule != rule {

@@ -24,7 +24,7 @@ func PlanTimeouts(backend string, s model.Spec, create time.Duration) (Timeouts,
 		return t, BackstopOf(backend, err)
 	}
 	if create < 0 {
-		return t, &model.Error{Class: model.ConfigurationError, Attribute: "timeout",
+		return t, &model.Error{Class: model.ErrConfiguration, Attribute: "timeout",
 			Message: "create timeout must be positive", Fix: "pass 0 to inherit the spec's timeout"}
 	}
 	t.Create = model.EffectiveTimeout(create, t.Call)

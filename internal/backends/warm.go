@@ -58,11 +58,11 @@ func (o *WarmOnce) Claim(ctx context.Context, claim func(context.Context) (Sandb
 // idle time and a digest.
 func CheckWarmRequest(req WarmRequest) error {
 	if req.Spec.TenantID != "" || req.Spec.SessionID != "" {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "tenant_id",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "tenant_id",
 			Message: "a warm sandbox is created from a template spec, with no tenant or session", Fix: "pass the template spec"}
 	}
 	if req.MaxIdle <= 0 || req.SpecSHA256 == "" {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "warm_pool",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "warm_pool",
 			Message: "a warm sandbox needs a positive idle time and its template's digest", Fix: "set warm_pool.max_idle_seconds"}
 	}
 	return nil
@@ -72,7 +72,7 @@ func CheckWarmRequest(req WarmRequest) error {
 // CreateTimeout (with fix) when cctx's deadline, not ctx, ended it.
 func WarmCreateError(ctx, cctx context.Context, timeout time.Duration, fix string, err error) error {
 	if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		return &model.Error{Class: model.CreateTimeout,
+		return &model.Error{Class: model.ErrCreateTimeout,
 			Message: fmt.Sprintf("the warm sandbox was not ready within %s", timeout), Fix: fix, Err: err}
 	}
 	return err
@@ -86,7 +86,7 @@ func PlanClaim[P any](req ClaimRequest, validate func(CreateRequest, bool) (P, e
 	specSHA256 string, idleUntil time.Time, tampered func(why string) error) (P, error) {
 	var none P
 	if req.Spec.TenantID == "" || req.Spec.SessionID == "" {
-		return none, &model.Error{Class: model.ConfigurationError, Attribute: "tenant_id",
+		return none, &model.Error{Class: model.ErrConfiguration, Attribute: "tenant_id",
 			Message: "a claim needs a tenant and a session", Fix: "pass the per-tenant spec"}
 	}
 	p, err := validate(CreateRequest{Spec: req.Spec, Secrets: req.Secrets, OnWarning: req.OnWarning}, true)
@@ -100,7 +100,7 @@ func PlanClaim[P any](req ClaimRequest, validate func(CreateRequest, bool) (P, e
 		return none, tampered("it was made for another template spec")
 	}
 	if time.Until(idleUntil) < ClaimMargin {
-		return none, &model.Error{Class: model.SandboxGone, Message: "the warm sandbox's idle time is (nearly) over", Fix: "open a new sandbox"}
+		return none, &model.Error{Class: model.ErrSandboxGone, Message: "the warm sandbox's idle time is (nearly) over", Fix: "open a new sandbox"}
 	}
 	return p, nil
 }
@@ -115,7 +115,7 @@ func SamePlan(same bool, warmLabels, claimLabels map[string]string) error {
 		}
 	}
 	if !same {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "spec",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "spec",
 			Message: "the warm sandbox was created from another template spec than the one claiming it", Fix: "report this as a bug"}
 	}
 	return nil

@@ -52,7 +52,7 @@ func TestStripPrefixNamesTheResourcesAttribute(t *testing.T) {
 		}
 
 		// Errors and verdicts read the same way.
-		e := diags.FromError(&model.Error{Class: model.ConfigurationError, Rule: "SBX-X-002", Attribute: tc.attribute,
+		e := diags.FromError(&model.Error{Class: model.ErrConfiguration, Rule: "SBX-X-002", Attribute: tc.attribute,
 			Message: "m", Fix: "f"}, "s", tc.mapper)
 		if !strings.Contains(e.Detail(), tc.wantText) {
 			t.Errorf("%s: error detail %q does not name %q", tc.name, e.Detail(), tc.wantText)
@@ -71,7 +71,7 @@ func TestStripPrefixLeavesOtherAttributes(t *testing.T) {
 	}
 	// A mapper that places everything elsewhere keeps the finding's name.
 	onSpec := diags.PathMapper(func(string) path.Path { return path.Root("template_spec") })
-	e := diags.FromError(&model.Error{Class: model.ConfigurationError, Attribute: "network.allow", Message: "m"}, "s", onSpec)
+	e := diags.FromError(&model.Error{Class: model.ErrConfiguration, Attribute: "network.allow", Message: "m"}, "s", onSpec)
 	if !strings.Contains(e.Detail(), "Attribute: network.allow") {
 		t.Errorf("detail %q", e.Detail())
 	}

@@ -43,7 +43,7 @@ func CPU(f *big.Float, attribute string) (float64, error) {
 	between := fmt.Sprintf("set %s between %s and %s, or leave it out to get the default (%g)",
 		attribute, strconv.FormatFloat(bounds.Min, 'f', -1, 64), strconv.FormatFloat(bounds.Max, 'f', -1, 64), model.DefaultCPU)
 	refuse := func(msg, fix string) error {
-		return &model.Error{Class: model.ConfigurationError, Rule: rules.ResCap, Attribute: attribute, Message: msg, Fix: fix}
+		return &model.Error{Class: model.ErrConfiguration, Rule: rules.ResCap, Attribute: attribute, Message: msg, Fix: fix}
 	}
 	switch {
 	case f.Sign() <= 0:

@@ -27,7 +27,7 @@ func TestCPU_ExactOrRefused(t *testing.T) {
 	for _, s := range []string{"0.00999999999999999999999", "1.00000000000000000001", "1e-400", "1e400", "-1e-400"} {
 		_, err := CPU(parse(s), "resources.cpu")
 		var me *model.Error
-		if !errors.As(err, &me) || me.Rule != "SBX-RES-001" || me.Class != model.ConfigurationError || me.Attribute != "resources.cpu" || me.Fix == "" {
+		if !errors.As(err, &me) || me.Rule != "SBX-RES-001" || me.Class != model.ErrConfiguration || me.Attribute != "resources.cpu" || me.Fix == "" {
 			t.Errorf("%s: got %v, want SBX-RES-001 on resources.cpu", s, err)
 		}
 	}

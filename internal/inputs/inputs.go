@@ -112,7 +112,7 @@ func (c Template) Build(defaultBackend string) (model.Spec, policy.Input, error)
 	}
 	if ref == nil {
 		return model.Spec{}, policy.Input{}, &model.Error{
-			Class: model.ConfigurationError, Rule: rules.DSNUnknown, Attribute: "backend",
+			Class: model.ErrConfiguration, Rule: rules.DSNUnknown, Attribute: "backend",
 			Message: "the template has no backend and the provider sets no default_backend",
 			Fix:     `set backend (for example "docker://") on the template, or default_backend on the provider`,
 		}
@@ -222,7 +222,7 @@ func Spec(s model.Spec) (policy.Input, model.Tier, error) {
 	}
 	if ref == nil {
 		return policy.Input{}, "", &model.Error{
-			Class: model.ConfigurationError, Rule: rules.DSNUnknown, Attribute: "backend",
+			Class: model.ErrConfiguration, Rule: rules.DSNUnknown, Attribute: "backend",
 			Message: "the spec has no backend: a spec names its backend, it never falls back to the provider's default_backend",
 			Fix:     `set "backend" in the spec (for example "docker://"), or pass the spec of a sandboxio_template (sandboxio_template.NAME.spec), which names it`,
 		}
@@ -257,7 +257,7 @@ func specTier(s model.Spec, ref *policy.BackendRef) (model.Tier, error) {
 				claim, policies.Expand("${tier_GVISOR|or}"), policies.Expand("${tier_MICROVM|or}"), claim, fix)
 		}
 	}
-	return "", &model.Error{Class: model.ConfigurationError, Rule: rules.SpecTierLies, Attribute: "isolation_tier", Message: msg, Fix: fix}
+	return "", &model.Error{Class: model.ErrConfiguration, Rule: rules.SpecTierLies, Attribute: "isolation_tier", Message: msg, Fix: fix}
 }
 
 func tierRank(t model.Tier) int {

@@ -28,7 +28,7 @@ func TestBackend(t *testing.T) {
 	if ref, _, err := Backend("", "", ""); ref != nil || err != nil {
 		t.Errorf("no backend: %+v %v", ref, err)
 	}
-	if _, _, err := Backend("e2b://user:pw@", "", ""); !errors.Is(err, model.ConfigurationError) {
+	if _, _, err := Backend("e2b://user:pw@", "", ""); !errors.Is(err, model.ErrConfiguration) {
 		t.Errorf("credential in DSN: %v", err)
 	}
 }
@@ -138,7 +138,7 @@ func TestSpecTierAndBackend(t *testing.T) {
 		t.Helper()
 		_, _, err := Spec(s)
 		var me *model.Error
-		if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Rule != rule || me.Attribute != attr || me.Fix == "" {
+		if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Rule != rule || me.Attribute != attr || me.Fix == "" {
 			t.Fatalf("%+v: got %v, want %s on %s", s, err, rule, attr)
 		}
 		if _, _, err := (Tenant{TenantID: "acme", SessionID: "s-1"}).Sandbox(s); !errors.As(err, &me) || me.Rule != rule {

@@ -459,7 +459,7 @@ func int64Of(v tftypes.Value, attribute string) (*int64, error) {
 		}
 		want := "a whole number in the 64-bit integer range"
 		return nil, &model.Error{
-			Class: model.ConfigurationError, Attribute: attribute,
+			Class: model.ErrConfiguration, Attribute: attribute,
 			Message: fmt.Sprintf("%s is %s, which is not %s", attribute, shown, want),
 			Fix:     fmt.Sprintf("set %s to %s", attribute, want),
 		}

@@ -37,15 +37,15 @@ func TestRawNumbers_OutOfRangeRefused(t *testing.T) {
 			_, err = int64Of(bigNumber(t, tc.value), "resources.pids")
 		}
 		var me *model.Error
-		if !errors.As(err, &me) || me.Class != model.ConfigurationError || (me.Attribute != "resources.cpu" && me.Attribute != "resources.pids") {
+		if !errors.As(err, &me) || me.Class != model.ErrConfiguration || (me.Attribute != "resources.cpu" && me.Attribute != "resources.pids") {
 			t.Errorf("%s: got %v, want a ConfigurationError naming the attribute", tc.value, err)
 		}
 	}
 	inf := tftypes.NewValue(tftypes.Number, new(big.Float).SetInf(false))
-	if _, err := float64Of(inf, "resources.cpu"); !errors.Is(err, model.ConfigurationError) {
+	if _, err := float64Of(inf, "resources.cpu"); !errors.Is(err, model.ErrConfiguration) {
 		t.Errorf("+Inf: %v", err)
 	}
-	if _, err := int64Of(inf, "timeout_seconds"); !errors.Is(err, model.ConfigurationError) {
+	if _, err := int64Of(inf, "timeout_seconds"); !errors.Is(err, model.ErrConfiguration) {
 		t.Errorf("+Inf as int: %v", err)
 	}
 	for _, s := range []string{"9223372036854775807", "-9223372036854775808", "0", "-5"} {
@@ -74,7 +74,7 @@ func TestReadTemplate_HugeCPURefused(t *testing.T) {
 	attrs["resources"] = tftypes.NewValue(capsType, caps)
 	r, err := ReadTemplate(tftypes.NewValue(TemplateType, attrs))
 	var me *model.Error
-	if !r.Known() || !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "resources.cpu" {
+	if !r.Known() || !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "resources.cpu" {
 		t.Fatalf("cpu = 1e400: known %v, err %v; want a ConfigurationError on resources.cpu", r.Known(), err)
 	}
 }

@@ -65,5 +65,5 @@ func (s *server) toolError(err error) *mcp.CallToolResult {
 // argError refuses a tool's arguments: a ConfigurationError naming the
 // argument.
 func argError(arg, msg, fix string) error {
-	return &model.Error{Class: model.ConfigurationError, Attribute: arg, Message: msg, Fix: fix}
+	return &model.Error{Class: model.ErrConfiguration, Attribute: arg, Message: msg, Fix: fix}
 }

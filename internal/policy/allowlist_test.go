@@ -96,14 +96,14 @@ func expectRefusals(t *testing.T, d policy.Decision, rules []string) {
 	var got []string
 	for _, f := range d.Denies {
 		got = append(got, f.ID)
-		if f.Class != string(model.ConfigurationError) || f.Attribute != "network.allow" || f.Message == "" || f.Fix == "" {
+		if f.Class != string(model.ErrConfiguration) || f.Attribute != "network.allow" || f.Message == "" || f.Fix == "" {
 			t.Errorf("finding %+v: want a ConfigurationError on network.allow with a message and a fix", f)
 		}
 	}
 	if strings.Join(got, " ") != strings.Join(rules, " ") {
 		t.Fatalf("refusals %v, want %v", got, rules)
 	}
-	if err := d.Err(); !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), rules[0]) {
+	if err := d.Err(); !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), rules[0]) {
 		t.Errorf("Err() = %v, want a ConfigurationError naming %s", err, rules[0])
 	}
 }

@@ -629,7 +629,7 @@ func (e *Engine) run(ctx context.Context, bc *budgetCancel, q *decisionQuery, in
 	case err == nil:
 		return evalErr(rules.PolicyEval, "the policy query returned no result, so nothing was decided")
 	case bc.expired.Load():
-		return &model.Error{Class: model.ConfigurationError, Rule: rules.PolicyTimedOut, Attribute: "policy_paths",
+		return &model.Error{Class: model.ErrConfiguration, Rule: rules.PolicyTimedOut, Attribute: "policy_paths",
 			Message: fmt.Sprintf("policy evaluation did not finish within its budget of %s, so the configuration is refused rather than passed", bc.budget()),
 			Fix:     "a team rule is looping over a very large collection or waiting on something: make it cheaper (run `opa eval --profile` on it), or remove it from policy_paths"}
 	case ctx.Err() != nil:
@@ -717,7 +717,7 @@ func errShape(what string) error {
 }
 
 func evalErr(rule, msg string) *model.Error {
-	return &model.Error{Class: model.ConfigurationError, Rule: rule, Attribute: "policy_paths", Message: msg + "; the configuration is refused rather than passed",
+	return &model.Error{Class: model.ErrConfiguration, Rule: rule, Attribute: "policy_paths", Message: msg + "; the configuration is refused rather than passed",
 		Fix: "fix the team policy the message names (run `opa eval` on it with this input), or remove it from policy_paths; if no team policy is loaded, this is a bug in sandboxio: please report it"}
 }
 
@@ -745,7 +745,7 @@ func (e *Engine) finding(ref ruleRef, v ast.Value) Finding {
 	}
 	if f.Class == "" {
 		if ref.deny {
-			f.Class = string(model.ConfigurationError)
+			f.Class = string(model.ErrConfiguration)
 		} else {
 			f.Class = "PolicyWarning"
 		}
@@ -777,7 +777,7 @@ func sortFindings(fs []Finding) {
 }
 
 func configErr(attr, msg, fix string) *model.Error {
-	return &model.Error{Class: model.ConfigurationError, Rule: rules.PolicyLoad, Attribute: attr, Message: msg, Fix: fix}
+	return &model.Error{Class: model.ErrConfiguration, Rule: rules.PolicyLoad, Attribute: attr, Message: msg, Fix: fix}
 }
 
 // WithBudget returns a copy of the engine whose evaluations are bounded by

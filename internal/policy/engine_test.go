@@ -76,11 +76,11 @@ func TestEvaluate_DockerAllowListRefused(t *testing.T) {
 		t.Fatal("a Docker allow list was accepted")
 	}
 	f := d.Denies[0]
-	if f.ID != "SBX-NET-003" || f.Class != string(model.CapabilityNotSupported) || f.Attribute != "network.allow" || f.Fix == "" || f.Title == "" {
+	if f.ID != "SBX-NET-003" || f.Class != string(model.ErrCapabilityNotSupported) || f.Attribute != "network.allow" || f.Fix == "" || f.Title == "" {
 		t.Fatalf("finding: %+v", f)
 	}
 	err := d.Err()
-	if !errors.Is(err, model.CapabilityNotSupported) {
+	if !errors.Is(err, model.ErrCapabilityNotSupported) {
 		t.Fatalf("Err() = %v, want class CapabilityNotSupported", err)
 	}
 	if !strings.Contains(err.Error(), "SBX-NET-003") {
@@ -113,7 +113,7 @@ func TestEvaluate_OpenEgressOnRunscRefused(t *testing.T) {
 		t.Fatalf("denies: %+v", d.Denies)
 	}
 	f := d.Denies[0]
-	if f.ID != "SBX-NET-010" || f.Class != string(model.CapabilityNotSupported) || f.Attribute != "network.egress" || f.Title == "" ||
+	if f.ID != "SBX-NET-010" || f.Class != string(model.ErrCapabilityNotSupported) || f.Attribute != "network.egress" || f.Title == "" ||
 		!strings.Contains(f.Message, "docker/runsc") || !strings.Contains(f.Fix, "runc") {
 		t.Fatalf("finding: %+v", f)
 	}
@@ -259,7 +259,7 @@ func TestTeamPolicy_ReservedNamespaceRefused(t *testing.T) {
 deny := set()
 `)
 	_, err := policy.New(context.Background(), []string{dir})
-	if !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), "reserved") {
+	if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), "reserved") {
 		t.Fatalf("reserved namespace: %v", err)
 	}
 }
@@ -273,13 +273,13 @@ func TestTeamPolicy_BrokenPoliciesAreConfigurationErrors(t *testing.T) {
 			dir := t.TempDir()
 			writePolicy(t, dir, "bad.rego", src)
 			_, err := policy.New(context.Background(), []string{dir})
-			if !errors.Is(err, model.ConfigurationError) {
+			if !errors.Is(err, model.ErrConfiguration) {
 				t.Fatalf("want ConfigurationError, got %v", err)
 			}
 		})
 	}
 	_, err := policy.New(context.Background(), []string{"/does/not/exist"})
-	if !errors.Is(err, model.ConfigurationError) {
+	if !errors.Is(err, model.ErrConfiguration) {
 		t.Fatalf("missing path: %v", err)
 	}
 }
@@ -350,7 +350,7 @@ func TestTeamPolicy_CapabilitiesNamespaceRefused(t *testing.T) {
 tiers := {"UNKNOWN": 0, "CONTAINER": 3, "GVISOR": 3, "MICROVM": 3}
 `)
 	_, err := policy.New(context.Background(), []string{dir})
-	if !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), "reserved namespace") {
+	if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), "reserved namespace") {
 		t.Fatalf("capabilities namespace: %v", err)
 	}
 }

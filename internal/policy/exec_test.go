@@ -47,7 +47,7 @@ func TestExec_BuiltinRulesAreAdvisory(t *testing.T) {
 	}
 	d := evalExec(t, e, execRun("rm", "-rf", "/"))
 	f, ok := findingOf(d, rules.ExecRemoveRoot)
-	if !ok || f.Decision != policy.DecisionBlock || f.Class != string(model.ExecutionBlocked) || !f.Builtin {
+	if !ok || f.Decision != policy.DecisionBlock || f.Class != string(model.ErrExecutionBlocked) || !f.Builtin {
 		t.Fatalf("rm -rf /: %+v", d.Denies)
 	}
 	if lvl := e.RuleFor(f).Enforcement(); lvl != policy.Advisory {
@@ -195,7 +195,7 @@ block contains "x" if { false }
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadTeam(t, map[string]string{"p.rego": tc.src})
-			if !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), tc.want) {
+			if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})

@@ -103,7 +103,7 @@ func TestHostileTeamPolicies_FailClosed(t *testing.T) {
 func assertRule(t *testing.T, err error, rule string) {
 	t.Helper()
 	var me *model.Error
-	if !errors.As(err, &me) || me.Rule != rule || me.Class != model.ConfigurationError || me.Fix == "" {
+	if !errors.As(err, &me) || me.Rule != rule || me.Class != model.ErrConfiguration || me.Fix == "" {
 		t.Fatalf("got %v, want a ConfigurationError %s with a fix", err, rule)
 	}
 }

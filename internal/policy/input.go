@@ -274,7 +274,7 @@ func templateTerm(t *TemplateInput) *ast.Term {
 func (in Input) Validate() error {
 	if c := in.Resources; c != nil && (math.IsInf(c.CPU, 0) || math.IsNaN(c.CPU)) {
 		return &model.Error{
-			Class: model.ConfigurationError, Attribute: "resources.cpu",
+			Class: model.ErrConfiguration, Attribute: "resources.cpu",
 			Message: fmt.Sprintf("resources.cpu is %v, not a finite number", c.CPU),
 			Fix:     "set resources.cpu to a finite, positive number of vCPUs (for example 1 or 0.5)",
 		}

@@ -22,10 +22,10 @@ func TestEvaluate_NonFiniteCPUIsConfigurationError(t *testing.T) {
 		in.Resources = &c
 		_, err := engine(t).Evaluate(context.Background(), in)
 		var me *model.Error
-		if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "resources.cpu" {
+		if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "resources.cpu" {
 			t.Fatalf("cpu %v: got %v, want a ConfigurationError on resources.cpu", cpu, err)
 		}
-		if _, err := in.Map(); !errors.Is(err, model.ConfigurationError) {
+		if _, err := in.Map(); !errors.Is(err, model.ErrConfiguration) {
 			t.Fatalf("cpu %v: Map: %v", cpu, err)
 		}
 	}

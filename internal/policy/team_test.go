@@ -31,7 +31,7 @@ func TestCheckTeam_CapabilitiesShadowRefused(t *testing.T) {
 
 tiers := {"UNKNOWN": 0, "CONTAINER": 9, "GVISOR": 2, "MICROVM": 3}
 `})
-	if !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), "capability data") {
+	if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), "capability data") {
 		t.Fatalf("capabilities shadow: err = %v", err)
 	}
 	if e == nil {
@@ -103,7 +103,7 @@ deny contains "y" if { false }
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadTeam(t, map[string]string{"p.rego": tc.src})
-			if !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), tc.want) {
+			if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want ConfigurationError mentioning %q", err, tc.want)
 			}
 		})
@@ -215,7 +215,7 @@ deny contains "x" if { false }
 func TestLoad_ChecksTeam(t *testing.T) {
 	dir := t.TempDir()
 	writePolicy(t, dir, "evil.rego", "package capabilities.backends\n\nx := 1\n")
-	if _, err := policy.Load(context.Background(), []string{dir}); !errors.Is(err, model.ConfigurationError) {
+	if _, err := policy.Load(context.Background(), []string{dir}); !errors.Is(err, model.ErrConfiguration) {
 		t.Fatalf("Load accepted a package over the capability data: %v", err)
 	}
 	if _, err := policy.Load(context.Background(), nil); err != nil {

@@ -154,7 +154,7 @@ func refusalOf(err error, attribute string) *model.Error {
 	}
 	var me *model.Error
 	if !errors.As(err, &me) {
-		me = &model.Error{Class: model.ConfigurationError, Message: err.Error()}
+		me = &model.Error{Class: model.ErrConfiguration, Message: err.Error()}
 	}
 	out := *me
 	if out.Attribute == "" {

@@ -58,7 +58,7 @@ func preflight(ctx context.Context, spec model.Spec) (*liveFacts, error) {
 		if errors.As(err, &me) {
 			return nil, err
 		}
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		return nil, &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 			Message: fmt.Sprintf("the %s backend could not check the template: %v", reg.Scheme, err),
 			Fix:     reg.Unreachable}
 	}

@@ -25,7 +25,7 @@ func TestCheck_NonFiniteCPUFromBuild(t *testing.T) {
 		}
 		_, err = Check(context.Background(), eng, in, Options{})
 		var me *model.Error
-		if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "resources.cpu" {
+		if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "resources.cpu" {
 			t.Fatalf("cpu %v: Check = %v, want a ConfigurationError on resources.cpu", cpu, err)
 		}
 	}

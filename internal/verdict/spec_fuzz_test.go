@@ -46,7 +46,7 @@ func FuzzTenantSpecDecision(f *testing.F) {
 	refusal := func(t *testing.T, what string, err error) {
 		t.Helper()
 		var me *model.Error
-		if !errors.As(err, &me) || (me.Class != model.ConfigurationError && me.Class != model.CapabilityNotSupported) {
+		if !errors.As(err, &me) || (me.Class != model.ErrConfiguration && me.Class != model.ErrCapabilityNotSupported) {
 			t.Fatalf("%s: not a refusal: %T %v", what, err, err)
 		}
 	}

@@ -47,7 +47,7 @@ func TestLoadWaivers_RefusedAsOneRule(t *testing.T) {
 		if !errors.As(err, &me) {
 			t.Fatalf("%s: got %T %v, want a *model.Error", p, err, err)
 		}
-		if me.Class != model.ConfigurationError || me.Rule != rules.WaiversLoad || me.Attribute != "policy_waivers" || me.Fix != doc.Fix {
+		if me.Class != model.ErrConfiguration || me.Rule != rules.WaiversLoad || me.Attribute != "policy_waivers" || me.Fix != doc.Fix {
 			t.Errorf("%s: got %#v, want ConfigurationError %s on policy_waivers with the catalogue's fix %q", p, me, rules.WaiversLoad, doc.Fix)
 		}
 		if !strings.Contains(me.Message, p) {

@@ -51,7 +51,7 @@ type backend struct {
 func New(dsn backends.DSN) (backends.Backend, error) {
 	key := os.Getenv(EnvAPIKey)
 	if key == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: backends.ErrNoCredentials,
+		return nil, &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Err: backends.ErrNoCredentials,
 			Message: "no Daytona API key: " + EnvAPIKey + " is not set", Fix: "export " + EnvAPIKey + " with a key of your Daytona organization (never put it in the DSN)"}
 	}
 	base := dsn.Options["api_url"]
@@ -63,7 +63,7 @@ func New(dsn backends.DSN) (backends.Backend, error) {
 	}
 	u, err := url.Parse(strings.TrimRight(base, "/"))
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		return nil, &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 			Message: "the Daytona API URL is not an http(s) URL", Fix: "set " + EnvAPIURL + " (or the DSN's api_url) to the API's base URL, such as " + DefaultAPIURL}
 	}
 	return &backend{api: newClient(u, vendorapi.NewCredential(key)), target: dsn.Options["target"]}, nil
@@ -140,7 +140,7 @@ func (b *backend) body(s model.Spec, secrets map[string]string, nonce string) (c
 			fmt.Sprintf("cpu %g, memory_mb %d, disk_mb %d", c.CPU, c.MemoryMB, c.DiskMB))
 	}
 	if !imageRef.MatchString(s.Image) {
-		return createBody{}, &model.Error{Class: model.ConfigurationError, Attribute: "image",
+		return createBody{}, &model.Error{Class: model.ErrConfiguration, Attribute: "image",
 			Message: fmt.Sprintf("%q is not an image reference Daytona can build from", s.Image),
 			Fix:     "set image to an OCI image reference such as python:3.12-slim or registry.example.com/team/app@sha256:..."}
 	}
@@ -181,7 +181,7 @@ func (b *backend) Create(ctx context.Context, req backends.CreateRequest) (backe
 	for _, name := range s.SecretNames {
 		v, ok := req.Secrets[name]
 		if !ok {
-			return nil, &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
+			return nil, &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("no value was supplied for secret %q", name),
 				Fix:     "pass the secret's value at run time (from the environment of the caller)"}
 		}
@@ -230,7 +230,7 @@ func (b *backend) recover(ctx context.Context, id string, err error) (sandboxDTO
 
 func createErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
-		return &model.Error{Class: model.CreateTimeout, Message: "Daytona did not start the sandbox in time", Fix: "retry, or raise the create timeout", Err: err}
+		return &model.Error{Class: model.ErrCreateTimeout, Message: "Daytona did not start the sandbox in time", Fix: "retry, or raise the create timeout", Err: err}
 	}
 	return fmt.Errorf("sandbox create: %w", err)
 }
@@ -305,7 +305,7 @@ func (b *backend) Reap(ctx context.Context, opts backends.ReapOptions) ([]backen
 		if !opts.DryRun {
 			_, err := b.api.Do(ctx, vendorapi.Request{Op: "delete sandbox", Method: http.MethodDelete, Path: "/sandbox/" + url.PathEscape(d.ID), Sandbox: true}, nil)
 			var me *model.Error
-			if err != nil && (!errors.As(err, &me) || me.Class != model.SandboxGone) {
+			if err != nil && (!errors.As(err, &me) || me.Class != model.ErrSandboxGone) {
 				first = cmp.Or(first, fmt.Errorf("sandbox reap: %w", err))
 				continue
 			}

@@ -100,7 +100,7 @@ func TestLifetimeIsVendorIdleLimit(t *testing.T) {
 	time.Sleep(3 * time.Second) // idle past 2 minutes
 	_, err = sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
 	var me *model.Error
-	if !errors.As(err, &me) || me.Class != model.SandboxGone {
+	if !errors.As(err, &me) || me.Class != model.ErrSandboxGone {
 		t.Fatalf("run after the idle limit: %v, want SandboxGone", err)
 	}
 	if rec, _ := srv.Observe(sb.ID()); rec.Ended != "auto-stop, auto-delete" {
@@ -118,7 +118,7 @@ func TestOrgLimitIsConfigurationError(t *testing.T) {
 	s.Resources.MemoryMB = 16 * 1024
 	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: s.ForTenant("acme", "s-1", nil)})
 	var me *model.Error
-	if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute == "credentials" ||
+	if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute == "credentials" ||
 		!strings.Contains(err.Error(), "exceeds maximum allowed per sandbox") {
 		t.Fatalf("memory over the organization's limit: %v", err)
 	}

@@ -70,7 +70,7 @@ func TestBackstops(t *testing.T) {
 			t.Errorf("%s: %v, %+v; want the image as a build, sent as 1 GiB, blocked", name, err, body)
 		case tc.rule == "open" && (err != nil || body.NetworkBlockAll):
 			t.Errorf("%s: %v, networkBlockAll %v; want open egress sent as networkBlockAll false", name, err, body.NetworkBlockAll)
-		case tc.rule == "image" && (!asModel(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "image"):
+		case tc.rule == "image" && (!asModel(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "image"):
 			t.Errorf("%s: %v, want a ConfigurationError of the image", name, err)
 		case tc.rule != "" && tc.rule != "image" && tc.rule != "open" && (!backends.IsPolicyGap(err) || !asModel(err, &me) || me.Rule != tc.rule):
 			t.Errorf("%s: %v, want the backstop of %s", name, err, tc.rule)

@@ -99,7 +99,7 @@ func (s *sandbox) markGone(why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.gone == nil {
-		s.gone = &model.Error{Class: model.SandboxGone, Message: "the Daytona sandbox is gone: " + why,
+		s.gone = &model.Error{Class: model.ErrSandboxGone, Message: "the Daytona sandbox is gone: " + why,
 			Fix: backends.GoneFix(s.expires, time.Now())}
 	}
 }
@@ -152,7 +152,7 @@ func (s *sandbox) Run(ctx context.Context, argv []string, opts backends.RunOptio
 		return backends.Result{}, err
 	}
 	if len(argv) == 0 {
-		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "command", Message: "no command", Fix: "pass a command"}
+		return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Attribute: "command", Message: "no command", Fix: "pass a command"}
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 || timeout > s.call {
@@ -191,7 +191,7 @@ func (s *sandbox) Run(ctx context.Context, argv []string, opts backends.RunOptio
 	case err != nil && ctx.Err() == nil && rctx.Err() != nil:
 		// Deleting the session (deferred) kills the command; the next call
 		// on this sandbox waits for it, this one returns now.
-		return backends.Result{}, &model.Error{Class: model.ExecutionTimeout, Attribute: "timeout_seconds",
+		return backends.Result{}, &model.Error{Class: model.ErrExecutionTimeout, Attribute: "timeout_seconds",
 			Message: fmt.Sprintf("the command ran longer than %s and was killed", timeout), Fix: "raise the call timeout (up to timeout_seconds), or make the command faster"}
 	case err != nil:
 		return backends.Result{}, s.runErr(err)
@@ -259,7 +259,7 @@ func (s *sandbox) runErr(err error) error {
 		return g
 	}
 	var me *model.Error
-	if errors.As(err, &me) && me.Class == model.SandboxGone {
+	if errors.As(err, &me) && me.Class == model.ErrSandboxGone {
 		s.markGone("Daytona no longer has it (stopped after its idle limit, or deleted)")
 	}
 	return fmt.Errorf("run: %w", err)
@@ -272,7 +272,7 @@ var interpreters = map[string][]string{"sh": {"sh", "-s"}, "shell": {"sh", "-s"}
 func (s *sandbox) RunCode(ctx context.Context, lang, code string, opts backends.RunOptions) (backends.Result, error) {
 	argv, ok := interpreters[strings.ToLower(lang)]
 	if !ok {
-		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "lang",
+		return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Attribute: "lang",
 			Message: fmt.Sprintf("language %q is not supported", lang), Fix: "use sh, bash, python or node"}
 	}
 	opts.Stdin = []byte(code)
@@ -285,7 +285,7 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 		return err
 	}
 	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "path",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "path",
 			Message: fmt.Sprintf("%q is not an absolute file path", p), Fix: "upload to an absolute path such as /tmp/data.csv"}
 	}
 	if mode <= 0 {
@@ -320,7 +320,7 @@ func (s *sandbox) Kill(ctx context.Context) error {
 	s.mu.Unlock()
 	_, err := s.b.api.Do(ctx, vendorapi.Request{Op: "delete sandbox", Method: http.MethodDelete, Path: "/sandbox/" + url.PathEscape(s.id), Sandbox: true}, nil)
 	var me *model.Error
-	if err != nil && (!errors.As(err, &me) || me.Class != model.SandboxGone) {
+	if err != nil && (!errors.As(err, &me) || me.Class != model.ErrSandboxGone) {
 		return fmt.Errorf("sandbox kill: %w", err)
 	}
 	return nil

@@ -124,7 +124,7 @@ func newBackend(opts ...Option) (*dockerBackend, error) {
 	switch cfg.diskStrategy {
 	case DiskAuto, DiskStorageOpt, DiskTmpfs:
 	default:
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "disk_strategy",
+		return nil, &model.Error{Class: model.ErrConfiguration, Attribute: "disk_strategy",
 			Message: fmt.Sprintf("%q is not a disk-cap strategy", cfg.diskStrategy), Fix: "use auto, storage-opt or tmpfs"}
 	}
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
@@ -182,7 +182,7 @@ func checkRuntime(d *daemonFacts, p createPlan) error {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return &model.Error{Class: model.ConfigurationError, Attribute: "runtime",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "runtime",
 			Message: fmt.Sprintf("runtime %s is not registered on the Docker daemon (it has %s)", p.runtime, strings.Join(names, ", ")),
 			Fix:     "register it under \"runtimes\" in /etc/docker/daemon.json and restart dockerd (scripts/docker-up.sh does this for runsc), or choose a registered runtime"}
 	}
@@ -195,11 +195,11 @@ func checkRuntime(d *daemonFacts, p createPlan) error {
 	}
 	switch t, ok := tierOfRegistration(rt.Runtime); {
 	case !ok:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "runtime",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "runtime",
 			Message: fmt.Sprintf("runtime %s is registered to run %q, which sandboxio does not recognise, so its %s tier cannot be confirmed", p.runtime, what, p.tier),
 			Fix:     "register the runtime with its own binary (runc, runsc, a kata runtime or shim) in /etc/docker/daemon.json"}
 	case t != p.tier:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "runtime",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "runtime",
 			Message: fmt.Sprintf("runtime %s is registered to run %s, which gives %s, not %s", p.runtime, what, t, p.tier),
 			Fix:     "fix the runtime's path in /etc/docker/daemon.json"}
 	}
@@ -215,7 +215,7 @@ func checkRuntime(d *daemonFacts, p createPlan) error {
 		}
 		switch {
 		case p.networkMode == "none" && !netNone:
-			return &model.Error{Class: model.ConfigurationError, Attribute: "runtime",
+			return &model.Error{Class: model.ErrConfiguration, Attribute: "runtime",
 				Message: "runsc is registered without --network=none; gVisor then fails to start under network mode none",
 				Fix:     "register runsc with \"runtimeArgs\": [\"--network=none\"] in /etc/docker/daemon.json (scripts/docker-up.sh does)"}
 		case p.networkMode == "bridge" && netNone:
@@ -516,7 +516,7 @@ func (b *dockerBackend) createWith(ctx context.Context, req backends.CreateReque
 		return sb, nil
 	}
 	if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		return nil, &model.Error{Class: model.CreateTimeout,
+		return nil, &model.Error{Class: model.ErrCreateTimeout,
 			Message: fmt.Sprintf("the sandbox was not ready within %s; anything half-created is being removed", p.createTimeout),
 			Fix:     "raise timeout_seconds (or the create timeout), or check the daemon's load", Err: err}
 	}
@@ -736,7 +736,7 @@ func (c *containerCreate) createAny(ctx context.Context) (container.CreateRespon
 	resp, err := c.createWith(ctx, c.strategy)
 	if err != nil && c.strategy != DiskTmpfs && isStorageOptRefusal(err) {
 		if c.strategy == DiskStorageOpt {
-			return resp, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+			return resp, &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 				Message: "the Docker daemon refuses a per-container disk size (--storage-opt size), so disk_strategy=storage-opt cannot be enforced",
 				Fix:     "use disk_strategy=auto or tmpfs, or run the daemon on overlay2 over xfs mounted with pquota", Err: err}
 		}
@@ -848,7 +848,7 @@ func (b *dockerBackend) holdsOpen(ctx context.Context, id, name string, p create
 		return fmt.Errorf("the container stopped right after it started (status %s, exit code %d%s); the daemon may be shutting down",
 			ins.State.Status, ins.State.ExitCode, prefixed(": ", ins.State.Error))
 	}
-	return &model.Error{Class: model.ConfigurationError, Attribute: "image",
+	return &model.Error{Class: model.ErrConfiguration, Attribute: "image",
 		Message: fmt.Sprintf("image %s cannot hold a sandbox open: its container ended at once, so sandboxio's init (%s, which keeps the lifetime) could not run in it", p.spec.Image, initTarget),
 		Fix:     fmt.Sprintf("use an image with an ordinary root filesystem; sandboxio mounts its own static binary at %s, so the image needs no init or sleep of its own (/bin/sh only for the exec wrapper and Upload)", initTarget)}
 }
@@ -866,18 +866,18 @@ func createError(err error, p createPlan) error {
 	msg := err.Error()
 	switch {
 	case cerrdefs.IsNotFound(err) || strings.Contains(msg, "No such image"):
-		return &model.Error{Class: model.ConfigurationError, Attribute: "image",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "image",
 			Message: fmt.Sprintf("image %s is not on the Docker daemon", p.spec.Image),
 			Fix: "prepare the image on the daemon host first (docker pull, docker load or docker import; scripts/build-image.sh builds a local test image); " +
 				"the pull runs on the host daemon, outside any sandbox, so the sandbox's egress policy does not govern it"}
 	case strings.Contains(msg, "Range of CPUs") || strings.Contains(msg, "NanoCPUs"):
-		return &model.Error{Class: model.ConfigurationError, Attribute: "resources.cpu",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "resources.cpu",
 			Message: "the daemon refuses the CPU cap: " + msg, Fix: "set cpu to at most the daemon's CPU count"}
 	case strings.Contains(msg, "Minimum memory limit"):
-		return &model.Error{Class: model.ConfigurationError, Attribute: "resources.memory_mb",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "resources.memory_mb",
 			Message: "the daemon refuses the memory cap: " + msg, Fix: "set memory_mb to at least 6"}
 	case strings.Contains(msg, "runtime"):
-		return &model.Error{Class: model.ConfigurationError, Attribute: "runtime",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "runtime",
 			Message: "the daemon refuses the runtime: " + msg, Fix: "choose a runtime registered on the daemon"}
 	}
 	return fmt.Errorf("container create: %w", err)
@@ -1161,7 +1161,7 @@ func (b *dockerBackend) Preflight(ctx context.Context, spec model.Spec) (backend
 		case ok:
 			strategy = DiskStorageOpt
 		case strategy == DiskStorageOpt:
-			return backends.Preflight{}, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+			return backends.Preflight{}, &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 				Message: "the Docker daemon refuses a per-container disk size (--storage-opt size): " + msg,
 				Fix:     "use disk_strategy=auto or tmpfs, or run the daemon on overlay2 over xfs mounted with pquota"}
 		default:

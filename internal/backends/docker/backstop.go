@@ -344,7 +344,7 @@ func (b *dockerBackend) backstopImage(ctx context.Context, arch string) (string,
 // backstopError is the refusal of a sandbox whose lifetime needs the
 // backstop (its init can be stopped from inside) when it does not run.
 func backstopError(tier model.Tier, err error) error {
-	return &model.Error{Class: model.ConfigurationError, Attribute: "runtime",
+	return &model.Error{Class: model.ErrConfiguration, Attribute: "runtime",
 		Message: fmt.Sprintf("the %s sandbox's lifetime needs the host backstop container %s, which could not be made to run: %v", tier, BackstopName, err),
 		Fix:     "reach the Docker daemon over its unix socket on this host (DOCKER_HOST=unix://...), let sandboxio create " + BackstopName + " (docker ps -a shows why it stopped), or use runtime runc", Err: err}
 }

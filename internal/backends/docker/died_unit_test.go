@@ -43,7 +43,7 @@ func TestDiedWaitsForAnOOMEventThatTrailsTheDieEvent(t *testing.T) {
 	t.Cleanup(func() { tracef = func(string, ...any) {} })
 
 	err = s.died(context.Background(), time.Now(), errors.New("the container is not running"), nil, false)
-	wantClass(t, err, model.ResourceLimitExceeded, model.LimitMemory)
+	wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitMemory)
 	// The sandbox is gone from then on, as any dead one.
-	wantClass(t, s.usable(), model.SandboxGone, "")
+	wantClass(t, s.usable(), model.ErrSandboxGone, "")
 }

@@ -76,7 +76,7 @@ func TestOpenEgressOnlyWhenAskedFor(t *testing.T) {
 			s.Network = model.NetworkPolicy{Egress: model.EgressAllow}
 			s.Labels["case"] = "runsc-allow"
 		})})
-		wantClass(t, err, model.CapabilityNotSupported, "")
+		wantClass(t, err, model.ErrCapabilityNotSupported, "")
 		waitGone(t, b, map[string]string{"case": "runsc-allow"}, 0)
 	}
 }
@@ -291,13 +291,13 @@ func TestRuntimeTiers(t *testing.T) {
 		s.RequireIsolation = model.TierGVisor
 		s.Labels["case"] = "runc-gvisor"
 	})})
-	wantClass(t, err, model.ConfigurationError, "")
+	wantClass(t, err, model.ErrConfiguration, "")
 	// A runtime the daemon does not have: refused before anything is created.
 	if !dockerProbe.runtime["kata"] {
 		_, err = b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, withRuntime("kata"), func(s *model.Spec) {
 			s.Labels["case"] = "kata-missing"
 		})})
-		me := classError(t, err, model.ConfigurationError, "")
+		me := classError(t, err, model.ErrConfiguration, "")
 		if me.Attribute != "runtime" || !strings.Contains(me.Message, "not registered") {
 			t.Fatalf("kata: %v", err)
 		}
@@ -379,7 +379,7 @@ func TestUploadRunCodeAndSecrets(t *testing.T) {
 	if s := fmt.Sprintf("%v %+v %#v", sb, sb, sb); strings.Contains(s, secret) {
 		t.Fatal("secret value in the sandbox's formatted form")
 	}
-	if _, err := sb.RunCode(context.Background(), "cobol", "", backends.RunOptions{}); !errors.Is(err, model.ConfigurationError) {
+	if _, err := sb.RunCode(context.Background(), "cobol", "", backends.RunOptions{}); !errors.Is(err, model.ErrConfiguration) {
 		t.Fatalf("unknown language: %v", err)
 	}
 }
@@ -397,12 +397,12 @@ func TestPreflight(t *testing.T) {
 	}
 	t.Logf("disk-cap strategy on this daemon: %s", pf.DiskCapStrategy)
 	_, err = b.Preflight(context.Background(), testSpec(t, func(s *model.Spec) { s.Image = "sandboxio/not-there:never" }))
-	me := classError(t, err, model.ConfigurationError, "")
+	me := classError(t, err, model.ErrConfiguration, "")
 	if me.Attribute != "image" || !strings.Contains(me.Fix, "egress policy") {
 		t.Fatalf("missing image: %v", err)
 	}
 	_, err = b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, func(s *model.Spec) { s.Image = "sandboxio/not-there:never" })})
-	wantClass(t, err, model.ConfigurationError, "")
+	wantClass(t, err, model.ErrConfiguration, "")
 }
 
 func TestDiskCap(t *testing.T) {
@@ -417,7 +417,7 @@ func TestDiskCap(t *testing.T) {
 			sh(t, sb, "dd if=/dev/zero of=/tmp/small bs=1M count=4 2>/dev/null")
 			// Past the cap: the write fails, reported as the disk limit.
 			_, err := sb.Run(context.Background(), []string{"dd", "if=/dev/zero", "of=/tmp/big", "bs=1M", "count=32"}, backends.RunOptions{})
-			wantClass(t, err, model.ResourceLimitExceeded, model.LimitDisk)
+			wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitDisk)
 			if strings.HasPrefix(strategy, "tmpfs") {
 				// The sum of every writable place is the cap: no writable
 				// root filesystem to spill into.
@@ -457,7 +457,7 @@ func TestKillIsIdempotent(t *testing.T) {
 		t.Fatalf("container after kill: %v", err)
 	}
 	_, err = sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
-	wantClass(t, err, model.SandboxGone, "")
+	wantClass(t, err, model.ErrSandboxGone, "")
 }
 
 func TestCloseIsShieldedFromCancellation(t *testing.T) {
@@ -517,7 +517,7 @@ func TestDaemonRefusalsAreConfigurationErrors(t *testing.T) {
 		{"memory below the daemon's minimum", func(c *model.Caps) { c.MemoryMB = 1 }, "resources.memory_mb"},
 	} {
 		_, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, func(s *model.Spec) { tc.caps(&s.Resources) })})
-		if me := classError(t, err, model.ConfigurationError, ""); me.Attribute != tc.attr {
+		if me := classError(t, err, model.ErrConfiguration, ""); me.Attribute != tc.attr {
 			t.Errorf("%s: attribute %q: %v", tc.name, me.Attribute, err)
 		}
 	}

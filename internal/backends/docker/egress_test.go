@@ -420,7 +420,7 @@ func TestRunscIsNotObserved(t *testing.T) {
 		s.Network = model.NetworkPolicy{Egress: model.EgressLearn}
 		s.Labels["case"] = "runsc-learn"
 	})})
-	wantClass(t, err, model.CapabilityNotSupported, "")
+	wantClass(t, err, model.ErrCapabilityNotSupported, "")
 	waitGone(t, b, map[string]string{"case": "runsc-learn"}, 0)
 }
 

@@ -34,10 +34,10 @@ func TestDiedTakesTheHostPidsCountAsEvidence(t *testing.T) {
 		limit    string
 		contains string
 	}{
-		"the host refused forks, the command printed nothing": {true, 2, "", model.ResourceLimitExceeded, model.LimitPids, "host refused gVisor 2 forks at pids.max 1152"},
-		"the host refused none, the command printed refusals": {true, 0, refusedFork, model.SandboxGone, "", "stopped or removed from outside"},
-		"no host view: the printed refusals are all there is": {false, 0, refusedFork, model.ResourceLimitExceeded, model.LimitPids, "host pids cgroup is not visible"},
-		"no host view, nothing printed":                       {false, 0, "", model.SandboxGone, "", "stopped or removed from outside"},
+		"the host refused forks, the command printed nothing": {true, 2, "", model.ErrResourceLimitExceeded, model.LimitPids, "host refused gVisor 2 forks at pids.max 1152"},
+		"the host refused none, the command printed refusals": {true, 0, refusedFork, model.ErrSandboxGone, "", "stopped or removed from outside"},
+		"no host view: the printed refusals are all there is": {false, 0, refusedFork, model.ErrResourceLimitExceeded, model.LimitPids, "host pids cgroup is not visible"},
+		"no host view, nothing printed":                       {false, 0, "", model.ErrSandboxGone, "", "stopped or removed from outside"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			id := "0123456789abcdef"
@@ -54,7 +54,7 @@ func TestDiedTakesTheHostPidsCountAsEvidence(t *testing.T) {
 			}
 			err := s.died(context.Background(), time.Now(), errors.New("the container is not running"), []byte(c.stderr), false)
 			wantClass(t, err, c.class, c.limit)
-			if c.class == model.SandboxGone && errors.Is(err, model.ResourceLimitExceeded) {
+			if c.class == model.ErrSandboxGone && errors.Is(err, model.ErrResourceLimitExceeded) {
 				t.Fatalf("put down to a cap: %v", err)
 			}
 			if !strings.Contains(err.Error(), c.contains) {
@@ -100,8 +100,8 @@ func TestGVisorKilledFromOutsideIsNotAForkBomb(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the command did not end after the sandbox was killed")
 	}
-	wantClass(t, err, model.SandboxGone, "")
-	if errors.Is(err, model.ResourceLimitExceeded) {
+	wantClass(t, err, model.ErrSandboxGone, "")
+	if errors.Is(err, model.ErrResourceLimitExceeded) {
 		t.Fatalf("a sandbox killed from outside put down to a cap: %v", err)
 	}
 }

@@ -36,7 +36,7 @@ func TestSlowKillerKeepsTheSandbox(t *testing.T) {
 			start := time.Now()
 			_, err := sb.Run(context.Background(), []string{"sh", "-c", "sleep 5351 & sleep 5352 & wait"}, backends.RunOptions{Timeout: time.Second})
 			took := time.Since(start)
-			e := classError(t, err, model.ExecutionTimeout, "")
+			e := classError(t, err, model.ErrExecutionTimeout, "")
 			if !strings.Contains(e.Message, "being killed") {
 				t.Fatalf("the error should say the processes are still being killed: %v", err)
 			}

@@ -35,7 +35,7 @@ func survivors(t *testing.T, sb *sandbox, marker string) (alive bool) {
 	// A process SIGKILLed a moment ago may still be exiting: only one that
 	// stays is a survivor. The count is taken until it is 0, for up to 1 s.
 	res, err := sb.Run(context.Background(), []string{"sh", "-c", `i=0; while :; do ` + strings.TrimSuffix(countScript, "; echo $n") + `; [ "$n" = 0 ] && break; i=$((i+1)); [ $i -ge 20 ] && break; sleep 0.05; done; echo $n`, "count", marker}, backends.RunOptions{Timeout: 10 * time.Second})
-	if errors.Is(err, model.SandboxGone) && strings.Contains(err.Error(), "could not be stopped one by one") {
+	if errors.Is(err, model.ErrSandboxGone) && strings.Contains(err.Error(), "could not be stopped one by one") {
 		t.Logf("the processes could not be stopped one by one in time, so the sandbox was killed: %v", err)
 		waitGone(t, sb.b, map[string]string{"test": labelSafe(t.Name())}, 5*time.Second)
 		return false
@@ -80,7 +80,7 @@ func TestExecTimeout(t *testing.T) {
 			// printed first: it must not come back as a result.
 			res, err := sb.Run(context.Background(), []string{"sh", "-c", "echo partial; sleep 3131 & sleep 3132"}, backends.RunOptions{Timeout: limit})
 			took := time.Since(start)
-			wantClass(t, err, model.ExecutionTimeout, "")
+			wantClass(t, err, model.ErrExecutionTimeout, "")
 			if took < limit || took > limit+time.Second {
 				t.Fatalf("ExecutionTimeout after %s, want within 1s of %s", took, limit)
 			}
@@ -95,7 +95,7 @@ func TestExecTimeout(t *testing.T) {
 			sb.callTimeout = time.Second
 			start = time.Now()
 			_, err = sb.Run(context.Background(), []string{"sleep", "3133"}, backends.RunOptions{})
-			wantClass(t, err, model.ExecutionTimeout, "")
+			wantClass(t, err, model.ErrExecutionTimeout, "")
 			if took := time.Since(start); took > 2*time.Second {
 				t.Fatalf("inherited timeout took %s", took)
 			}
@@ -114,7 +114,7 @@ func TestLifetimeEndsSandbox(t *testing.T) {
 	// A command running when the lifetime ends: SandboxGone, not a result.
 	start := time.Now()
 	_, err := sb.Run(context.Background(), []string{"sleep", "30"}, backends.RunOptions{})
-	wantClass(t, err, model.SandboxGone, "")
+	wantClass(t, err, model.ErrSandboxGone, "")
 	// The bound is the command's 30 s, not the lifetime plus a margin: on a
 	// loaded host the daemon's die event can lag by seconds, and what this
 	// shows is that the lifetime, not the command, ended the call.
@@ -134,7 +134,7 @@ func TestLifetimeEndsSandbox(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	_, err = sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
-	wantClass(t, err, model.SandboxGone, "")
+	wantClass(t, err, model.ErrSandboxGone, "")
 }
 
 func TestLifetimeIsDaemonSide(t *testing.T) {
@@ -203,7 +203,7 @@ func TestCancellationMidCreateLeavesNothing(t *testing.T) {
 			_ = sb.Close(context.Background())
 			continue
 		}
-		if errors.Is(err, model.CreateTimeout) {
+		if errors.Is(err, model.ErrCreateTimeout) {
 			t.Fatalf("the caller's own deadline is not a CreateTimeout: %v", err)
 		}
 	}
@@ -220,7 +220,7 @@ func TestCreateTimeout(t *testing.T) {
 		s.Labels["case"] = "timeout"
 	})})
 	took := time.Since(start)
-	wantClass(t, err, model.CreateTimeout, "")
+	wantClass(t, err, model.ErrCreateTimeout, "")
 	// The call removes what it half-created before it returns (a process
 	// that exits right after would otherwise leave it), bounded by the
 	// teardown grace: on a busy daemon that removal, not the timeout, is
@@ -241,7 +241,7 @@ func TestMemoryHogInExec(t *testing.T) {
 			sh(t, sb, "dd if=/dev/zero of=/dev/null bs=16M count=1") // well within the cap
 			// dd holds its whole block in memory: 200 MiB against a 64 MiB cap.
 			_, err := sb.Run(context.Background(), []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1"}, backends.RunOptions{})
-			wantClass(t, err, model.ResourceLimitExceeded, model.LimitMemory)
+			wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitMemory)
 			if rt == "runc" {
 				// Only the hog died; the sandbox goes on.
 				sh(t, sb, "true")
@@ -249,7 +249,7 @@ func TestMemoryHogInExec(t *testing.T) {
 				// gVisor's sentry is the cgroup's only process: the whole
 				// sandbox ends, and says so from then on.
 				_, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
-				wantClass(t, err, model.SandboxGone, "")
+				wantClass(t, err, model.ErrSandboxGone, "")
 			}
 		})
 	}
@@ -298,7 +298,7 @@ func TestForkBomb(t *testing.T) {
 
 			// Forks past the ceiling are refused, and that is reported.
 			_, err = sb.Run(context.Background(), []string{"sh", "-c", spawnCount}, backends.RunOptions{Timeout: 20 * time.Second})
-			wantClass(t, err, model.ResourceLimitExceeded, model.LimitPids)
+			wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitPids)
 			n := atoi(t, "children started", sh(t, sb, "wc -l </tmp/spawned"))
 			peak := atoi(t, "tasks at the peak", sh(t, sb, "cat /tmp/peak"))
 			if peak > pids || peak < pids-8 || n > pids {
@@ -312,7 +312,7 @@ func TestForkBomb(t *testing.T) {
 			start := time.Now()
 			_, err = sb.Run(context.Background(), []string{"sh", "-c", forkBomb}, backends.RunOptions{Timeout: 3 * time.Second})
 			took := time.Since(start)
-			wantClass(t, err, model.ResourceLimitExceeded, model.LimitPids)
+			wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitPids)
 			// Within the call's timeout plus the budgets of looking at a
 			// command that ended badly (a probe, then the container's death):
 			// a gVisor sandbox swamped by the bomb answers slowly.
@@ -391,7 +391,7 @@ func TestPidsCeilingHeldPastTimeout(t *testing.T) {
 			// command stopped before it did rightly gets ExecutionTimeout.
 			_, err = sb.Run(context.Background(), []string{"sh", "-c", hold}, backends.RunOptions{Timeout: 8 * time.Second})
 			t.Logf("held ceiling: %v (after %s)", err, time.Since(start).Round(time.Millisecond))
-			wantClass(t, err, model.ResourceLimitExceeded, model.LimitPids)
+			wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitPids)
 		})
 	}
 }

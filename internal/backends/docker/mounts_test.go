@@ -100,5 +100,5 @@ func TestGVisorDevIsBoundedByMemory(t *testing.T) {
 		t.Fatalf("the strategy does not say where /dev is charged: %s", sb.Info().DiskCapStrategy)
 	}
 	_, err := sb.Run(context.Background(), []string{"dd", "if=/dev/zero", "of=/dev/fill", "bs=1M", "count=" + strconv.Itoa(memMB+16)}, backends.RunOptions{Timeout: 50 * time.Second})
-	wantClass(t, err, model.ResourceLimitExceeded, model.LimitMemory)
+	wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitMemory)
 }

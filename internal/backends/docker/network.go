@@ -107,7 +107,7 @@ func checkEgressNetwork(n network.Summary) error {
 	if n.Driver == "bridge" && n.Options[optionICC] == "false" && !n.Internal {
 		return nil
 	}
-	return &model.Error{Class: model.ConfigurationError, Attribute: "network.egress",
+	return &model.Error{Class: model.ErrConfiguration, Attribute: "network.egress",
 		Message: fmt.Sprintf("the Docker network %s exists but is not a bridge with inter-container traffic disabled (driver %q, %s=%q, internal %t), so open-egress sandboxes of different tenants could reach each other on it",
 			EgressNetwork, n.Driver, optionICC, n.Options[optionICC], n.Internal),
 		Fix: fmt.Sprintf("remove it (docker network rm %s) and sandboxio creates it again with %s=false", EgressNetwork, optionICC)}

@@ -112,10 +112,10 @@ func TestOutputCap(t *testing.T) {
 				}
 				start := time.Now()
 				res, err := sb.Run(context.Background(), []string{"sh", "-c", "exec yes output-cap-7431-0123456789abcdef"}, opts)
-				if !errors.Is(err, model.ResourceLimitExceeded) {
+				if !errors.Is(err, model.ErrResourceLimitExceeded) {
 					t.Logf("streamed=%v: after %v, %d bytes streamed, %d buffered: %v", streamed, time.Since(start), counted.n, len(res.Stdout), err)
 				}
-				me := classError(t, err, model.ResourceLimitExceeded, model.LimitOutput)
+				me := classError(t, err, model.ErrResourceLimitExceeded, model.LimitOutput)
 				if !strings.Contains(me.Message, "64 MiB") || me.Fix == "" {
 					t.Fatalf("error does not name the cap and the fix: %v", err)
 				}
@@ -152,7 +152,7 @@ func TestTimeoutWithABlockedSink(t *testing.T) {
 	const limit = 1500 * time.Millisecond
 	start := time.Now()
 	_, err := sb.Run(context.Background(), []string{"sh", "-c", "echo blocked-sink-5151; sleep 5151"}, backends.RunOptions{Stdout: blocked, Timeout: limit})
-	wantClass(t, err, model.ExecutionTimeout, "")
+	wantClass(t, err, model.ErrExecutionTimeout, "")
 	if took := time.Since(start); took > limit+2*time.Second {
 		t.Fatalf("ExecutionTimeout after %s with a %s limit", took, limit)
 	}

@@ -220,7 +220,7 @@ func samePlan(w, p createPlan) error {
 }
 
 func tampered(id, why string) error {
-	return &model.Error{Class: model.SandboxGone, Attribute: "warm_pool",
+	return &model.Error{Class: model.ErrSandboxGone, Attribute: "warm_pool",
 		Message: fmt.Sprintf("warm sandbox %s was refused: %s; it was removed", short(id), why),
 		Fix:     "find out what changes sandboxio's containers on this daemon; a cold open is not affected"}
 }

@@ -78,13 +78,13 @@ func TestWarmClaimBindsByName(t *testing.T) {
 	}
 	// The cold create of the same session is refused by the daemon.
 	_, err = b.Create(ctx, backends.CreateRequest{Spec: spec})
-	if me := classError(t, err, model.ConfigurationError, ""); me.Rule != rules.OneSandbox || !strings.Contains(me.Message, shortID(sb.id)) {
+	if me := classError(t, err, model.ErrConfiguration, ""); me.Rule != rules.OneSandbox || !strings.Contains(me.Message, shortID(sb.id)) {
 		t.Fatalf("second sandbox for the session: %v", err)
 	}
 	// So is a second claim for it, and that warm sandbox is removed.
 	w2 := newWarm(t, b, spec, time.Minute)
 	_, err = w2.Claim(ctx, backends.ClaimRequest{Spec: spec, SpecSHA256: testSpecHash})
-	if me := classError(t, err, model.ConfigurationError, ""); me.Rule != rules.OneSandbox {
+	if me := classError(t, err, model.ErrConfiguration, ""); me.Rule != rules.OneSandbox {
 		t.Fatalf("second claim for the session: %v", err)
 	}
 	if _, err := b.cli.ContainerInspect(ctx, w2.ID()); !cerrdefs.IsNotFound(err) {

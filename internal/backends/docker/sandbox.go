@@ -117,7 +117,7 @@ func (s *sandbox) stopObserver() {
 // goneError's fix does not speak of the lifetime: this client knows the
 // expiry, so expiredError says when the lifetime was the cause.
 func (s *sandbox) goneError(why string) *model.Error {
-	return &model.Error{Class: model.SandboxGone, Message: fmt.Sprintf("sandbox %s is gone: %s", short(s.id), why),
+	return &model.Error{Class: model.ErrSandboxGone, Message: fmt.Sprintf("sandbox %s is gone: %s", short(s.id), why),
 		Fix: "open a new sandbox"}
 }
 
@@ -182,11 +182,11 @@ func (s *sandbox) execEnv(extra map[string]string) []string {
 // Run runs a command to completion within its timeout.
 func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOptions) (backends.Result, error) {
 	if len(cmd) == 0 {
-		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Message: "empty command", Fix: "pass the command and its arguments"}
+		return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Message: "empty command", Fix: "pass the command and its arguments"}
 	}
 	for k := range opts.Env {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "env",
+			return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Attribute: "env",
 				Message: fmt.Sprintf("%q is not an environment variable name", k), Fix: "use names without '=' or NUL"}
 		}
 	}
@@ -340,13 +340,13 @@ func (s *sandbox) atCeiling(ctx context.Context) bool {
 }
 
 func (s *sandbox) memoryError(msg string, cause error) error {
-	return &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitMemory,
+	return &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitMemory,
 		Message: fmt.Sprintf("%s (memory_mb = %d, swap included)", msg, s.caps.MemoryMB),
 		Fix:     "raise memory_mb, or make the code use less memory", Err: cause}
 }
 
 func (s *sandbox) pidsError(msg string, cause error) error {
-	return &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitPids,
+	return &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitPids,
 		Message: fmt.Sprintf("%s (pids = %d)", msg, s.caps.Pids),
 		Fix:     "raise pids, or make the code start fewer processes", Err: cause}
 }
@@ -371,7 +371,7 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 	var stErr streamError
 	switch {
 	case errors.Is(res.stopped, errOverflow):
-		cause = &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitOutput,
+		cause = &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitOutput,
 			Message: fmt.Sprintf("the command printed more than %d MiB on one stream (the output cap); it was stopped and %s", maxOutput>>20, killed),
 			Fix:     "print less: write bulky results to a file in the sandbox and print a summary, or split the work over several commands"}
 	case errors.As(res.stopped, &se):
@@ -383,7 +383,7 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 	case s.expired():
 		cause = s.expiredError()
 	default:
-		cause = &model.Error{Class: model.ExecutionTimeout,
+		cause = &model.Error{Class: model.ErrExecutionTimeout,
 			Message: fmt.Sprintf("the command did not finish within %s; %s", timeout, killed),
 			Fix:     "raise timeout_seconds, or pass a longer timeout to this call"}
 	}
@@ -701,7 +701,7 @@ func (s *sandbox) completed(ctx context.Context, res execResult, started time.Ti
 		// EAGAIN from fork is the only evidence there is.
 		return capErr(s.pidsError("a process in the sandbox could not fork (RLIMIT_NPROC)", nil))
 	case res.exitCode != 0 && bytes.Contains(res.errSeen, []byte("No space left on device")):
-		return capErr(&model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitDisk,
+		return capErr(&model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitDisk,
 			Message: fmt.Sprintf("a write failed with no space left (disk_mb = %d; %s)", s.caps.DiskMB, s.diskCap),
 			Fix:     "raise disk_mb, or write less"})
 	}
@@ -747,7 +747,7 @@ func (s *sandbox) RunCode(ctx context.Context, lang string, code string, opts ba
 	argv, ok := interpreters[strings.ToLower(lang)]
 	if !ok {
 		langs := slices.Sorted(maps.Keys(interpreters))
-		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "lang",
+		return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Attribute: "lang",
 			Message: fmt.Sprintf("language %q is not supported", lang), Fix: "use one of " + strings.Join(langs, ", ")}
 	}
 	if opts.Stdin == nil {
@@ -770,11 +770,11 @@ const uploadScript = `d=${1%/*}; if [ -n "$d" ]; then mkdir -p "$d" || exit 1; f
 // Upload writes a file into the sandbox, within the sandbox's timeout.
 func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int64) error {
 	if !path.IsAbs(p) || strings.HasSuffix(p, "/") {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "path",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "path",
 			Message: fmt.Sprintf("%q is not an absolute file path", p), Fix: "upload to an absolute path such as /work/data.csv"}
 	}
 	if !s.shell {
-		return &model.Error{Class: model.CapabilityNotSupported, Attribute: "image",
+		return &model.Error{Class: model.ErrCapabilityNotSupported, Attribute: "image",
 			Message: "upload needs /bin/sh and cat in the image", Fix: "use an image with a shell, or bake the files into the image"}
 	}
 	if mode <= 0 {

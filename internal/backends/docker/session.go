@@ -153,7 +153,7 @@ func busyError(p createPlan, id string, labels map[string]string, expires time.T
 	if id != "" {
 		holder = "container " + shortID(id) + who
 	}
-	return &model.Error{Class: model.ConfigurationError, Rule: rules.OneSandbox, Attribute: "session_id",
+	return &model.Error{Class: model.ErrConfiguration, Rule: rules.OneSandbox, Attribute: "session_id",
 		Message: fmt.Sprintf("a sandbox is already open for tenant %q session %q (%s): one sandbox per tenant and session, on this Docker daemon",
 			clip(p.spec.TenantID), clip(p.spec.SessionID), holder),
 		Fix: "use the open sandbox, or close it first" + until +

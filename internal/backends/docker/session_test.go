@@ -118,7 +118,7 @@ func TestOneSandboxPerTenantSession(t *testing.T) {
 			t.Cleanup(func() { _ = sbs[i].Close(context.Background()) })
 			continue
 		}
-		me := classError(t, err, model.ConfigurationError, "")
+		me := classError(t, err, model.ErrConfiguration, "")
 		if me.Rule != rules.OneSandbox || me.Attribute != "session_id" || !strings.Contains(me.Message, `tenant "acme" session "`+spec.SessionID+`"`) {
 			t.Fatalf("refusal: %v", err)
 		}
@@ -191,7 +191,7 @@ func TestRefusedCreateLeavesTheHolderAlone(t *testing.T) {
 	other := newTestBackend(t)
 	other.owner.ID = "another-process"
 	_, err := other.Create(context.Background(), backends.CreateRequest{Spec: spec})
-	if me := classError(t, err, model.ConfigurationError, ""); me.Rule != rules.OneSandbox || !strings.Contains(me.Message, shortID(holder.id)) {
+	if me := classError(t, err, model.ErrConfiguration, ""); me.Rule != rules.OneSandbox || !strings.Contains(me.Message, shortID(holder.id)) {
 		t.Fatalf("refusal: %v", err)
 	}
 	name := sessionName(other.cfg.scope, spec.TenantID, spec.SessionID)

@@ -109,7 +109,7 @@ func TestInitIsPID1AndShielded(t *testing.T) {
 			_, err = sb.Run(context.Background(), []string{"sh", "-c", "kill -KILL 1; sleep 0.5; echo alive"}, backends.RunOptions{Timeout: 30 * time.Second})
 			switch {
 			case rt == "runsc" && err != nil:
-				wantClass(t, err, model.SandboxGone, "")
+				wantClass(t, err, model.ErrSandboxGone, "")
 				t.Logf("gVisor: SIGKILL from inside ended PID 1 and with it the sandbox: %v", err)
 			case err != nil:
 				t.Fatalf("SIGKILL to PID 1 from inside: %v", err)

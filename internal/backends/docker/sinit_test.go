@@ -77,7 +77,7 @@ func TestCheckInitELF(t *testing.T) {
 	} {
 		err := checkInitELF(tc.path, tc.arch)
 		var me *model.Error
-		if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "backend" ||
+		if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "backend" ||
 			!strings.Contains(me.Message, tc.want) || !strings.Contains(me.Fix, InitEnv) {
 			t.Errorf("%s on %s: got %v, want a ConfigurationError saying %q", tc.path, tc.arch, err, tc.want)
 		}
@@ -91,7 +91,7 @@ func TestCreateRefusesDynamicInit(t *testing.T) {
 	t.Setenv(InitEnv, "/bin/ls")
 	spec := testSpec(t)
 	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec})
-	me := classError(t, err, model.ConfigurationError, "")
+	me := classError(t, err, model.ErrConfiguration, "")
 	if !strings.Contains(me.Message, "dynamically linked") {
 		t.Fatalf("got %v", err)
 	}
@@ -100,7 +100,7 @@ func TestCreateRefusesDynamicInit(t *testing.T) {
 	}
 	t.Setenv(InitEnv, "relative/path")
 	_, err = b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t)})
-	if me := classError(t, err, model.ConfigurationError, ""); !strings.Contains(me.Message, "absolute") {
+	if me := classError(t, err, model.ErrConfiguration, ""); !strings.Contains(me.Message, "absolute") {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -109,7 +109,7 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 		return p, err
 	}
 	if strings.TrimSpace(s.Image) == "" {
-		return p, &model.Error{Class: model.ConfigurationError, Attribute: "image",
+		return p, &model.Error{Class: model.ErrConfiguration, Attribute: "image",
 			Message: "no image", Fix: "set image to an image present on the Docker daemon"}
 	}
 	if s.Volume != nil {
@@ -149,7 +149,7 @@ func (p *createPlan) resolveBackend() (string, error) {
 		return "", err
 	}
 	if d.Scheme != Name {
-		return "", &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		return "", &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 			Message: fmt.Sprintf("spec is for backend %s, not docker", d.Scheme),
 			Fix:     "open the sandbox with the backend the spec names"}
 	}
@@ -240,7 +240,7 @@ func (p *createPlan) planLabels() (err error) {
 func (p *createPlan) planEnv() error {
 	for _, k := range sortedKeys(p.spec.Env) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return &model.Error{Class: model.ConfigurationError, Attribute: "env",
+			return &model.Error{Class: model.ErrConfiguration, Attribute: "env",
 				Message: fmt.Sprintf("%q is not an environment variable name", k), Fix: "use names without '=' or NUL"}
 		}
 		p.env = append(p.env, k+"="+p.spec.Env[k])
@@ -255,7 +255,7 @@ func (p *createPlan) planSecrets(values map[string]string, checkSecrets bool) er
 		v, ok := values[name]
 		if !ok && checkSecrets {
 			// Name only: the value is never part of an error.
-			return &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
+			return &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("no value was supplied for secret %q", name),
 				Fix:     "pass the secret's value at run time (from the environment of the caller)"}
 		}

@@ -40,40 +40,40 @@ func TestRefusedBeforeAnyAPICall(t *testing.T) {
 		class model.ErrorClass
 		attr  string
 	}{
-		{"allow list on docker", func(s *model.Spec) { s.Network.Allow = []string{"151.101.0.0/16"} }, nil, model.CapabilityNotSupported, "network.allow"},
-		{"allow list with open egress", func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: "allow", Allow: []string{"10.0.0.0/8"}} }, nil, model.CapabilityNotSupported, "network.allow"},
-		{"learn mode on runsc", func(s *model.Spec) { s.Network.Egress, s.Runtime = model.EgressLearn, "runsc" }, nil, model.CapabilityNotSupported, "network.egress"},
-		{"unknown egress", func(s *model.Spec) { s.Network.Egress = "block" }, nil, model.ConfigurationError, "network.egress"},
-		{"zero memory", func(s *model.Spec) { s.Resources.MemoryMB = 0 }, nil, model.ConfigurationError, "resources.memory_mb"},
-		{"negative pids", func(s *model.Spec) { s.Resources.Pids = -1 }, nil, model.ConfigurationError, "resources.pids"},
-		{"zero disk", func(s *model.Spec) { s.Resources.DiskMB = 0 }, nil, model.ConfigurationError, "resources.disk_mb"},
-		{"zero cpu", func(s *model.Spec) { s.Resources.CPU = 0 }, nil, model.ConfigurationError, "resources.cpu"},
-		{"pids above ceiling", func(s *model.Spec) { s.Resources.Pids = 1 << 20 }, nil, model.CapabilityNotSupported, "resources.pids"},
-		{"negative timeout", func(s *model.Spec) { s.TimeoutSeconds = -1 }, nil, model.ConfigurationError, "timeout_seconds"},
-		{"negative lifetime", func(s *model.Spec) { s.LifetimeSeconds = -5 }, nil, model.ConfigurationError, "lifetime_seconds"},
-		{"zero timeout", func(s *model.Spec) { s.TimeoutSeconds = 0 }, nil, model.ConfigurationError, "timeout_seconds"},
-		{"zero lifetime", func(s *model.Spec) { s.LifetimeSeconds = 0 }, nil, model.ConfigurationError, "lifetime_seconds"},
+		{"allow list on docker", func(s *model.Spec) { s.Network.Allow = []string{"151.101.0.0/16"} }, nil, model.ErrCapabilityNotSupported, "network.allow"},
+		{"allow list with open egress", func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: "allow", Allow: []string{"10.0.0.0/8"}} }, nil, model.ErrCapabilityNotSupported, "network.allow"},
+		{"learn mode on runsc", func(s *model.Spec) { s.Network.Egress, s.Runtime = model.EgressLearn, "runsc" }, nil, model.ErrCapabilityNotSupported, "network.egress"},
+		{"unknown egress", func(s *model.Spec) { s.Network.Egress = "block" }, nil, model.ErrConfiguration, "network.egress"},
+		{"zero memory", func(s *model.Spec) { s.Resources.MemoryMB = 0 }, nil, model.ErrConfiguration, "resources.memory_mb"},
+		{"negative pids", func(s *model.Spec) { s.Resources.Pids = -1 }, nil, model.ErrConfiguration, "resources.pids"},
+		{"zero disk", func(s *model.Spec) { s.Resources.DiskMB = 0 }, nil, model.ErrConfiguration, "resources.disk_mb"},
+		{"zero cpu", func(s *model.Spec) { s.Resources.CPU = 0 }, nil, model.ErrConfiguration, "resources.cpu"},
+		{"pids above ceiling", func(s *model.Spec) { s.Resources.Pids = 1 << 20 }, nil, model.ErrCapabilityNotSupported, "resources.pids"},
+		{"negative timeout", func(s *model.Spec) { s.TimeoutSeconds = -1 }, nil, model.ErrConfiguration, "timeout_seconds"},
+		{"negative lifetime", func(s *model.Spec) { s.LifetimeSeconds = -5 }, nil, model.ErrConfiguration, "lifetime_seconds"},
+		{"zero timeout", func(s *model.Spec) { s.TimeoutSeconds = 0 }, nil, model.ErrConfiguration, "timeout_seconds"},
+		{"zero lifetime", func(s *model.Spec) { s.LifetimeSeconds = 0 }, nil, model.ErrConfiguration, "lifetime_seconds"},
 		// Positive, yet "no limit" once converted: NanoCPUs 0, 0 bytes.
-		{"cpu 1e-10", func(s *model.Spec) { s.Resources.CPU = 1e-10 }, nil, model.ConfigurationError, "resources.cpu"},
-		{"cpu NaN", func(s *model.Spec) { s.Resources.CPU = math.NaN() }, nil, model.ConfigurationError, "resources.cpu"},
-		{"memory 2^44 MiB", func(s *model.Spec) { s.Resources.MemoryMB = 1 << 44 }, nil, model.ConfigurationError, "resources.memory_mb"},
-		{"memory below Docker's minimum", func(s *model.Spec) { s.Resources.MemoryMB = 5 }, nil, model.ConfigurationError, "resources.memory_mb"},
-		{"disk huge", func(s *model.Spec) { s.Resources.DiskMB = 1 << 54 }, nil, model.ConfigurationError, "resources.disk_mb"},
-		{"pids huge", func(s *model.Spec) { s.Resources.Pids = 1 << 62 }, nil, model.ConfigurationError, "resources.pids"},
+		{"cpu 1e-10", func(s *model.Spec) { s.Resources.CPU = 1e-10 }, nil, model.ErrConfiguration, "resources.cpu"},
+		{"cpu NaN", func(s *model.Spec) { s.Resources.CPU = math.NaN() }, nil, model.ErrConfiguration, "resources.cpu"},
+		{"memory 2^44 MiB", func(s *model.Spec) { s.Resources.MemoryMB = 1 << 44 }, nil, model.ErrConfiguration, "resources.memory_mb"},
+		{"memory below Docker's minimum", func(s *model.Spec) { s.Resources.MemoryMB = 5 }, nil, model.ErrConfiguration, "resources.memory_mb"},
+		{"disk huge", func(s *model.Spec) { s.Resources.DiskMB = 1 << 54 }, nil, model.ErrConfiguration, "resources.disk_mb"},
+		{"pids huge", func(s *model.Spec) { s.Resources.Pids = 1 << 62 }, nil, model.ErrConfiguration, "resources.pids"},
 		// Overflowing durations: 1e10 s, and 18446744074 s (2^64 ns and a
 		// little), which would wrap to 290 ms.
-		{"timeout 1e10", func(s *model.Spec) { s.TimeoutSeconds = 1e10; s.LifetimeSeconds = 1e10 }, nil, model.ConfigurationError, "timeout_seconds"},
-		{"lifetime 18446744074", func(s *model.Spec) { s.LifetimeSeconds = 18446744074 }, nil, model.ConfigurationError, "lifetime_seconds"},
-		{"require UNKNOWN", func(s *model.Spec) { s.RequireIsolation = model.TierUnknown }, nil, model.ConfigurationError, "require_isolation"},
-		{"require GVISOR on runc", func(s *model.Spec) { s.RequireIsolation = model.TierGVisor }, nil, model.ConfigurationError, "require_isolation"},
-		{"require MICROVM on runsc", func(s *model.Spec) { s.Runtime = "runsc"; s.RequireIsolation = model.TierMicroVM }, nil, model.ConfigurationError, "require_isolation"},
-		{"not a tier", func(s *model.Spec) { s.RequireIsolation = "VM" }, nil, model.ConfigurationError, "require_isolation"},
-		{"unknown runtime", func(s *model.Spec) { s.Runtime = "youki" }, nil, model.ConfigurationError, "runtime"},
-		{"reserved label", func(s *model.Spec) { s.Labels["sandboxio.owner"] = "me" }, nil, model.ConfigurationError, "labels"},
-		{"contradicting tenant label", func(s *model.Spec) { s.Labels[model.LabelTenantID] = "other" }, nil, model.ConfigurationError, "labels"},
-		{"missing secret", func(s *model.Spec) { s.SecretNames = []string{"OPENAI_API_KEY"} }, nil, model.ConfigurationError, "secret_names"},
-		{"other backend", func(s *model.Spec) { s.Backend = "e2b://" }, nil, model.ConfigurationError, "backend"},
-		{"no image", func(s *model.Spec) { s.Image = "" }, nil, model.ConfigurationError, "image"},
+		{"timeout 1e10", func(s *model.Spec) { s.TimeoutSeconds = 1e10; s.LifetimeSeconds = 1e10 }, nil, model.ErrConfiguration, "timeout_seconds"},
+		{"lifetime 18446744074", func(s *model.Spec) { s.LifetimeSeconds = 18446744074 }, nil, model.ErrConfiguration, "lifetime_seconds"},
+		{"require UNKNOWN", func(s *model.Spec) { s.RequireIsolation = model.TierUnknown }, nil, model.ErrConfiguration, "require_isolation"},
+		{"require GVISOR on runc", func(s *model.Spec) { s.RequireIsolation = model.TierGVisor }, nil, model.ErrConfiguration, "require_isolation"},
+		{"require MICROVM on runsc", func(s *model.Spec) { s.Runtime = "runsc"; s.RequireIsolation = model.TierMicroVM }, nil, model.ErrConfiguration, "require_isolation"},
+		{"not a tier", func(s *model.Spec) { s.RequireIsolation = "VM" }, nil, model.ErrConfiguration, "require_isolation"},
+		{"unknown runtime", func(s *model.Spec) { s.Runtime = "youki" }, nil, model.ErrConfiguration, "runtime"},
+		{"reserved label", func(s *model.Spec) { s.Labels["sandboxio.owner"] = "me" }, nil, model.ErrConfiguration, "labels"},
+		{"contradicting tenant label", func(s *model.Spec) { s.Labels[model.LabelTenantID] = "other" }, nil, model.ErrConfiguration, "labels"},
+		{"missing secret", func(s *model.Spec) { s.SecretNames = []string{"OPENAI_API_KEY"} }, nil, model.ErrConfiguration, "secret_names"},
+		{"other backend", func(s *model.Spec) { s.Backend = "e2b://" }, nil, model.ErrConfiguration, "backend"},
+		{"no image", func(s *model.Spec) { s.Image = "" }, nil, model.ErrConfiguration, "image"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,7 +100,7 @@ func TestSecretValueNeverInError(t *testing.T) {
 		s.SecretNames = []string{"API_KEY", "MISSING"}
 	})
 	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec, Secrets: map[string]string{"API_KEY": secret}})
-	wantClass(t, err, model.ConfigurationError, "")
+	wantClass(t, err, model.ErrConfiguration, "")
 	if strings.Contains(err.Error(), secret) {
 		t.Fatalf("secret value in error: %v", err)
 	}
@@ -197,7 +197,7 @@ func TestRuntimeTierConfirmedByRegistration(t *testing.T) {
 			}
 			continue
 		}
-		me := classError(t, err, model.ConfigurationError, "")
+		me := classError(t, err, model.ErrConfiguration, "")
 		if me.Attribute != "runtime" || !strings.Contains(me.Message, tc.refused) || me.Fix == "" {
 			t.Errorf("%s: %+v, want a runtime refusal saying %q", tc.name, me, tc.refused)
 		}
@@ -218,7 +218,7 @@ func TestEgressNetworkMustKeepSandboxesApart(t *testing.T) {
 		"internal only": {Name: EgressNetwork, Driver: "bridge", Internal: true, Options: map[string]string{optionICC: "false"}},
 	} {
 		err := checkEgressNetwork(n)
-		me := classError(t, err, model.ConfigurationError, "")
+		me := classError(t, err, model.ErrConfiguration, "")
 		if me.Attribute != "network.egress" || !strings.Contains(me.Fix, "docker network rm "+EgressNetwork) {
 			t.Errorf("%s: %+v", name, me)
 		}
@@ -274,9 +274,9 @@ func TestCapAndTimeoutBounds(t *testing.T) {
 			}
 			continue
 		}
-		class := model.ConfigurationError
+		class := model.ErrConfiguration
 		if tc.rule == "SBX-RES-005" {
-			class = model.CapabilityNotSupported
+			class = model.ErrCapabilityNotSupported
 		}
 		me := classError(t, err, class, "")
 		if me.Rule != tc.rule || me.Attribute != tc.attr || me.Fix == "" {

@@ -123,7 +123,7 @@ func (c *client) kill(ctx context.Context, id string) error {
 		return fmt.Errorf("e2b kill: %q is not an E2B sandbox ID", id)
 	}
 	_, err := c.api.Do(ctx, vendorapi.Request{Op: "kill sandbox", Method: http.MethodDelete, Path: "/sandboxes/" + id, Sandbox: true}, nil)
-	if errors.Is(err, model.SandboxGone) {
+	if errors.Is(err, model.ErrSandboxGone) {
 		return nil
 	}
 	return err

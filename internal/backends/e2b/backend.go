@@ -59,7 +59,7 @@ type backend struct {
 func New(dsn backends.DSN) (backends.Backend, error) {
 	key := os.Getenv(EnvAPIKey)
 	if key == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: backends.ErrNoCredentials,
+		return nil, &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Err: backends.ErrNoCredentials,
 			Message: "no E2B API key: " + EnvAPIKey + " is not set", Fix: "export " + EnvAPIKey + " with a key of your E2B team (never put it in the DSN)"}
 	}
 	domain := dsn.Options["domain"]
@@ -75,7 +75,7 @@ func New(dsn backends.DSN) (backends.Backend, error) {
 	}
 	base, err := url.Parse(raw)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" || base.User != nil {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		return nil, &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 			Message: fmt.Sprintf("%s (or the domain) does not give an http(s) URL with a host and no user info", EnvAPIURL), Fix: "set " + EnvAPIURL + " to the API's base URL, e.g. https://api.e2b.app"}
 	}
 	timeout := 60 * time.Second
@@ -114,7 +114,7 @@ func validate(req backends.CreateRequest) (plan, error) {
 	s := req.Spec
 	p := plan{spec: s}
 	if s.Image == "" {
-		return p, &model.Error{Class: model.ConfigurationError, Attribute: "image",
+		return p, &model.Error{Class: model.ErrConfiguration, Attribute: "image",
 			Message: "no E2B template: image is empty", Fix: "set image to the E2B template ID or alias"}
 	}
 	if s.Volume != nil {
@@ -158,18 +158,18 @@ func validate(req backends.CreateRequest) (plan, error) {
 	for _, name := range s.SecretNames {
 		v, ok := req.Secrets[name]
 		if !ok {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
+			return p, &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("no value was supplied for secret %q", name),
 				Fix:     "pass the secret's value at run time (from the environment of the caller)"}
 		}
 		if !envName.MatchString(name) {
-			return p, &model.Error{Class: model.ConfigurationError, Attribute: "secret_names", Message: fmt.Sprintf("%q is not an environment variable name E2B accepts", name), Fix: "use letters, digits and underscores"}
+			return p, &model.Error{Class: model.ErrConfiguration, Attribute: "secret_names", Message: fmt.Sprintf("%q is not an environment variable name E2B accepts", name), Fix: "use letters, digits and underscores"}
 		}
 		p.secrets[name] = v
 	}
 	for k := range s.Env {
 		if !envName.MatchString(k) {
-			return p, &model.Error{Class: model.ConfigurationError, Attribute: "env", Message: fmt.Sprintf("%q is not an environment variable name E2B accepts", k), Fix: "use letters, digits and underscores"}
+			return p, &model.Error{Class: model.ErrConfiguration, Attribute: "env", Message: fmt.Sprintf("%q is not an environment variable name E2B accepts", k), Fix: "use letters, digits and underscores"}
 		}
 	}
 	p.body = body
@@ -218,7 +218,7 @@ func (b *backend) Create(ctx context.Context, req backends.CreateRequest) (backe
 	if err != nil {
 		if cctx.Err() != nil && ctx.Err() == nil {
 			b.cleanupByNonce(ctx, labels[labelCreate])
-			return nil, &model.Error{Class: model.CreateTimeout, Err: err,
+			return nil, &model.Error{Class: model.ErrCreateTimeout, Err: err,
 				Message: fmt.Sprintf("the E2B sandbox was not ready within %s", p.createFor), Fix: "check E2B's status, or raise timeout_seconds"}
 		}
 		if ctx.Err() != nil {
@@ -275,7 +275,7 @@ func (b *backend) create(ctx context.Context, p plan, nonce string) (*sandboxRes
 // other status is typed by vendorapi already.
 func (b *backend) createError(err error, p plan) error {
 	if vendorapi.StatusOf(err) == http.StatusNotFound {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "image", Err: err,
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "image", Err: err,
 			Message: fmt.Sprintf("E2B has no template %q for this API key's team", p.spec.Image), Fix: "set image to an E2B template ID or alias your team can use (e2b template list)"}
 	}
 	return err

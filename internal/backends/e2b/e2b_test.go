@@ -126,7 +126,7 @@ func TestOpenRunUploadClose(t *testing.T) {
 	if err := sb.Kill(context.Background()); err != nil {
 		t.Errorf("a second kill: %v (kill is idempotent)", err)
 	}
-	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.SandboxGone) {
+	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("run after close: %v, want SandboxGone", err)
 	}
 	if rec, _ := srv.Observe(sb.ID()); rec.Ended != "killed" || len(srv.Running()) != 0 {
@@ -146,11 +146,11 @@ func TestAllowListAndCaps(t *testing.T) {
 	}
 	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec(func(s *model.Spec) { s.Resources.MemoryMB = 2048 })})
 	var me *model.Error
-	if !errors.As(err, &me) || me.Class != model.ConfigurationError || !strings.Contains(me.Error(), e2bserver.TestTemplate) {
+	if !errors.As(err, &me) || me.Class != model.ErrConfiguration || !strings.Contains(me.Error(), e2bserver.TestTemplate) {
 		t.Errorf("caps on E2B: %v, want a ConfigurationError naming the template", err)
 	}
 	_, err = b.Create(context.Background(), backends.CreateRequest{Spec: spec(func(s *model.Spec) { s.Image = "no-such-template" })})
-	if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "image" {
+	if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "image" {
 		t.Errorf("unknown template: %v, want a ConfigurationError on image", err)
 	}
 }
@@ -161,7 +161,7 @@ func TestExecTimeoutKillsAndLifetimeEnds(t *testing.T) {
 	start := time.Now()
 	_, err := sb.Run(context.Background(), []string{"sh", "-c", "echo partial; sleep 37"}, backends.RunOptions{Timeout: 700 * time.Millisecond})
 	took := time.Since(start)
-	if !errors.Is(err, model.ExecutionTimeout) {
+	if !errors.Is(err, model.ErrExecutionTimeout) {
 		t.Fatalf("timeout: %v, want ExecutionTimeout", err)
 	}
 	if took > 700*time.Millisecond+time.Second {
@@ -182,7 +182,7 @@ func TestExecTimeoutKillsAndLifetimeEnds(t *testing.T) {
 		t.Errorf("the timed-out command still runs:\n%s", ps)
 	}
 	time.Sleep(time.Until(sb.Info().Expires) + 500*time.Millisecond)
-	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.SandboxGone) {
+	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("after the lifetime: %v, want SandboxGone", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -210,10 +210,10 @@ func TestVendorSideEnd(t *testing.T) {
 		t.Fatalf("kill from outside: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.SandboxGone) {
+	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("run in a sandbox E2B ended: %v, want SandboxGone", err)
 	}
-	if err := sb.Upload(context.Background(), "/tmp/x", []byte("x"), 0o644); !errors.Is(err, model.SandboxGone) {
+	if err := sb.Upload(context.Background(), "/tmp/x", []byte("x"), 0o644); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("upload to a sandbox E2B ended: %v, want SandboxGone", err)
 	}
 	if err := sb.Close(context.Background()); err != nil {
@@ -252,7 +252,7 @@ func TestFaultsAndCanary(t *testing.T) {
 	t.Setenv(e2b.EnvAPIKey, canaryKey+"-wrong")
 	bad, _ := e2b.New(backends.DSN{Scheme: "e2b", Options: map[string]string{}})
 	_, err = bad.Create(context.Background(), backends.CreateRequest{Spec: spec()})
-	if !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), "401") {
+	if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), "401") {
 		t.Errorf("bad key: %v", err)
 	}
 	for _, e := range []error{err} {

@@ -130,7 +130,7 @@ func (s *sandbox) Info() backends.Info {
 }
 
 func (s *sandbox) goneError(why string, cause error) *model.Error {
-	return &model.Error{Class: model.SandboxGone, Err: cause, Message: fmt.Sprintf("E2B sandbox %s is gone: %s", s.id, why),
+	return &model.Error{Class: model.ErrSandboxGone, Err: cause, Message: fmt.Sprintf("E2B sandbox %s is gone: %s", s.id, why),
 		Fix: backends.GoneFix(s.expires, time.Now())}
 }
 
@@ -173,7 +173,7 @@ func (s *sandbox) envdError(op string, err error) error {
 		s.markGone(g)
 		return g
 	case connect.CodeUnauthenticated, connect.CodePermissionDenied:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: err,
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Err: err,
 			Message: "envd refused the sandbox's access token", Fix: "open a new sandbox"}
 	}
 	return fmt.Errorf("e2b %s: %w", op, err)
@@ -182,7 +182,7 @@ func (s *sandbox) envdError(op string, err error) error {
 // Run runs a command through envd's process API.
 func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOptions) (backends.Result, error) {
 	if len(cmd) == 0 {
-		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Message: "empty command", Fix: "pass the command and its arguments"}
+		return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Message: "empty command", Fix: "pass the command and its arguments"}
 	}
 	if err := s.usable(); err != nil {
 		return backends.Result{}, err
@@ -284,7 +284,7 @@ func (s *sandbox) cutShort(ctx, rctx context.Context, err error, st *runState, s
 	}
 	switch {
 	case st.over:
-		return &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitOutput,
+		return &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitOutput,
 			Message: fmt.Sprintf("the command printed more than %d MiB on one stream (the output cap); it was stopped and its process killed", maxOutput>>20),
 			Fix:     "print less: write bulky results to a file in the sandbox and print a summary"}
 	case sinkErr != nil:
@@ -295,7 +295,7 @@ func (s *sandbox) cutShort(ctx, rctx context.Context, err error, st *runState, s
 		if uerr := s.usable(); uerr != nil {
 			return uerr
 		}
-		return &model.Error{Class: model.ExecutionTimeout,
+		return &model.Error{Class: model.ErrExecutionTimeout,
 			Message: fmt.Sprintf("the command did not finish within %s; its process was killed", timeout),
 			Fix:     "raise timeout_seconds, or pass a longer timeout to this call"}
 	case err == nil:
@@ -375,7 +375,7 @@ var interpreters = map[string][]string{
 func (s *sandbox) RunCode(ctx context.Context, lang, code string, opts backends.RunOptions) (backends.Result, error) {
 	argv, ok := interpreters[strings.ToLower(lang)]
 	if !ok {
-		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "lang",
+		return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Attribute: "lang",
 			Message: fmt.Sprintf("language %q is not supported", lang), Fix: "use one of " + strings.Join(slices.Sorted(maps.Keys(interpreters)), ", ")}
 	}
 	if opts.Stdin == nil {
@@ -392,7 +392,7 @@ func (s *sandbox) RunCode(ctx context.Context, lang, code string, opts backends.
 // Upload writes a file through envd's file API, then sets its mode.
 func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int64) error {
 	if !path.IsAbs(p) || strings.HasSuffix(p, "/") {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "path",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "path",
 			Message: fmt.Sprintf("%q is not an absolute file path", p), Fix: "upload to an absolute path such as /home/user/data.csv"}
 	}
 	if err := s.usable(); err != nil {
@@ -423,7 +423,7 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 	resp, err := s.http.Do(req)
 	if err != nil {
 		if uctx.Err() != nil && ctx.Err() == nil {
-			return &model.Error{Class: model.ExecutionTimeout, Message: fmt.Sprintf("the upload did not finish within %s", s.call), Fix: "upload less, or raise timeout_seconds"}
+			return &model.Error{Class: model.ErrExecutionTimeout, Message: fmt.Sprintf("the upload did not finish within %s", s.call), Fix: "upload less, or raise timeout_seconds"}
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -460,13 +460,13 @@ func (s *sandbox) uploadError(resp *http.Response) error {
 		Message: strings.Join(strings.Fields(strings.ToValidUTF8(string(data), "")), " ")}
 	switch resp.StatusCode {
 	case http.StatusInsufficientStorage:
-		return &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitDisk, Err: se,
+		return &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitDisk, Err: se,
 			Message: "the template's disk is full", Fix: "upload less, or use a template with a larger disk"}
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: se,
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Err: se,
 			Message: "envd refused the sandbox's access token", Fix: "open a new sandbox"}
 	case http.StatusBadRequest:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "path", Err: se,
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "path", Err: se,
 			Message: "envd refused the upload (400)", Fix: "check the path: an absolute file path the template's user may write"}
 	}
 	return se

@@ -85,7 +85,7 @@ func (b *k8sBackend) sandboxesServed() error {
 	} else if !apierrors.IsNotFound(err) {
 		return apiError("discovery", err)
 	}
-	return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+	return &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 		Message: fmt.Sprintf("the cluster does not serve %s sandboxes: the agent-sandbox CRDs are not installed, or not at that version", gv),
 		Fix:     "install agent-sandbox v0.5 or later (its CRDs and controller) on the cluster, or drop ?api=agent-sandbox to use plain pods"}
 }
@@ -108,7 +108,7 @@ func (b *k8sBackend) createSandboxObject(ctx context.Context, pod *corev1.Pod, e
 	case err == nil:
 		return nil
 	case apierrors.IsNotFound(err):
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 			Message: "the cluster does not serve agents.x-k8s.io/v1beta1 Sandboxes (the agent-sandbox CRDs are not installed, or not at v1beta1): " + err.Error(),
 			Fix:     "install agent-sandbox v0.5 or later (its CRDs and controller) on the cluster, or drop ?api=agent-sandbox to use plain pods", Err: err}
 	}
@@ -129,7 +129,7 @@ func (b *k8sBackend) sandboxStuck(ctx context.Context, name string) error {
 	for _, c := range conds {
 		m, _ := c.(map[string]any)
 		if m["type"] == "Ready" && m["reason"] == "ReconcilerError" {
-			return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+			return &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 				Message: fmt.Sprintf("the agent-sandbox controller cannot make the Sandbox's pod: %v", m["message"]),
 				Fix:     "check the namespace's admission policy and the agent-sandbox controller's log"}
 		}

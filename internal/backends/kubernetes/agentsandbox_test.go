@@ -160,7 +160,7 @@ func TestAccAgentSandboxLifetime(t *testing.T) {
 	t.Logf("the kubelet's deadline was seen before the controller removed the Sandbox: %v", sawDeadline)
 	_, err := s.Run(context.Background(), []string{"true"}, backends.RunOptions{})
 	var me *model.Error
-	if !asModel(err, &me) || me.Class != model.SandboxGone || !strings.Contains(me.Message, "lifetime") {
+	if !asModel(err, &me) || me.Class != model.ErrSandboxGone || !strings.Contains(me.Message, "lifetime") {
 		t.Errorf("after the lifetime: %v", err)
 	}
 }
@@ -201,7 +201,7 @@ func TestAccAgentSandboxKubeletDeadline(t *testing.T) {
 		t.Error("the Sandbox is gone before its shutdownTime: this test shows nothing of the kubelet")
 	}
 	_, err = s.Run(ctx, []string{"true"}, backends.RunOptions{})
-	if class(err) != model.SandboxGone {
+	if class(err) != model.ErrSandboxGone {
 		t.Errorf("after the lifetime: %v", err)
 	}
 }
@@ -233,7 +233,7 @@ func TestAccAgentSandboxPodReplaced(t *testing.T) {
 	}
 	_, err = s.Run(ctx, []string{"true"}, backends.RunOptions{})
 	var me *model.Error
-	if !asModel(err, &me) || me.Class != model.SandboxGone || !strings.Contains(me.Message, "deleted") {
+	if !asModel(err, &me) || me.Class != model.ErrSandboxGone || !strings.Contains(me.Message, "deleted") {
 		t.Fatalf("a Run in the replaced pod: %v", err)
 	}
 	waitNothingLeft(t, b, map[string]string{model.LabelTenantID: tn}, 30*time.Second)
@@ -247,11 +247,11 @@ func TestAccAgentSandboxNotServed(t *testing.T) {
 	sandboxGVR.Version = "v1alpha9"
 	defer func() { sandboxGVR = saved }()
 	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: agentSpec(b, tenant(t))})
-	if class(err) != model.ConfigurationError || !strings.Contains(err.Error(), "does not serve") {
+	if class(err) != model.ErrConfiguration || !strings.Contains(err.Error(), "does not serve") {
 		t.Errorf("create: got %v", err)
 	}
 	_, err = b.Preflight(context.Background(), agentSpec(b, tenant(t)))
-	if class(err) != model.ConfigurationError || !strings.Contains(err.Error(), "does not serve") {
+	if class(err) != model.ErrConfiguration || !strings.Contains(err.Error(), "does not serve") {
 		t.Errorf("preflight: got %v", err)
 	}
 	sandboxGVR = saved

@@ -147,15 +147,15 @@ func apiError(what string, err error) error {
 	var ne net.Error
 	switch {
 	case apierrors.IsUnauthorized(err):
-		return &model.Error{Class: model.ConfigurationError, Attribute: "credentials",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "credentials",
 			Message: fmt.Sprintf("the Kubernetes API server refused the kubeconfig's credentials (%s: 401 Unauthorized)", what),
 			Fix:     "renew the token or client certificate of the kubeconfig context (KUBECONFIG); in a pod, its service account token", Err: err}
 	case apierrors.IsForbidden(err):
-		return &model.Error{Class: model.ConfigurationError, Attribute: "credentials",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "credentials",
 			Message: fmt.Sprintf("the Kubernetes API server does not allow the kubeconfig's credentials to do this (%s: 403 Forbidden): %s", what, statusMessage(err)),
 			Fix:     "grant the context's user get, list, watch, create, patch and delete on pods and create on pods/exec in the namespace (and on agents.x-k8s.io sandboxes with ?api=agent-sandbox)", Err: err}
 	case errors.As(err, &ne) || strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "no such host"):
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 			Message: fmt.Sprintf("the Kubernetes API server is not reachable (%s): %v", what, err),
 			Fix:     "check that the cluster is up and that KUBECONFIG's context points at it", Err: err}
 	}
@@ -182,11 +182,11 @@ func createRefused(kind, name string, err error) error {
 	msg := statusMessage(err)
 	switch {
 	case apierrors.IsInvalid(err) || (apierrors.IsForbidden(err) && admissionRefusal(msg)):
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 			Message: fmt.Sprintf("the cluster refused the %s: %s", kind, msg),
 			Fix:     "check the namespace's admission policy (Pod Security level, policy engines) and the RuntimeClass", Err: err}
 	case apierrors.IsAlreadyExists(err) || apierrors.IsConflict(err):
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 			Message: fmt.Sprintf("the Kubernetes API server answered 409 Conflict to the create of %s %s: %s", kind, name, msg),
 			Fix:     "an object of that name exists (names are random, so something else writes them): list the namespace's sandboxes by label and remove what is not yours, then open again", Err: err}
 	}
@@ -231,7 +231,7 @@ func selectorFor(want map[string]string) (string, error) {
 	}
 	sl, err := labels.ValidatedSelectorFromSet(sel)
 	if err != nil {
-		return "", &model.Error{Class: model.ConfigurationError, Attribute: "labels",
+		return "", &model.Error{Class: model.ErrConfiguration, Attribute: "labels",
 			Message: "the labels cannot be a Kubernetes label selector: " + err.Error(), Fix: "use label keys and values Kubernetes accepts"}
 	}
 	return sl.String(), nil
@@ -276,7 +276,7 @@ func (b *k8sBackend) Preflight(ctx context.Context, spec model.Spec) (backends.P
 	}
 	if _, err := b.cs.CoreV1().Namespaces().Get(ctx, b.namespace, metav1.GetOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
-			return backends.Preflight{}, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+			return backends.Preflight{}, &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 				Message: fmt.Sprintf("namespace %s does not exist", b.namespace), Fix: "create the namespace, or name one that exists in the DSN"}
 		}
 		return backends.Preflight{}, apiError("namespace get", err)

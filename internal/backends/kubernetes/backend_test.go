@@ -62,7 +62,7 @@ func TestAccHardeningFromInside(t *testing.T) {
 	}
 	_, err := s.Run(context.Background(), []string{"sh", "-c", "dd if=/dev/zero of=/tmp/f bs=1k count=40000"}, backends.RunOptions{})
 	var me *model.Error
-	if !asModel(err, &me) || me.Class != model.ResourceLimitExceeded || me.Limit != model.LimitDisk {
+	if !asModel(err, &me) || me.Class != model.ErrResourceLimitExceeded || me.Limit != model.LimitDisk {
 		t.Errorf("writing past /tmp's share of disk_mb: %v, want ResourceLimitExceeded(disk)", err)
 	}
 	in := s.Info()
@@ -110,7 +110,7 @@ func TestAccExecTimeout(t *testing.T) {
 	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant(t))})
 	start := time.Now()
 	_, err := s.Run(context.Background(), []string{"sh", "-c", "sleep 1000 & sleep 1001"}, backends.RunOptions{Timeout: 2 * time.Second})
-	if class(err) != model.ExecutionTimeout {
+	if class(err) != model.ErrExecutionTimeout {
 		t.Fatalf("got %v, want ExecutionTimeout", err)
 	}
 	t.Logf("timeout reported after %s", time.Since(start))
@@ -131,7 +131,7 @@ func TestAccSlowKillerKeepsTheSandbox(t *testing.T) {
 	start := time.Now()
 	_, err := s.Run(context.Background(), []string{"sh", "-c", "sleep 1000 & sleep 1001"}, backends.RunOptions{Timeout: 2 * time.Second})
 	took := time.Since(start)
-	if class(err) != model.ExecutionTimeout || !strings.Contains(err.Error(), "being killed") {
+	if class(err) != model.ErrExecutionTimeout || !strings.Contains(err.Error(), "being killed") {
 		t.Fatalf("got %v, want an ExecutionTimeout saying the processes are being killed", err)
 	}
 	if took > 5*time.Second {
@@ -155,7 +155,7 @@ func TestAccOutputCap(t *testing.T) {
 	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant(t))})
 	_, err := s.Run(context.Background(), []string{"sh", "-c", "yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}, backends.RunOptions{})
 	var me *model.Error
-	if !asModel(err, &me) || me.Class != model.ResourceLimitExceeded || me.Limit != model.LimitOutput {
+	if !asModel(err, &me) || me.Class != model.ErrResourceLimitExceeded || me.Limit != model.LimitOutput {
 		t.Fatalf("got %v, want ResourceLimitExceeded(output)", err)
 	}
 	if ps := sh(t, s, "ps -o args | grep '^yes' || true"); ps != "" {
@@ -176,7 +176,7 @@ func TestAccEgressUnenforceableRefused(t *testing.T) {
 		spec.Network = n
 		_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec})
 		var me *model.Error
-		if !asModel(err, &me) || me.Class != model.CapabilityNotSupported || (me.Rule != rules.NetAllowKind && me.Rule != rules.NetLearn) {
+		if !asModel(err, &me) || me.Class != model.ErrCapabilityNotSupported || (me.Rule != rules.NetAllowKind && me.Rule != rules.NetLearn) {
 			t.Errorf("network %+v: got %v, want CapabilityNotSupported", n, err)
 		}
 	}
@@ -209,7 +209,7 @@ func TestAccLifetimeAndGone(t *testing.T) {
 	}
 	_, err := s.Run(context.Background(), []string{"true"}, backends.RunOptions{})
 	var me *model.Error
-	if !asModel(err, &me) || me.Class != model.SandboxGone || !strings.Contains(me.Message, "lifetime") || !strings.Contains(me.Fix, "lifetime_seconds") {
+	if !asModel(err, &me) || me.Class != model.ErrSandboxGone || !strings.Contains(me.Message, "lifetime") || !strings.Contains(me.Fix, "lifetime_seconds") {
 		t.Errorf("after the lifetime: %v", err)
 	}
 
@@ -219,7 +219,7 @@ func TestAccLifetimeAndGone(t *testing.T) {
 	}
 	_ = b.stopped(context.Background(), s2.ID())
 	_, err = s2.Run(context.Background(), []string{"true"}, backends.RunOptions{})
-	if !asModel(err, &me) || me.Class != model.SandboxGone || !strings.Contains(me.Fix, "deleted from outside") {
+	if !asModel(err, &me) || me.Class != model.ErrSandboxGone || !strings.Contains(me.Fix, "deleted from outside") {
 		t.Errorf("after a delete from outside: %v", err)
 	}
 }

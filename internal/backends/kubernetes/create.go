@@ -30,7 +30,7 @@ func (b *k8sBackend) Create(ctx context.Context, req backends.CreateRequest) (ba
 		return nil, err
 	}
 	if b.namespace == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		return nil, &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 			Message: "no namespace to create the sandbox pod in", Fix: "open the backend with kubernetes://CONTEXT/NAMESPACE"}
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.createTimeout)
@@ -44,7 +44,7 @@ func (b *k8sBackend) Create(ctx context.Context, req backends.CreateRequest) (ba
 		if b.api == APIAgentSandbox {
 			fix += "; with agent-sandbox, check that its controller runs (a Sandbox without one never gets a pod)"
 		}
-		return nil, &model.Error{Class: model.CreateTimeout,
+		return nil, &model.Error{Class: model.ErrCreateTimeout,
 			Message: fmt.Sprintf("the sandbox pod was not ready within %s; it is being removed", p.createTimeout), Fix: fix, Err: err}
 	}
 	return nil, err
@@ -241,7 +241,7 @@ func startFailure(pod *corev1.Pod, p createPlan) error {
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return &model.Error{Class: model.ConfigurationError, Attribute: "resources",
+			return &model.Error{Class: model.ErrConfiguration, Attribute: "resources",
 				Message: "no node can take the sandbox pod: " + c.Message, Fix: "lower the caps, or add capacity"}
 		}
 	}
@@ -262,16 +262,16 @@ func startFailure(pod *corev1.Pod, p createPlan) error {
 				img = WrapImage
 				fix = "import the sandboxio wrapper image into the nodes' runtime (scripts/k8s-wrap-image.sh on the test cluster)"
 			}
-			return &model.Error{Class: model.ConfigurationError, Attribute: "image",
+			return &model.Error{Class: model.ErrConfiguration, Attribute: "image",
 				Message: fmt.Sprintf("image %s cannot be run on the node: %s %s", img, w.Reason, w.Message), Fix: fix}
 		case "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
-			return &model.Error{Class: model.ConfigurationError, Attribute: "image",
+			return &model.Error{Class: model.ErrConfiguration, Attribute: "image",
 				Message: fmt.Sprintf("the node cannot start container %s: %s %s", cs.Name, w.Reason, w.Message), Fix: "check the image and the RuntimeClass"}
 		}
 	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReadyToStartContainers && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "RuntimeHandler") {
-			return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Message: "the RuntimeClass's handler is unknown on the node: " + c.Message, Fix: "name a RuntimeClass whose handler the node's runtime has"}
+			return &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Message: "the RuntimeClass's handler is unknown on the node: " + c.Message, Fix: "name a RuntimeClass whose handler the node's runtime has"}
 		}
 	}
 	return nil

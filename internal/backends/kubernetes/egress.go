@@ -329,7 +329,7 @@ func (b *k8sBackend) lockForbidden(probe string, err error) error {
 	if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
 		return nil
 	}
-	return &model.Error{Class: model.CapabilityNotSupported, Attribute: "network.egress",
+	return &model.Error{Class: model.ErrCapabilityNotSupported, Attribute: "network.egress",
 		Message: fmt.Sprintf("egress probe %s: the cluster refused the network lock's init container, which needs NET_ADMIN, in namespace %s: %v", probe, b.namespace, err),
 		Fix: fmt.Sprintf("let init containers add NET_ADMIN in namespace %s (kubectl label namespace %s pod-security.kubernetes.io/enforce=privileged, in a namespace kept for sandboxes; the sandbox container itself still drops every capability), or name such a namespace in the DSN",
 			b.namespace, b.namespace), Err: err}

@@ -337,11 +337,11 @@ func TestAccEgressForbiddenByAdmission(t *testing.T) {
 		spec.Network, spec.Backend = n, "kubernetes://sandboxio/"+ns
 		_, err := pb.Preflight(ctx, spec)
 		var me *model.Error
-		if !asModel(err, &me) || me.Class != model.CapabilityNotSupported || !strings.Contains(me.Message, "egress probe") ||
+		if !asModel(err, &me) || me.Class != model.ErrCapabilityNotSupported || !strings.Contains(me.Message, "egress probe") ||
 			!strings.Contains(me.Message, "NET_ADMIN") || !strings.Contains(me.Fix, "pod-security.kubernetes.io/enforce") {
 			t.Errorf("%s: preflight: %v", n.Egress, err)
 		}
-		if _, err := pb.Create(ctx, backends.CreateRequest{Spec: spec}); class(err) != model.CapabilityNotSupported {
+		if _, err := pb.Create(ctx, backends.CreateRequest{Spec: spec}); class(err) != model.ErrCapabilityNotSupported {
 			t.Errorf("%s: create: %v", n.Egress, err)
 		}
 	}
@@ -376,14 +376,14 @@ func TestAccEgressBrokenLockRefused(t *testing.T) {
 	for _, mode := range []string{lockDeny, lockAllow} {
 		err := b.proven(context.Background(), mode)
 		var me *model.Error
-		if !asModel(err, &me) || me.Class != model.CapabilityNotSupported || !strings.Contains(me.Message, "egress probe egress/"+mode) {
+		if !asModel(err, &me) || me.Class != model.ErrCapabilityNotSupported || !strings.Contains(me.Message, "egress probe egress/"+mode) {
 			t.Errorf("%s with a broken lock: %v", mode, err)
 		} else {
 			t.Logf("%s: %s", mode, me.Message)
 		}
 	}
 	tn := tenant(t)
-	if _, err := b.Create(context.Background(), backends.CreateRequest{Spec: denySpec(tn)}); class(err) != model.CapabilityNotSupported {
+	if _, err := b.Create(context.Background(), backends.CreateRequest{Spec: denySpec(tn)}); class(err) != model.ErrCapabilityNotSupported {
 		t.Errorf("create under deny with a broken lock: %v", err)
 	}
 	if n := podsLeft(t, b, map[string]string{model.LabelTenantID: tn}); n != 0 {
@@ -405,7 +405,7 @@ func TestAccEgressLockReadBackPerSandbox(t *testing.T) {
 	tn := tenant(t)
 	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: denySpec(tn)})
 	var me *model.Error
-	if !asModel(err, &me) || me.Class != model.CapabilityNotSupported || !strings.Contains(me.Message, "network lock is not in place inside the pod") {
+	if !asModel(err, &me) || me.Class != model.ErrCapabilityNotSupported || !strings.Contains(me.Message, "network lock is not in place inside the pod") {
 		t.Errorf("create with the lock broken after its proof: %v", err)
 	}
 	if n := podsLeft(t, b, map[string]string{model.LabelTenantID: tn}); n != 0 {

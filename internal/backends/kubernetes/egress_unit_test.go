@@ -94,7 +94,7 @@ func TestPlanEgress(t *testing.T) {
 		switch {
 		case c.rule == "" && (err != nil || p.egress.mode != c.mode):
 			t.Errorf("%+v: %v, mode %q", c.n, err, p.egress.mode)
-		case c.rule != "" && (!errorsAs(err, &me) || me.Rule != c.rule || me.Class != model.CapabilityNotSupported && me.Class != model.ConfigurationError):
+		case c.rule != "" && (!errorsAs(err, &me) || me.Rule != c.rule || me.Class != model.ErrCapabilityNotSupported && me.Class != model.ErrConfiguration):
 			t.Errorf("%+v: %v, want rule %s", c.n, err, c.rule)
 		}
 	}
@@ -148,7 +148,7 @@ func TestLockoutsLearned(t *testing.T) {
 		t.Errorf("lockouts %s, %v", got, err)
 	}
 	b = &k8sBackend{cs: fake.NewClientset(node("n1", "10.244.0.0/24"), node("n2"), svc)}
-	if _, err := b.lockouts(ctx); class(err) != model.CapabilityNotSupported || !strings.Contains(err.Error(), "pod_cidr") {
+	if _, err := b.lockouts(ctx); class(err) != model.ErrCapabilityNotSupported || !strings.Contains(err.Error(), "pod_cidr") {
 		t.Errorf("a node without podCIDRs: %v", err)
 	}
 	b.netOpts.podCIDRs = []netip.Prefix{netip.MustParsePrefix("10.244.0.0/16")}
@@ -156,7 +156,7 @@ func TestLockoutsLearned(t *testing.T) {
 		t.Errorf("with pod_cidr: %v %v", lo, err)
 	}
 	b = &k8sBackend{cs: fake.NewClientset(node("n1"))}
-	if _, err := b.lockouts(ctx); class(err) != model.CapabilityNotSupported || !strings.Contains(err.Error(), "service_cidr") {
+	if _, err := b.lockouts(ctx); class(err) != model.ErrCapabilityNotSupported || !strings.Contains(err.Error(), "service_cidr") {
 		t.Errorf("no ServiceCIDR: %v", err)
 	}
 	b.netOpts.serviceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}

@@ -28,7 +28,7 @@ func TestLastSecondOfTheLifetime(t *testing.T) {
 	gone := func(t *testing.T, err error) {
 		t.Helper()
 		var me *model.Error
-		if !errors.As(err, &me) || me.Class != model.SandboxGone || !strings.Contains(me.Message, "lifetime ended") {
+		if !errors.As(err, &me) || me.Class != model.ErrSandboxGone || !strings.Contains(me.Message, "lifetime ended") {
 			t.Fatalf("want SandboxGone for the lifetime, got %v", err)
 		}
 	}

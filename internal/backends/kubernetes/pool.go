@@ -56,7 +56,7 @@ func (b *k8sBackend) CreateWarm(ctx context.Context, req backends.WarmRequest) (
 	p.warmIdle = time.Duration(math.Ceil(req.MaxIdle.Seconds())) * time.Second
 	p.warmSpecHash = req.SpecSHA256
 	if b.namespace == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+		return nil, &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 			Message: "no namespace to create the warm sandbox in", Fix: "open the backend with kubernetes://CONTEXT/NAMESPACE"}
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.createTimeout)
@@ -147,7 +147,7 @@ func (w *warm) claim(ctx context.Context, req backends.ClaimRequest) (*sandbox, 
 }
 
 func (w *warm) tampered(why string) error {
-	return &model.Error{Class: model.SandboxGone, Attribute: "warm_pool",
+	return &model.Error{Class: model.ErrSandboxGone, Attribute: "warm_pool",
 		Message: fmt.Sprintf("warm sandbox %s was refused: %s; it was removed", w.s.name, why),
 		Fix:     "find out what changes sandboxio's pods on this cluster; a cold open is not affected"}
 }
@@ -194,7 +194,7 @@ func (w *warm) bind(ctx context.Context, pod *corev1.Pod, claimed time.Time, p c
 	expires := claimed.Add(p.lifetime)
 	deadline := int64(math.Ceil(claimed.Sub(pod.Status.StartTime.Time).Seconds() + p.lifetime.Seconds()))
 	if deadline > *pod.Spec.ActiveDeadlineSeconds {
-		return &model.Error{Class: model.SandboxGone, Message: "the warm sandbox's idle time is over", Fix: "open a new sandbox"}
+		return &model.Error{Class: model.ErrSandboxGone, Message: "the warm sandbox's idle time is over", Fix: "open a new sandbox"}
 	}
 	ann := map[string]string{annExpires: expires.UTC().Format(time.RFC3339)}
 	patch, err := json.Marshal(map[string]any{

@@ -145,7 +145,7 @@ func TestAccWarmPoolLifetimeFromClaim(t *testing.T) {
 	} else {
 		t.Logf("the kubelet ended the claimed pod %s after the claim (lifetime 8 s)", el.Round(100*time.Millisecond))
 	}
-	if _, err := s.Run(ctx, []string{"true"}, backends.RunOptions{}); class(err) != model.SandboxGone {
+	if _, err := s.Run(ctx, []string{"true"}, backends.RunOptions{}); class(err) != model.ErrSandboxGone {
 		t.Errorf("after the lifetime: %v", err)
 	}
 }
@@ -185,14 +185,14 @@ func TestAccWarmPoolTampered(t *testing.T) {
 	}
 	tn := tenant(t)
 	_, err := w.Claim(ctx, backends.ClaimRequest{Spec: claimSpec(tpl, tn, "s1"), SpecSHA256: testSpecHash})
-	if class(err) != model.SandboxGone || !strings.Contains(err.Error(), "activeDeadlineSeconds") {
+	if class(err) != model.ErrSandboxGone || !strings.Contains(err.Error(), "activeDeadlineSeconds") {
 		t.Errorf("claim of a changed warm pod: %v", err)
 	}
 	waitNothingLeft(t, b, map[string]string{model.LabelTemplate: tpl.Name}, 20*time.Second)
 
 	w2 := createWarm(t, b, tpl, 60*time.Second)
 	_, err = w2.Claim(ctx, backends.ClaimRequest{Spec: claimSpec(tpl, tn, "s1"), SpecSHA256: strings.Repeat("f", 64)})
-	if class(err) != model.SandboxGone || !strings.Contains(err.Error(), "another template") {
+	if class(err) != model.ErrSandboxGone || !strings.Contains(err.Error(), "another template") {
 		t.Errorf("claim for another template: %v", err)
 	}
 	waitNothingLeft(t, b, map[string]string{model.LabelTemplate: tpl.Name}, 20*time.Second)

@@ -56,7 +56,7 @@ type verified struct {
 }
 
 func refuse(attr, msg, fix string) error {
-	return &model.Error{Class: model.CapabilityNotSupported, Attribute: attr, Message: msg, Fix: fix}
+	return &model.Error{Class: model.ErrCapabilityNotSupported, Attribute: attr, Message: msg, Fix: fix}
 }
 
 // verify runs the probe in a started pod and checks, from inside, what the

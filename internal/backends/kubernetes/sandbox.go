@@ -101,7 +101,7 @@ func (s *sandbox) markGone(err error) {
 }
 
 func (s *sandbox) goneError(why, fix string) *model.Error {
-	return &model.Error{Class: model.SandboxGone, Message: fmt.Sprintf("sandbox %s is gone: %s", s.name, why), Fix: fix}
+	return &model.Error{Class: model.ErrSandboxGone, Message: fmt.Sprintf("sandbox %s is gone: %s", s.name, why), Fix: fix}
 }
 
 func (s *sandbox) expiredError() *model.Error {
@@ -190,12 +190,12 @@ func (s *sandbox) samePod(ctx context.Context) error {
 // Run runs a command to completion within its timeout.
 func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOptions) (backends.Result, error) {
 	if len(cmd) == 0 {
-		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Message: "empty command", Fix: "pass the command and its arguments"}
+		return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Message: "empty command", Fix: "pass the command and its arguments"}
 	}
 	env := slices.Clone(s.env)
 	for _, k := range sortedKeys(opts.Env) {
 		if !validEnvName(k) || strings.Contains(opts.Env[k], "\x00") {
-			return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "env",
+			return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Attribute: "env",
 				Message: fmt.Sprintf("%q is not an environment variable name (or its value holds NUL)", k), Fix: "use names without '=' or NUL"}
 		}
 		env = append(env, k+"="+opts.Env[k])
@@ -258,7 +258,7 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 	var cause error
 	switch {
 	case errors.Is(res.stopped, errOverflow):
-		cause = &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitOutput,
+		cause = &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitOutput,
 			Message: fmt.Sprintf("the command printed more than %d MiB on one stream (the output cap); it was stopped and its processes were killed", maxOutput>>20),
 			Fix:     "print less: write bulky results to a file in the sandbox and print a summary, or split the work over several commands"}
 	case ctx.Err() != nil:
@@ -268,7 +268,7 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 	case !errors.Is(res.stopped, context.DeadlineExceeded):
 		cause = fmt.Errorf("exec: %w; the command was stopped", res.stopped)
 	default:
-		cause = &model.Error{Class: model.ExecutionTimeout,
+		cause = &model.Error{Class: model.ErrExecutionTimeout,
 			Message: fmt.Sprintf("the command did not finish within %s; its processes were killed", timeout),
 			Fix:     "raise timeout_seconds, or pass a longer timeout to this call"}
 	}
@@ -289,7 +289,7 @@ func (s *sandbox) interrupted(ctx context.Context, res execResult, timeout time.
 	case <-time.After(cmp.Or(s.killWait, killBudget)):
 		s.awaitKiller(killer)
 		var me *model.Error
-		if errors.As(cause, &me) && me.Class == model.ExecutionTimeout {
+		if errors.As(cause, &me) && me.Class == model.ErrExecutionTimeout {
 			me.Message = fmt.Sprintf("the command did not finish within %s; its processes are being killed, and the sandbox's next command waits until they are", timeout)
 		}
 	}
@@ -381,18 +381,18 @@ func (s *sandbox) completed(ctx context.Context, res execResult, elapsed time.Du
 	}
 	if s.oomHit(ctx) {
 		s.killSession(ctx, res.pid)
-		return backends.Result{}, &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitMemory,
+		return backends.Result{}, &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitMemory,
 			Message: fmt.Sprintf("a process in the sandbox was killed for running out of memory (memory_mb = %d, swap included)", s.caps.MemoryMB),
 			Fix:     "raise memory_mb, or make the code use less memory"}
 	}
 	if forkRefused(res.errSeen) {
 		s.killSession(ctx, res.pid)
-		return backends.Result{}, &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitPids,
+		return backends.Result{}, &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitPids,
 			Message: "a process in the sandbox could not fork: the process ceiling was reached (" + s.pidsCap + ")",
 			Fix:     "make the code start fewer processes"}
 	}
 	if bytes.Contains(res.errSeen, []byte("No space left on device")) {
-		return backends.Result{}, &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitDisk,
+		return backends.Result{}, &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitDisk,
 			Message: fmt.Sprintf("a write failed with no space left (disk_mb = %d; %s)", s.caps.DiskMB, s.diskCap), Fix: "raise disk_mb, or write less"}
 	}
 	return result, nil
@@ -439,7 +439,7 @@ var interpreters = map[string][]string{
 func (s *sandbox) RunCode(ctx context.Context, lang string, code string, opts backends.RunOptions) (backends.Result, error) {
 	argv, ok := interpreters[strings.ToLower(lang)]
 	if !ok {
-		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "lang",
+		return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Attribute: "lang",
 			Message: fmt.Sprintf("language %q is not supported", lang), Fix: "use one of " + strings.Join(slices.Sorted(maps.Keys(interpreters)), ", ")}
 	}
 	if opts.Stdin == nil {
@@ -457,7 +457,7 @@ func (s *sandbox) RunCode(ctx context.Context, lang string, code string, opts ba
 // needed in the image); it lands on the sandbox's size-limited volumes.
 func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int64) error {
 	if !path.IsAbs(p) || strings.HasSuffix(p, "/") {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "path",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "path",
 			Message: fmt.Sprintf("%q is not an absolute file path", p), Fix: "upload to an absolute path such as /work/data.csv"}
 	}
 	if mode <= 0 {

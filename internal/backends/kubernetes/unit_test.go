@@ -34,7 +34,7 @@ current-context: dead
 	spec := model.Spec{SpecVersion: model.SpecVersion, Backend: "kubernetes://dead/ns1", Image: "x",
 		Network: model.NetworkPolicy{Egress: model.EgressAllow}, Resources: model.DefaultCaps(), TimeoutSeconds: 10, LifetimeSeconds: 60}
 	_, err = b.Create(context.Background(), backends.CreateRequest{Spec: spec})
-	if class(err) != model.ConfigurationError || !strings.Contains(err.Error(), "not reachable") {
+	if class(err) != model.ErrConfiguration || !strings.Contains(err.Error(), "not reachable") {
 		t.Errorf("got %v", err)
 	}
 	// A context the kubeconfig lacks.
@@ -72,7 +72,7 @@ func TestCheckMemory(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("case %d %v: %v", i, c.f, err)
 		}
-		if err != nil && class(err) != model.CapabilityNotSupported {
+		if err != nil && class(err) != model.ErrCapabilityNotSupported {
 			t.Errorf("case %d: class %v", i, err)
 		}
 	}
@@ -122,7 +122,7 @@ func TestDSNAPIOption(t *testing.T) {
 	}
 	for _, bad := range []string{"kubernetes://c/ns?api=crd", "kubernetes://c/ns?api=", "kubernetes://c/ns?api=pod&api=pod", "kubernetes://c/ns?api=Agent-Sandbox"} {
 		_, err := backends.ParseDSN(bad)
-		if class(err) != model.ConfigurationError || !strings.Contains(err.Error(), "api") {
+		if class(err) != model.ErrConfiguration || !strings.Contains(err.Error(), "api") {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}

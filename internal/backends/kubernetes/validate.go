@@ -65,12 +65,12 @@ func (b *k8sBackend) validate(req backends.CreateRequest, checkSecrets bool) (cr
 			return p, err
 		}
 		if d.Scheme != Name {
-			return p, &model.Error{Class: model.ConfigurationError, Attribute: "backend",
+			return p, &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 				Message: fmt.Sprintf("spec is for backend %s, not kubernetes", d.Scheme), Fix: "open the sandbox with the backend the spec names"}
 		}
 	}
 	if strings.TrimSpace(s.Image) == "" {
-		return p, &model.Error{Class: model.ConfigurationError, Attribute: "image", Message: "no image",
+		return p, &model.Error{Class: model.ErrConfiguration, Attribute: "image", Message: "no image",
 			Fix: "set image to an image the cluster's nodes can run"}
 	}
 	if s.Volume != nil {
@@ -146,7 +146,7 @@ func (p *createPlan) planLabels() error {
 	for _, k := range sortedKeys(p.labels) {
 		errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(p.labels[k])...)
 		if len(errs) > 0 {
-			return &model.Error{Class: model.ConfigurationError, Attribute: "labels",
+			return &model.Error{Class: model.ErrConfiguration, Attribute: "labels",
 				Message: fmt.Sprintf("label %q is not a valid Kubernetes label: %s", k, strings.Join(errs, "; ")),
 				Fix:     "use label keys and values of at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit (tenant and session ids included)"}
 		}
@@ -159,7 +159,7 @@ func validEnvName(k string) bool { return k != "" && !strings.ContainsAny(k, "=\
 func (p *createPlan) planEnv() error {
 	for _, k := range sortedKeys(p.spec.Env) {
 		if !validEnvName(k) || strings.Contains(p.spec.Env[k], "\x00") {
-			return &model.Error{Class: model.ConfigurationError, Attribute: "env",
+			return &model.Error{Class: model.ErrConfiguration, Attribute: "env",
 				Message: fmt.Sprintf("%q is not an environment variable name (or its value holds NUL)", k), Fix: "use names without '=' or NUL"}
 		}
 		p.env = append(p.env, k+"="+p.spec.Env[k])
@@ -171,7 +171,7 @@ func (p *createPlan) planSecrets(values map[string]string, checkSecrets bool) er
 	for _, name := range p.spec.SecretNames {
 		v, ok := values[name]
 		if !ok && checkSecrets {
-			return &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
+			return &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("no value was supplied for secret %q", name),
 				Fix:     "pass the secret's value at run time (from the environment of the caller)"}
 		}
@@ -179,7 +179,7 @@ func (p *createPlan) planSecrets(values map[string]string, checkSecrets bool) er
 			return gap(rules.SecName, "secret_names", fmt.Sprintf("secret name %q", name))
 		}
 		if strings.Contains(v, "\x00") {
-			return &model.Error{Class: model.ConfigurationError, Attribute: "secret_names",
+			return &model.Error{Class: model.ErrConfiguration, Attribute: "secret_names",
 				Message: fmt.Sprintf("the value of secret %q holds a NUL byte, which no environment can carry", name), Fix: "pass a value without NUL"}
 		}
 		p.secrets = append(p.secrets, name+"="+v)

@@ -67,12 +67,12 @@ func open(dsn backends.DSN) (backends.Backend, error) {
 	return &backend{app: dsn.App, environment: dsn.Options["environment"]}, nil
 }
 
-var errNoApp = &model.Error{Class: model.ConfigurationError, Attribute: "backend", Message: "the Modal DSN names no app", Fix: "write modal://APP"}
+var errNoApp = &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Message: "the Modal DSN names no app", Fix: "write modal://APP"}
 
 func credentials() (config, error) {
 	c := config{tokenID: os.Getenv(envTokenID), tokenSecret: os.Getenv(envTokenSecret)}
 	if c.tokenID == "" || c.tokenSecret == "" {
-		return c, &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: backends.ErrNoCredentials,
+		return c, &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Err: backends.ErrNoCredentials,
 			Message: "no Modal credentials: " + envTokenID + " and " + envTokenSecret + " must both be set",
 			Fix:     "export " + envTokenID + " and " + envTokenSecret + " (a least-privilege, short-lived token of the workspace); MODAL_SERVER_URL selects another endpoint"}
 	}
@@ -160,7 +160,7 @@ func newPlan(req backends.CreateRequest) (plan, error) {
 		return p, err
 	}
 	if dsn.Scheme != Name {
-		return p, &model.Error{Class: model.ConfigurationError, Attribute: "backend", Message: "the spec is not for the Modal backend", Fix: "open it with its own backend"}
+		return p, &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Message: "the spec is not for the Modal backend", Fix: "open it with its own backend"}
 	}
 	p.region = dsn.Options["region"]
 	if err := s.Resources.CheckBounds(model.CapBounds()); err != nil {
@@ -187,7 +187,7 @@ func newPlan(req backends.CreateRequest) (plan, error) {
 	for _, n := range s.SecretNames {
 		v, ok := req.Secrets[n]
 		if !ok {
-			return p, &model.Error{Class: model.ConfigurationError, Rule: rules.SecretValues, Attribute: "secret_names",
+			return p, &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: "secret_names",
 				Message: fmt.Sprintf("no value was supplied for secret %q", n), Fix: "pass the secret's value at run time (from the environment of the caller)"}
 		}
 		p.secrets[n] = v
@@ -231,7 +231,7 @@ func tenantVolume(s model.Spec) (*model.Volume, error) {
 		return nil, nil
 	}
 	if s.TenantID == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "volume",
+		return nil, &model.Error{Class: model.ErrConfiguration, Attribute: "volume",
 			Message: "the template names a volume, and a volume is mounted per tenant: this sandbox is opened for no tenant",
 			Fix:     "open it for a tenant (data.sandboxio_tenant_sandbox, or sandboxio run with a tenant and session)"}
 	}
@@ -288,7 +288,7 @@ func (b *backend) Create(ctx context.Context, req backends.CreateRequest) (backe
 	defer cancel()
 	sb, err := b.create(cctx, p)
 	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
-		return nil, &model.Error{Class: model.CreateTimeout,
+		return nil, &model.Error{Class: model.ErrCreateTimeout,
 			Message: fmt.Sprintf("the Modal sandbox was not ready within %s", p.createTimeout),
 			Fix:     "raise timeout_seconds (or the create timeout); anything created is ended by its lifetime", Err: err}
 	}
@@ -384,7 +384,7 @@ func oneSandbox(p plan, id string) error {
 	if id != "" {
 		holder = " (" + id + ")"
 	}
-	return &model.Error{Class: model.ConfigurationError, Rule: rules.OneSandbox, Attribute: "session_id",
+	return &model.Error{Class: model.ErrConfiguration, Rule: rules.OneSandbox, Attribute: "session_id",
 		Message: fmt.Sprintf("a sandbox is already open for this tenant and session in the Modal app%s: one sandbox per tenant and session", holder),
 		Fix:     "use the open sandbox, or close it first, or open the new sandbox under another session id; `sandboxio reap` ends it once its lifetime has passed"}
 }

@@ -121,7 +121,7 @@ func TestAdapterOpenRunClose(t *testing.T) {
 	creates := s.CountCalls("SandboxCreate")
 	_, err = b.Create(ctx, backends.CreateRequest{Spec: sp, Secrets: map[string]string{"API_KEY": secretCanary}})
 	var me *model.Error
-	if !errors.As(err, &me) || me.Class != model.ConfigurationError || !strings.Contains(me.Message, "one sandbox per tenant and session") {
+	if !errors.As(err, &me) || me.Class != model.ErrConfiguration || !strings.Contains(me.Message, "one sandbox per tenant and session") {
 		t.Fatalf("a second sandbox for the session: %v", err)
 	}
 	if s.CountCalls("SandboxCreate") != creates {
@@ -133,7 +133,7 @@ func TestAdapterOpenRunClose(t *testing.T) {
 	if err := sb.Kill(ctx); err != nil {
 		t.Fatalf("kill is idempotent: %v", err)
 	}
-	if _, err := sb.Run(ctx, []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.SandboxGone) {
+	if _, err := sb.Run(ctx, []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
 		t.Fatalf("run after kill: want SandboxGone, got %v", err)
 	}
 	if infos, _ := b.List(ctx, map[string]string{model.LabelSessionID: sp.SessionID}); len(infos) != 0 {
@@ -169,12 +169,12 @@ func TestAdapterTimeoutsAndLifetime(t *testing.T) {
 	start := time.Now()
 	res, err := sb.Run(ctx, []string{"sh", "-c", "echo partial; sleep 30"}, backends.RunOptions{Timeout: 1500 * time.Millisecond})
 	took := time.Since(start)
-	if !errors.Is(err, model.ExecutionTimeout) || took > 2500*time.Millisecond || res.Stdout != nil {
+	if !errors.Is(err, model.ErrExecutionTimeout) || took > 2500*time.Millisecond || res.Stdout != nil {
 		t.Fatalf("want ExecutionTimeout within 1 s of the 1.5 s timeout and no output, got %v after %s, %+v", err, took, res)
 	}
 	time.Sleep(time.Second) // Modal's kill is at the whole second after
 	res, err = sb.Run(ctx, []string{"ps"}, backends.RunOptions{})
-	if errors.Is(err, model.SandboxGone) {
+	if errors.Is(err, model.ErrSandboxGone) {
 		// The server's Docker sandbox could not stop the command's
 		// processes one by one (a loaded host) and was killed whole: the
 		// Modal sandbox ended with it, which also ends the command.
@@ -185,7 +185,7 @@ func TestAdapterTimeoutsAndLifetime(t *testing.T) {
 		t.Fatalf("the timed-out command still runs: %v\n%s", err, res.Stdout)
 	}
 	time.Sleep(time.Until(start.Add(7 * time.Second)))
-	if _, err := sb.Run(ctx, []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.SandboxGone) {
+	if _, err := sb.Run(ctx, []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
 		t.Fatalf("after the lifetime: want SandboxGone, got %v", err)
 	}
 }
@@ -199,10 +199,10 @@ func TestAdapterTypedErrors(t *testing.T) {
 		class model.ErrorClass
 		text  string
 	}{
-		{codes.PermissionDenied, model.ConfigurationError, "permission denied"},
-		{codes.ResourceExhausted, model.ResourceLimitExceeded, "quota"},
-		{codes.AlreadyExists, model.ConfigurationError, "one sandbox per tenant"},
-		{codes.InvalidArgument, model.ConfigurationError, "invalid"},
+		{codes.PermissionDenied, model.ErrConfiguration, "permission denied"},
+		{codes.ResourceExhausted, model.ErrResourceLimitExceeded, "quota"},
+		{codes.AlreadyExists, model.ErrConfiguration, "one sandbox per tenant"},
+		{codes.InvalidArgument, model.ErrConfiguration, "invalid"},
 	} {
 		b := openBackend(t, "modal://"+modalserver.TestApp)
 		s.Inject("SandboxCreate", modalserver.Fault{Code: tc.code})
@@ -233,7 +233,7 @@ func TestAdapterTypedErrors(t *testing.T) {
 	}
 	// An unknown app.
 	_, err := openBackend(t, "modal://no-such-app").Create(ctx, backends.CreateRequest{Spec: spec()})
-	if !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), "not found") {
+	if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("unknown app: %v", err)
 	}
 }
@@ -244,7 +244,7 @@ func TestAdapterCredentialsNeverLeak(t *testing.T) {
 	t.Setenv("MODAL_TOKEN_SECRET", "as-canary-wrong-77c1e0b5d2")
 	b := openBackend(t, "modal://"+modalserver.TestApp)
 	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec()})
-	if !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), "MODAL_TOKEN_ID") {
+	if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), "MODAL_TOKEN_ID") {
 		t.Fatalf("a wrong token: want a ConfigurationError naming the variables, got %v", err)
 	}
 	for _, shown := range []string{err.Error(), fmt.Sprintf("%v %+v %#v", b, b, b)} {
@@ -254,7 +254,7 @@ func TestAdapterCredentialsNeverLeak(t *testing.T) {
 	}
 	t.Setenv("MODAL_TOKEN_SECRET", "")
 	_, err = openBackend(t, "modal://"+modalserver.TestApp).Create(context.Background(), backends.CreateRequest{Spec: spec()})
-	if !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), "MODAL_TOKEN_SECRET") {
+	if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), "MODAL_TOKEN_SECRET") {
 		t.Fatalf("no token: %v", err)
 	}
 }
@@ -279,7 +279,7 @@ func TestAdapterReap(t *testing.T) {
 	if rec, _ := s.Sandbox(sb.ID()); rec.ID == "" {
 		t.Fatal("no record")
 	}
-	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.SandboxGone) {
+	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
 		t.Fatalf("a reaped sandbox still runs: %v", err)
 	}
 }
@@ -309,7 +309,7 @@ func TestAdapterVolumeNeedsTenant(t *testing.T) {
 		s.Volume = &model.Volume{Name: "datasets", MountPath: "/data"}
 	})})
 	var me *model.Error
-	if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "volume" {
+	if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "volume" {
 		t.Fatalf("a volume without a tenant: %v", err)
 	}
 }

@@ -32,26 +32,26 @@ func classify(op string, err error) error {
 	msg := statusMessage(err)
 	switch {
 	case code == codes.Unauthenticated:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: errors.New(msg),
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Err: errors.New(msg),
 			Message: op + ": Modal refused the credentials (unauthenticated)",
 			Fix:     "check MODAL_TOKEN_ID and MODAL_TOKEN_SECRET (a token of this workspace, not expired); MODAL_SERVER_URL must point at Modal"}
 	case code == codes.PermissionDenied:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: errors.New(msg),
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Err: errors.New(msg),
 			Message: op + ": the Modal token may not do this (permission denied)", Fix: "use a token of a workspace role that may create sandboxes in this app and environment"}
 	case errors.As(err, &nf) || code == codes.NotFound:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: errors.New(msg),
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Err: errors.New(msg),
 			Message: op + ": not found on Modal", Fix: "check the app name in modal://APP and the environment option; create the app in Modal first"}
 	case errors.As(err, &ae) || code == codes.AlreadyExists:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: errors.New(msg),
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Err: errors.New(msg),
 			Message: op + ": already exists on Modal", Fix: "close the sandbox that holds it, or use another session id"}
 	case code == codes.ResourceExhausted:
-		return &model.Error{Class: model.ResourceLimitExceeded, Limit: "quota", Err: errors.New(msg),
+		return &model.Error{Class: model.ErrResourceLimitExceeded, Limit: "quota", Err: errors.New(msg),
 			Message: op + ": Modal refused for a quota or rate limit (resource exhausted)", Fix: "wait and retry, or raise the workspace's limits with Modal"}
 	case errors.As(err, &inv) || code == codes.InvalidArgument || code == codes.FailedPrecondition:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: errors.New(msg),
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Err: errors.New(msg),
 			Message: op + ": Modal refused the request as invalid", Fix: "check the template's values against Modal's limits (see the Modal backend guide)"}
 	case errors.As(err, &re):
-		return &model.Error{Class: model.ConfigurationError, Attribute: "image", Err: errors.New(msg),
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "image", Err: errors.New(msg),
 			Message: op + ": Modal could not build or find the image", Fix: "check the image reference; Modal pulls it from its registry"}
 	case code == codes.Unavailable || code == codes.Internal || code == codes.Unknown || code == codes.DeadlineExceeded:
 		return fmt.Errorf("%s: Modal is unavailable (%s) after retries: %s", op, code, msg)

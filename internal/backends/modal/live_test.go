@@ -34,7 +34,7 @@ func TestLiveModal(t *testing.T) {
 	if err != nil || res.ExitCode != 3 || strings.TrimSpace(string(res.Stdout)) != "live" || strings.TrimSpace(string(res.Stderr)) != "err" {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	if _, err := sb.Run(context.Background(), []string{"sleep", "30"}, backends.RunOptions{Timeout: 2e9}); !strings.Contains(err.Error(), string(model.ExecutionTimeout)) {
+	if _, err := sb.Run(context.Background(), []string{"sleep", "30"}, backends.RunOptions{Timeout: 2e9}); !strings.Contains(err.Error(), string(model.ErrExecutionTimeout)) {
 		t.Fatalf("timeout: %v", err)
 	}
 }

@@ -100,7 +100,7 @@ func (s *sandbox) isClosed() bool {
 // partial output.
 func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOptions) (backends.Result, error) {
 	if len(cmd) == 0 {
-		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "command", Message: "no command", Fix: "give a command to run"}
+		return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Attribute: "command", Message: "no command", Fix: "give a command to run"}
 	}
 	timeout := model.EffectiveTimeout(opts.Timeout, s.callTimeout)
 	start := time.Now()
@@ -152,7 +152,7 @@ func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOption
 	out.stop()
 	if w.err != nil {
 		err := s.runErr(ctx, dctx, timeout, w.err)
-		if errors.Is(err, model.ExecutionTimeout) {
+		if errors.Is(err, model.ErrExecutionTimeout) {
 			s.mu.Lock()
 			s.settled = execStart.Add(params.Timeout + killSettle)
 			s.mu.Unlock()
@@ -160,7 +160,7 @@ func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOption
 		return backends.Result{}, err
 	}
 	if out.over {
-		return backends.Result{}, &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitOutput,
+		return backends.Result{}, &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitOutput,
 			Message: fmt.Sprintf("the command printed more than %d MiB on one stream", maxOutput>>20), Fix: "print less, or write to a file and read it in parts"}
 	}
 	return backends.Result{ExitCode: w.code, Stdout: out.stdout.Bytes(), Stderr: out.stderr.Bytes(), Duration: time.Since(start)}, nil
@@ -172,7 +172,7 @@ func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOption
 func (s *sandbox) runErr(ctx, dctx context.Context, timeout time.Duration, err error) error {
 	var te modalsdk.ExecTimeoutError
 	if ctx.Err() == nil && (errors.As(err, &te) || errors.Is(dctx.Err(), context.DeadlineExceeded)) {
-		return &model.Error{Class: model.ExecutionTimeout, Message: fmt.Sprintf("the command did not finish within %s; Modal kills it", timeout),
+		return &model.Error{Class: model.ErrExecutionTimeout, Message: fmt.Sprintf("the command did not finish within %s; Modal kills it", timeout),
 			Fix: "raise the call's timeout (at most timeout_seconds), or make the command faster"}
 	}
 	if ctx.Err() != nil {
@@ -181,7 +181,7 @@ func (s *sandbox) runErr(ctx, dctx context.Context, timeout time.Duration, err e
 	// Modal answering NOT_FOUND for the sandbox's task or command means
 	// the sandbox is no more.
 	if isNotFound(err) || s.gone(context.WithoutCancel(ctx)) {
-		return &model.Error{Class: model.SandboxGone, Message: "the Modal sandbox " + s.id + " has ended (its lifetime passed or it was terminated)",
+		return &model.Error{Class: model.ErrSandboxGone, Message: "the Modal sandbox " + s.id + " has ended (its lifetime passed or it was terminated)",
 			Fix: backends.GoneFix(s.expires, time.Now())}
 	}
 	return classify("exec", redact(err, s.secrets))
@@ -286,7 +286,7 @@ var interpreters = map[string]string{
 func (s *sandbox) RunCode(ctx context.Context, lang string, code string, opts backends.RunOptions) (backends.Result, error) {
 	interp, ok := interpreters[strings.ToLower(lang)]
 	if !ok {
-		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "lang",
+		return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Attribute: "lang",
 			Message: fmt.Sprintf("language %q is not supported", lang), Fix: "use one of " + strings.Join(slices.Sorted(maps.Keys(interpreters)), ", ")}
 	}
 	file := "/tmp/sandboxio-code-" + randomHex(6)
@@ -299,7 +299,7 @@ func (s *sandbox) RunCode(ctx context.Context, lang string, code string, opts ba
 // Upload writes a file through Modal's filesystem API, then sets its mode.
 func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int64) error {
 	if !path.IsAbs(p) || strings.HasSuffix(p, "/") {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "path",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "path",
 			Message: fmt.Sprintf("%q is not an absolute file path", p), Fix: "upload to an absolute path such as /work/data.csv"}
 	}
 	p = path.Clean(p)
@@ -315,7 +315,7 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 	}
 	if err != nil {
 		if isNotFound(err) || s.gone(context.WithoutCancel(ctx)) {
-			return &model.Error{Class: model.SandboxGone, Message: "the Modal sandbox " + s.id + " has ended", Fix: "open a new sandbox"}
+			return &model.Error{Class: model.ErrSandboxGone, Message: "the Modal sandbox " + s.id + " has ended", Fix: "open a new sandbox"}
 		}
 		return classify("upload", redact(err, s.secrets))
 	}

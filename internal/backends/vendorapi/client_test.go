@@ -151,12 +151,12 @@ func TestStatusesAreTyped(t *testing.T) {
 		attr    string
 		fix     string
 	}{
-		{401, false, model.ConfigurationError, "credentials", "E2B_API_KEY"},
-		{403, true, model.ConfigurationError, "credentials", "E2B_API_KEY"},
-		{404, true, model.SandboxGone, "", "open a new sandbox"},
-		{404, false, model.ConfigurationError, "", "template"},
-		{409, false, model.ConfigurationError, "", "conflict"},
-		{400, false, model.ConfigurationError, "", "vendor accepts"},
+		{401, false, model.ErrConfiguration, "credentials", "E2B_API_KEY"},
+		{403, true, model.ErrConfiguration, "credentials", "E2B_API_KEY"},
+		{404, true, model.ErrSandboxGone, "", "open a new sandbox"},
+		{404, false, model.ErrConfiguration, "", "template"},
+		{409, false, model.ErrConfiguration, "", "conflict"},
+		{400, false, model.ErrConfiguration, "", "vendor accepts"},
 		{429, false, "", "", "rate"},
 		{500, false, "", "", "retry later"},
 		{503, true, "", "", "retry later"},

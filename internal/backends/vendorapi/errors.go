@@ -86,23 +86,23 @@ func (c *Client) typed(se *StatusError, sandbox bool) error {
 		if s == http.StatusForbidden {
 			what = "does not allow this API key to do this"
 		}
-		return &model.Error{Class: model.ConfigurationError, Attribute: "credentials",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "credentials",
 			Message: fmt.Sprintf("%s %s (%s %d)", vendor, what, se.Op, s),
 			Fix:     fmt.Sprintf("set %s to a valid key of an account (team) that may %s", env, se.Op), Err: se}
 	case s == http.StatusNotFound && sandbox:
-		return &model.Error{Class: model.SandboxGone,
+		return &model.Error{Class: model.ErrSandboxGone,
 			Message: fmt.Sprintf("%s has no such sandbox any more (%s: 404)", vendor, se.Op),
 			Fix:     "open a new sandbox", Err: se}
 	case s == http.StatusNotFound:
-		return &model.Error{Class: model.ConfigurationError,
+		return &model.Error{Class: model.ErrConfiguration,
 			Message: fmt.Sprintf("%s found nothing at %s (%s: 404)", vendor, se.Path, se.Op),
 			Fix:     "check the template (or resource) name, and that the API URL points at the vendor's API", Err: se}
 	case s == http.StatusConflict:
-		return &model.Error{Class: model.ConfigurationError,
+		return &model.Error{Class: model.ErrConfiguration,
 			Message: fmt.Sprintf("%s refused %s: conflict (409)", vendor, se.Op),
 			Fix:     "the resource exists or is busy; list sandboxes by label and close the one holding it, or retry later", Err: se}
 	case s == http.StatusBadRequest || s == http.StatusUnprocessableEntity || s == http.StatusRequestEntityTooLarge:
-		return &model.Error{Class: model.ConfigurationError,
+		return &model.Error{Class: model.ErrConfiguration,
 			Message: fmt.Sprintf("%s refused %s as invalid (%d)", vendor, se.Op, s),
 			Fix:     "check the spec's values against what the vendor accepts (see the vendor's message)", Err: se}
 	case s == http.StatusTooManyRequests:

@@ -204,7 +204,7 @@ func (b *backend) remove(ctx context.Context, name, sessionID string) error {
 // client turns a 404 on a sandbox path into SandboxGone.
 func goneStatus(err error) bool {
 	s := vendorapi.StatusOf(err)
-	return s == http.StatusNotFound || s == http.StatusGone || errors.Is(err, model.SandboxGone)
+	return s == http.StatusNotFound || s == http.StatusGone || errors.Is(err, model.ErrSandboxGone)
 }
 
 // oidcClaims reads the team and project of a Vercel OIDC token (a JWT)
@@ -249,7 +249,7 @@ func (b *backend) statusError(op string, resp *http.Response, body []byte) error
 func typedStatus(err error) error {
 	switch vendorapi.StatusOf(err) {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return &model.Error{Class: model.ConfigurationError, Attribute: "credentials", Err: err,
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "credentials", Err: err,
 			Message: "Vercel refused the token", Fix: "set " + EnvOIDCToken + " (or " + EnvToken + ") to a token of the DSN's team and project"}
 	}
 	return fmt.Errorf("vercel: %w", err)

@@ -64,14 +64,14 @@ type backend struct {
 // naming them too). No call is made.
 func New(dsn backends.DSN) (backends.Backend, error) {
 	cfgErr := func(msg, fix string) error {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Message: msg, Fix: fix}
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Message: msg, Fix: fix}
 	}
 	tok, env := os.Getenv(EnvOIDCToken), EnvOIDCToken
 	if tok == "" {
 		tok, env = os.Getenv(EnvToken), EnvToken
 	}
 	if tok == "" {
-		return nil, &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: backends.ErrNoCredentials,
+		return nil, &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Err: backends.ErrNoCredentials,
 			Message: "no Vercel credentials: neither " + EnvOIDCToken + " nor " + EnvToken + " is set",
 			Fix:     "export " + EnvOIDCToken + " (vercel env pull) or " + EnvToken + " with access to the team (never put it in the DSN)"}
 	}
@@ -145,7 +145,7 @@ func (b *backend) validate(req backends.CreateRequest) (plan, error) {
 	s := req.Spec
 	p := plan{spec: s, secrets: req.Secrets}
 	if s.Image == "" {
-		return p, &model.Error{Class: model.ConfigurationError, Attribute: "image",
+		return p, &model.Error{Class: model.ErrConfiguration, Attribute: "image",
 			Message: "no Vercel runtime: image is empty", Fix: "set image to a Vercel Sandbox runtime such as node24 or python3.13"}
 	}
 	vcpus, err := vcpusOf(s.Resources)
@@ -168,12 +168,12 @@ func (b *backend) validate(req backends.CreateRequest) (plan, error) {
 	}
 	for k := range s.Env {
 		if !envName.MatchString(k) {
-			return p, &model.Error{Class: model.ConfigurationError, Attribute: "env", Message: fmt.Sprintf("%q is not an environment variable name Vercel accepts", k), Fix: "use letters, digits and underscores"}
+			return p, &model.Error{Class: model.ErrConfiguration, Attribute: "env", Message: fmt.Sprintf("%q is not an environment variable name Vercel accepts", k), Fix: "use letters, digits and underscores"}
 		}
 	}
 	for _, n := range s.SecretNames {
 		if _, ok := req.Secrets[n]; !ok {
-			return p, &model.Error{Class: model.ConfigurationError, Attribute: "secret_names",
+			return p, &model.Error{Class: model.ErrConfiguration, Attribute: "secret_names",
 				Message: fmt.Sprintf("no value was given for the secret %s", n), Fix: "pass a value for every name in secret_names"}
 		}
 	}
@@ -262,7 +262,7 @@ func (b *backend) Create(ctx context.Context, req backends.CreateRequest) (backe
 			b.cleanup(ctx, p.body.Name)
 		}
 		if cctx.Err() != nil && ctx.Err() == nil {
-			return nil, &model.Error{Class: model.CreateTimeout, Err: err,
+			return nil, &model.Error{Class: model.ErrCreateTimeout, Err: err,
 				Message: fmt.Sprintf("the Vercel sandbox was not running within %s", p.createFor), Fix: "check Vercel's status, or raise timeout_seconds"}
 		}
 		return nil, err
@@ -341,12 +341,12 @@ func (b *backend) running(ctx context.Context, r *withSession) (*withSession, er
 func (b *backend) createError(err error, p plan) error {
 	var me *model.Error
 	if vendorapi.StatusOf(err) == http.StatusNotFound && errors.As(err, &me) {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "backend", Err: err,
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Err: err,
 			Message: fmt.Sprintf("Vercel has no project %q in team %q for this token", b.project, b.team),
 			Fix:     "fix the DSN's TEAM/PROJECT (vercel://TEAM_ID/PROJECT), or use a token of that team"}
 	}
 	if vendorapi.StatusOf(err) == http.StatusBadRequest && errors.As(err, &me) {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "image", Err: err,
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "image", Err: err,
 			Message: fmt.Sprintf("Vercel refused the sandbox (runtime %q, %d vCPUs, timeout %s) as invalid", p.spec.Image, p.body.Resources.VCPUs, p.life),
 			Fix:     "set image to a Vercel Sandbox runtime (node22, node24, python3.13) and keep the caps and lifetime within your plan"}
 	}

@@ -114,7 +114,7 @@ func (s *sandbox) Info() backends.Info {
 }
 
 func (s *sandbox) goneError(why string, cause error) *model.Error {
-	return &model.Error{Class: model.SandboxGone, Err: cause, Message: fmt.Sprintf("Vercel sandbox %s is gone: %s", s.name, why),
+	return &model.Error{Class: model.ErrSandboxGone, Err: cause, Message: fmt.Sprintf("Vercel sandbox %s is gone: %s", s.name, why),
 		Fix: backends.GoneFix(s.expires, time.Now())}
 }
 
@@ -159,7 +159,7 @@ func (s *sandbox) sessionPath(suffix string) string {
 // then and kills it itself.
 func (s *sandbox) Run(ctx context.Context, cmd []string, opts backends.RunOptions) (backends.Result, error) {
 	if len(cmd) == 0 {
-		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Message: "empty command", Fix: "pass the command and its arguments"}
+		return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Message: "empty command", Fix: "pass the command and its arguments"}
 	}
 	if err := s.usable(); err != nil {
 		return backends.Result{}, err
@@ -326,7 +326,7 @@ func (s *sandbox) cutShort(ctx, rctx context.Context, st *runState, err error, t
 	}
 	switch {
 	case st.over:
-		return &model.Error{Class: model.ResourceLimitExceeded, Limit: model.LimitOutput,
+		return &model.Error{Class: model.ErrResourceLimitExceeded, Limit: model.LimitOutput,
 			Message: fmt.Sprintf("the command printed more than %d MiB on one stream (the output cap); it was stopped and killed", maxOutput>>20),
 			Fix:     "print less: write bulky results to a file in the sandbox and print a summary"}
 	case ctx.Err() != nil:
@@ -355,7 +355,7 @@ func (s *sandbox) cutShort(ctx, rctx context.Context, st *runState, err error, t
 }
 
 func (s *sandbox) timedOut(timeout time.Duration) error {
-	return &model.Error{Class: model.ExecutionTimeout,
+	return &model.Error{Class: model.ErrExecutionTimeout,
 		Message: fmt.Sprintf("the command did not finish within %s; it was killed", timeout),
 		Fix:     "raise timeout_seconds, or pass a longer timeout to this call"}
 }
@@ -408,7 +408,7 @@ const maxInlineCode = 96 << 10
 func (s *sandbox) RunCode(ctx context.Context, lang, code string, opts backends.RunOptions) (backends.Result, error) {
 	argv, ok := interpreters[strings.ToLower(lang)]
 	if !ok {
-		return backends.Result{}, &model.Error{Class: model.ConfigurationError, Attribute: "lang",
+		return backends.Result{}, &model.Error{Class: model.ErrConfiguration, Attribute: "lang",
 			Message: fmt.Sprintf("language %q is not supported", lang), Fix: "use one of " + strings.Join(slices.Sorted(maps.Keys(interpreters)), ", ")}
 	}
 	if len(code) <= maxInlineCode {
@@ -425,7 +425,7 @@ func (s *sandbox) RunCode(ctx context.Context, lang, code string, opts backends.
 // carrying the file's mode.
 func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int64) error {
 	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.Contains("/"+p+"/", "/../") {
-		return &model.Error{Class: model.ConfigurationError, Attribute: "path",
+		return &model.Error{Class: model.ErrConfiguration, Attribute: "path",
 			Message: fmt.Sprintf("%q is not an absolute file path", p), Fix: "upload to an absolute path such as /tmp/data.csv"}
 	}
 	if err := s.usable(); err != nil {
@@ -459,7 +459,7 @@ func (s *sandbox) Upload(ctx context.Context, p string, content []byte, mode int
 	case err == nil:
 		return nil
 	case uctx.Err() != nil && ctx.Err() == nil:
-		return &model.Error{Class: model.ExecutionTimeout, Message: fmt.Sprintf("the upload did not finish within %s", s.call), Fix: "upload less, or raise timeout_seconds"}
+		return &model.Error{Class: model.ErrExecutionTimeout, Message: fmt.Sprintf("the upload did not finish within %s", s.call), Fix: "upload less, or raise timeout_seconds"}
 	}
 	return s.callError(err)
 }

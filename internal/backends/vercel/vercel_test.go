@@ -109,7 +109,7 @@ func TestRefusedBeforeAnyCall(t *testing.T) {
 	} {
 		_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec(c.mod)})
 		var me *model.Error
-		if !errors.As(err, &me) || me.Rule != c.rule || me.Class != model.CapabilityNotSupported && me.Class != model.ConfigurationError {
+		if !errors.As(err, &me) || me.Rule != c.rule || me.Class != model.ErrCapabilityNotSupported && me.Class != model.ErrConfiguration {
 			t.Errorf("%s: %v, want a typed refusal under %q", c.what, err, c.rule)
 		}
 	}
@@ -126,7 +126,7 @@ func TestExecTimeoutAndLifetime(t *testing.T) {
 	sb := create(t, b, spec(func(s *model.Spec) { s.LifetimeSeconds = 12 }), nil)
 	start := time.Now()
 	_, err := sb.Run(context.Background(), []string{"sh", "-c", "echo partial; sleep 37"}, backends.RunOptions{Timeout: 700 * time.Millisecond})
-	if !errors.Is(err, model.ExecutionTimeout) || time.Since(start) > 700*time.Millisecond+time.Second {
+	if !errors.Is(err, model.ErrExecutionTimeout) || time.Since(start) > 700*time.Millisecond+time.Second {
 		t.Fatalf("timeout: %v after %s, want ExecutionTimeout within 1 s", err, time.Since(start))
 	}
 	res, err := sb.Run(context.Background(), []string{"sh", "-c", "ps | grep -c 'sleep 3[7]'"}, backends.RunOptions{})
@@ -134,10 +134,10 @@ func TestExecTimeoutAndLifetime(t *testing.T) {
 		t.Errorf("the timed-out command still runs: %q, %v", res.Stdout, err)
 	}
 	_, err = sb.Run(context.Background(), []string{"sleep", "30"}, backends.RunOptions{Timeout: 20 * time.Second})
-	if !errors.Is(err, model.SandboxGone) {
+	if !errors.Is(err, model.ErrSandboxGone) {
 		t.Fatalf("a command at the lifetime: %v, want SandboxGone", err)
 	}
-	if err := sb.Upload(context.Background(), "/tmp/x", []byte("x"), 0o644); !errors.Is(err, model.SandboxGone) {
+	if err := sb.Upload(context.Background(), "/tmp/x", []byte("x"), 0o644); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("upload after the lifetime: %v, want SandboxGone", err)
 	}
 	if rec, _ := srv.Observe(sb.ID()); rec.Ended != "timeout" {
@@ -165,10 +165,10 @@ func TestVendorSideStop(t *testing.T) {
 		t.Fatalf("stop from outside: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.SandboxGone) {
+	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("run in a stopped session: %v, want SandboxGone", err)
 	}
-	if err := sb.Upload(context.Background(), "/tmp/x", []byte("x"), 0o644); !errors.Is(err, model.SandboxGone) {
+	if err := sb.Upload(context.Background(), "/tmp/x", []byte("x"), 0o644); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("upload to a stopped session: %v, want SandboxGone", err)
 	}
 	if infos, err := b.List(context.Background(), labels); err != nil || len(infos) != 0 {
@@ -198,22 +198,22 @@ func TestCredentialsAndCanary(t *testing.T) {
 	}
 	_, err = bad.Create(context.Background(), backends.CreateRequest{Spec: spec()})
 	var me *model.Error
-	if !errors.As(err, &me) || me.Class != model.ConfigurationError || me.Attribute != "credentials" || !strings.Contains(err.Error(), "403") {
+	if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "credentials" || !strings.Contains(err.Error(), "403") {
 		t.Errorf("bad token: %v", err)
 	}
 	forms := []string{err.Error(), fmt.Sprintf("%+v %#v %v %#v", err, bad, b, b)}
 	t.Setenv(vercel.EnvToken, canaryToken)
 	other, _ := vercel.New(backends.DSN{Scheme: "vercel", Team: vercelserver.TestTeam, Project: "prj_other", Options: map[string]string{}})
 	_, err = other.Create(context.Background(), backends.CreateRequest{Spec: spec()})
-	if !errors.As(err, &me) || me.Class != model.ConfigurationError || !strings.Contains(me.Message, "prj_other") {
+	if !errors.As(err, &me) || me.Class != model.ErrConfiguration || !strings.Contains(me.Message, "prj_other") {
 		t.Errorf("unknown project: %v, want a ConfigurationError naming it", err)
 	}
 	t.Setenv(vercel.EnvToken, "")
-	if _, err := vercel.New(dsn); !errors.Is(err, model.ConfigurationError) || !strings.Contains(err.Error(), vercel.EnvToken) {
+	if _, err := vercel.New(dsn); !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), vercel.EnvToken) {
 		t.Errorf("no token: %v", err)
 	}
 	t.Setenv(vercel.EnvOIDCToken, vercelserver.OIDCToken(vercelserver.TestTeam, "prj_other", "x"))
-	if _, err := vercel.New(dsn); !errors.Is(err, model.ConfigurationError) {
+	if _, err := vercel.New(dsn); !errors.Is(err, model.ErrConfiguration) {
 		t.Errorf("an OIDC token of another project: %v", err)
 	}
 	// The OIDC token of the DSN's project opens.
@@ -223,7 +223,7 @@ func TestCredentialsAndCanary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ob.List(context.Background(), map[string]string{"x": "y"}); !errors.Is(err, model.ConfigurationError) {
+	if _, err := ob.List(context.Background(), map[string]string{"x": "y"}); !errors.Is(err, model.ErrConfiguration) {
 		t.Errorf("the server accepts only the canary token, so the OIDC token is refused: %v", err)
 	}
 	forms = append(forms, fmt.Sprintf("%v %+v %#v", ob, ob, ob))

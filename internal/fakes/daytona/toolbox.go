@@ -142,7 +142,7 @@ func (s *Server) execSession(w http.ResponseWriter, r *http.Request, sb *sbx) {
 	rcancel()
 	code := res.ExitCode
 	switch {
-	case err != nil && errors.Is(err, model.SandboxGone):
+	case err != nil && errors.Is(err, model.ErrSandboxGone):
 		apiError(w, http.StatusNotFound, fmt.Sprintf("Sandbox with ID or name %s not found", sb.id))
 		return
 	case err != nil:
@@ -172,7 +172,7 @@ func killWhen(sessionCtx context.Context, sb *sbx, m *markerStrip, runDone <-cha
 		kctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_, err := sb.docker.Run(kctx, []string{"/bin/sh", "-c", killScript, "sh", strconv.Itoa(m.pid)}, backends.RunOptions{Timeout: 30 * time.Second})
 		cancel()
-		if err == nil || errors.Is(err, model.SandboxGone) {
+		if err == nil || errors.Is(err, model.ErrSandboxGone) {
 			return
 		}
 		select {

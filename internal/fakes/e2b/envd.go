@@ -258,7 +258,7 @@ func (ps *processService) Start(ctx context.Context, req *connect.Request[proces
 	})
 	rcancel()
 	switch {
-	case err != nil && errors.Is(err, model.SandboxGone):
+	case err != nil && errors.Is(err, model.ErrSandboxGone):
 		return connect.NewError(connect.CodeUnavailable, fmt.Errorf("sandbox %s ended", sb.id))
 	case err != nil:
 		return connect.NewError(connect.CodeInternal, fmt.Errorf("process: %w", err))
@@ -291,7 +291,7 @@ func (ps *processService) stopWhen(ctx context.Context, sb *sbx, p *proc, m *mar
 		kctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		_, err := sb.docker.Run(kctx, []string{"/bin/sh", "-c", killScript, "sh", strconv.Itoa(m.pid)}, backends.RunOptions{Timeout: 30 * time.Second})
 		cancel()
-		if err == nil || errors.Is(err, model.SandboxGone) {
+		if err == nil || errors.Is(err, model.ErrSandboxGone) {
 			return
 		}
 		select {

@@ -186,11 +186,11 @@ func (e *exec) run(args []string, opts backends.RunOptions) {
 	switch {
 	case err == nil:
 		e.code = int32(res.ExitCode)
-	case errors.Is(err, model.ExecutionTimeout):
+	case errors.Is(err, model.ErrExecutionTimeout):
 		e.failure = status.Errorf(codes.DeadlineExceeded, "exec %s timed out", e.id)
-	case errors.Is(err, model.ResourceLimitExceeded):
+	case errors.Is(err, model.ErrResourceLimitExceeded):
 		e.signal = 9 // the sandbox's limit killed it
-	case e.sb.finished() || errors.Is(err, model.SandboxGone) || ctx.Err() != nil:
+	case e.sb.finished() || errors.Is(err, model.ErrSandboxGone) || ctx.Err() != nil:
 		e.failure = status.Errorf(codes.FailedPrecondition, "task %s has finished", e.task)
 	default:
 		e.failure = status.Errorf(codes.Internal, "exec failed: %v", redactErr(err, e.sb.secrets))

@@ -198,7 +198,7 @@ func (c *command) run(env map[string]string, timeout time.Duration, stdout, stde
 	switch {
 	case c.stopErr != "":
 		return
-	case err != nil && errors.Is(err, model.SandboxGone):
+	case err != nil && errors.Is(err, model.ErrSandboxGone):
 		c.stopErr = fmt.Sprintf("the sandbox session %s stopped while the command ran", c.sb.sessionID)
 		return
 	case c.killed:
@@ -229,7 +229,7 @@ func (c *command) kill() {
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				_, err := c.sb.docker.Run(ctx, []string{"/bin/sh", "-c", killScript, "sh", strconv.Itoa(c.pid)}, backends.RunOptions{Timeout: 30 * time.Second})
 				cancel()
-				if err == nil || errors.Is(err, model.SandboxGone) {
+				if err == nil || errors.Is(err, model.ErrSandboxGone) {
 					return
 				}
 				select {
@@ -397,7 +397,7 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request, sb *sbx) {
 		}
 		p := path.Join(dir, h.Name)
 		if err := sb.docker.Upload(r.Context(), p, data, h.Mode&0o7777); err != nil {
-			if errors.Is(err, model.SandboxGone) {
+			if errors.Is(err, model.ErrSandboxGone) {
 				gone(w, sb)
 				return
 			}

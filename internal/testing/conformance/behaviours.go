@@ -189,7 +189,7 @@ func execTimeout(t *testing.T, e *env) {
 	res, err := o.sb.Run(context.Background(), []string{"sh", "-c", "echo partial; echo partial-err >&2; sleep 3131 & sleep 3132"},
 		backends.RunOptions{Timeout: limit})
 	took := time.Since(start)
-	e.wantClass(t, err, model.ExecutionTimeout, "a command past its timeout")
+	e.wantClass(t, err, model.ErrExecutionTimeout, "a command past its timeout")
 	if took < limit-50*time.Millisecond || took > limit+time.Second {
 		t.Errorf("ExecutionTimeout after %s, want within 1 s of the timeout %s", took.Round(time.Millisecond), limit)
 	}
@@ -202,7 +202,7 @@ func execTimeout(t *testing.T, e *env) {
 	// stays is a survivor. The count is taken until it is 0, for up to 1 s.
 	cres, err := o.sb.Run(ctx, []string{"sh", "-c", `i=0; while :; do ` + countBody + `; [ "$n" = 0 ] && break; i=$((i+1)); [ $i -ge 20 ] && break; sleep 0.05; done; echo $n`, "count", "31"},
 		backends.RunOptions{Timeout: 10 * time.Second})
-	if classOf(err) == model.SandboxGone {
+	if classOf(err) == model.ErrSandboxGone {
 		// Killing the whole sandbox also kills the command's processes;
 		// accepted once the sandbox is shown gone.
 		t.Logf("the backend killed the whole sandbox at the timeout: %v", err)
@@ -234,7 +234,7 @@ func lifetime(t *testing.T, e *env) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	_, err := o.sb.Run(ctx, []string{"sleep", "60"}, backends.RunOptions{Timeout: 30 * time.Second})
-	e.wantClass(t, err, model.SandboxGone, "a command running at the end of the lifetime")
+	e.wantClass(t, err, model.ErrSandboxGone, "a command running at the end of the lifetime")
 	// The lifetime runs from somewhere within the create call; a vendor
 	// may end it early only by its declared granularity.
 	if early, slack := time.Since(start), e.lifetimeEarly(); early < time.Duration(secs)*time.Second-slack {
@@ -244,7 +244,7 @@ func lifetime(t *testing.T, e *env) {
 		t.Errorf("SandboxGone %s after the create returned, want within %s (lifetime %ds)", late.Round(time.Millisecond), bound, secs)
 	}
 	_, err = o.sb.Run(ctx, []string{"true"}, backends.RunOptions{})
-	e.wantClass(t, err, model.SandboxGone, "a run after the lifetime")
+	e.wantClass(t, err, model.ErrSandboxGone, "a run after the lifetime")
 	if o.sb.Info().Running {
 		t.Errorf("Info().Running is true after the lifetime ended")
 	}
@@ -263,7 +263,7 @@ func killIdempotent(t *testing.T, e *env) {
 		}
 	}
 	_, err := o.sb.Run(ctx, []string{"true"}, backends.RunOptions{})
-	e.wantClass(t, err, model.SandboxGone, "a run after Kill")
+	e.wantClass(t, err, model.ErrSandboxGone, "a run after Kill")
 	if err := o.sb.Close(ctx); err != nil {
 		t.Fatalf("close after kill: %v", err)
 	}
@@ -284,7 +284,7 @@ func closeIdempotent(t *testing.T, e *env) {
 		t.Fatalf("second close: %v", err)
 	}
 	_, err := o.sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
-	e.wantClass(t, err, model.SandboxGone, "a run after Close")
+	e.wantClass(t, err, model.ErrSandboxGone, "a run after Close")
 	e.waitNone(t, o.labels, "a closed sandbox")
 }
 
@@ -386,7 +386,7 @@ func networkAllow(t *testing.T, e *env) {
 			_ = sb.Close(ctx)
 			t.Fatalf("a backend without allow lists opened a sandbox with one")
 		}
-		if c := classOf(err); c != model.CapabilityNotSupported && c != model.ConfigurationError {
+		if c := classOf(err); c != model.ErrCapabilityNotSupported && c != model.ErrConfiguration {
 			t.Fatalf("allow list refused with %v, want CapabilityNotSupported or ConfigurationError", err)
 		}
 		e.waitNone(t, labels, "a refused create")
@@ -529,7 +529,7 @@ func pidsFill(t *testing.T, e *env, sb backends.Sandbox) bool {
 		return false
 	}
 	n, _ := strconv.ParseInt(counts[len(counts)-1], 10, 64)
-	refused := (err != nil && classOf(err) == model.ResourceLimitExceeded) || (err == nil && res.ExitCode != 0 && strings.Contains(errb.String(), "fork"))
+	refused := (err != nil && classOf(err) == model.ErrResourceLimitExceeded) || (err == nil && res.ExitCode != 0 && strings.Contains(errb.String(), "fork"))
 	t.Logf("pids: a fork was refused after %d sleepers (reported ceiling %d tasks): %v %q", n, want, err, strings.TrimSpace(errb.String()))
 	switch {
 	case !refused:
@@ -549,10 +549,10 @@ func typedErrors(t *testing.T, e *env) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	_, err := o.sb.Run(ctx, nil, backends.RunOptions{})
-	e.wantClass(t, err, model.ConfigurationError, "an empty command")
+	e.wantClass(t, err, model.ErrConfiguration, "an empty command")
 	_, err = o.sb.RunCode(ctx, "no-such-language", "x", backends.RunOptions{})
-	e.wantClass(t, err, model.ConfigurationError, "an unknown language")
-	e.wantClass(t, o.sb.Upload(ctx, "relative/path", []byte("x"), 0o644), model.ConfigurationError, "an upload to a relative path")
+	e.wantClass(t, err, model.ErrConfiguration, "an unknown language")
+	e.wantClass(t, o.sb.Upload(ctx, "relative/path", []byte("x"), 0o644), model.ErrConfiguration, "an upload to a relative path")
 
 	learn := func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: model.EgressLearn}.Normalized() }
 	refused := []struct {
@@ -592,7 +592,7 @@ func typedErrors(t *testing.T, e *env) {
 			continue
 		}
 		e.noLeak(t, c.what, err.Error())
-		if cl := classOf(err); cl != model.ConfigurationError && cl != model.CapabilityNotSupported {
+		if cl := classOf(err); cl != model.ErrConfiguration && cl != model.ErrCapabilityNotSupported {
 			t.Errorf("%s: %v, want ConfigurationError or CapabilityNotSupported", c.what, err)
 		}
 		e.waitNone(t, labels, c.what)

@@ -56,7 +56,7 @@ func faultAuth(t *testing.T, e *env) {
 	for _, status := range []int{401, 403} {
 		e.inject(t, Fault{Op: OpCreate, Status: status, Times: 100})
 		_, labels, err := e.tryCreate(t, 0)
-		me := e.classError(t, err, model.ConfigurationError, "a create answered "+itoa(status))
+		me := e.classError(t, err, model.ErrConfiguration, "a create answered "+itoa(status))
 		text := strings.ToLower(me.Message + " " + me.Fix + " " + me.Attribute)
 		if !strings.Contains(text, "credential") && !strings.Contains(text, "key") && !strings.Contains(text, "token") {
 			t.Errorf("%d: the error does not point at the credentials: %v", status, err)
@@ -77,7 +77,7 @@ func faultNotFound(t *testing.T, e *env) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	_, err := o.sb.Run(ctx, []string{"true"}, backends.RunOptions{})
-	e.wantClass(t, err, model.SandboxGone, "a run answered 404")
+	e.wantClass(t, err, model.ErrSandboxGone, "a run answered 404")
 	e.reap(t, o.labels)
 }
 
@@ -151,7 +151,7 @@ func faultPersistent(t *testing.T, e *env) {
 	if took > bound+time.Second {
 		t.Errorf("a persistent 503 returned after %s, past the caller's %s", took.Round(time.Millisecond), bound)
 	}
-	if c := classOf(err); c == model.SandboxGone || c == model.ExecutionTimeout || c == model.ResourceLimitExceeded {
+	if c := classOf(err); c == model.ErrSandboxGone || c == model.ErrExecutionTimeout || c == model.ErrResourceLimitExceeded {
 		t.Errorf("a persistent 503 on list is classed %s: %v", c, err)
 	}
 	if strings.TrimSpace(err.Error()) == "" {
@@ -213,7 +213,7 @@ func faultCreateStalled(t *testing.T, e *env) {
 	start := time.Now()
 	_, labels, err := e.tryCreate(t, limit)
 	took := time.Since(start)
-	e.wantClass(t, err, model.CreateTimeout, "a stalled create")
+	e.wantClass(t, err, model.ErrCreateTimeout, "a stalled create")
 	if took > limit+2*time.Second {
 		t.Errorf("CreateTimeout after %s, want about the create timeout %s", took.Round(time.Millisecond), limit)
 	}

@@ -204,7 +204,7 @@ func (b *fakeBackend) Create(ctx context.Context, req backends.CreateRequest) (b
 			return &fakeSandbox{b: b, id: out.ID, labels: labels}, nil
 		}
 		if ctx.Err() != nil {
-			return nil, &model.Error{Class: model.CreateTimeout, Message: fmt.Sprintf("no sandbox within %s", timeout), Fix: "raise the create timeout", Err: err}
+			return nil, &model.Error{Class: model.ErrCreateTimeout, Message: fmt.Sprintf("no sandbox within %s", timeout), Fix: "raise the create timeout", Err: err}
 		}
 		if b.broken == "leak-key" {
 			err = fmt.Errorf("with key %s: %w", b.c.Credential.Reveal(), err)
@@ -228,7 +228,7 @@ func (b *fakeBackend) Create(ctx context.Context, req backends.CreateRequest) (b
 		}
 		select {
 		case <-ctx.Done():
-			return nil, &model.Error{Class: model.CreateTimeout, Message: fmt.Sprintf("no sandbox within %s", timeout), Fix: "raise the create timeout", Err: err}
+			return nil, &model.Error{Class: model.ErrCreateTimeout, Message: fmt.Sprintf("no sandbox within %s", timeout), Fix: "raise the create timeout", Err: err}
 		case <-time.After(max(wait, 50*time.Millisecond)):
 		}
 	}
@@ -272,7 +272,7 @@ func (s *fakeSandbox) Kill(ctx context.Context) error {
 	c := *s.b.c
 	c.Attempts = attempts
 	_, err := c.Do(ctx, vendorapi.Request{Op: "kill sandbox", Method: http.MethodDelete, Path: "/sandboxes/" + s.id, Sandbox: true}, nil)
-	if errors.Is(err, model.SandboxGone) {
+	if errors.Is(err, model.ErrSandboxGone) {
 		err = nil
 	}
 	return err
