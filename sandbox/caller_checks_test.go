@@ -164,7 +164,7 @@ func TestBackendError_DaemonDownDiagnosis(t *testing.T) {
 	}
 	// The real thing: DOCKER_HOST at a socket that does not exist.
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/sandboxio-test.sock")
-	_, err := PrepareDockerImage(context.Background(), LocalImage, "", nil)
+	_, err := prepareDockerImage(context.Background(), docker.LocalImage, "", nil)
 	if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), down) {
 		t.Fatalf("no daemon: %v", err)
 	}

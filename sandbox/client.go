@@ -40,9 +40,9 @@ type Config struct {
 	// Progress receives one line before a sandbox is started (and one
 	// while an image is built), for a terminal. Nil prints nothing.
 	Progress func(string)
-	// PrepareLocalImage builds LocalImage on the Docker daemon when a spec
-	// names it and it is missing (from Busybox, default /bin/busybox): after
-	// the policy checks and the live checks that do not need the image (the
+	// PrepareLocalImage builds sandbox/docker's LocalImage on the Docker
+	// daemon when a spec names it and it is missing (from Busybox, default
+	// /bin/busybox): after the policy checks and the live checks that do not need the image (the
 	// runtime registered, which confirms the tier), then the live checks
 	// that do (the image, the disk-cap probe) and the isolation check run
 	// again before the sandbox is created. Any other image must already be
@@ -618,13 +618,13 @@ func (c *Client) liveChecks(ctx, octx context.Context, b backends.Backend, p pla
 		}
 		return err
 	}
-	prepareImage := c.cfg.PrepareLocalImage && p.scheme == docker.Name && p.spec.Image == LocalImage
+	prepareImage := c.cfg.PrepareLocalImage && p.scheme == docker.Name && p.spec.Image == docker.LocalImage
 	tier := p.spec.IsolationTier
 	pf, hasPreflight := b.(backends.Preflighter)
 	if hasPreflight {
 		res, err := pf.Preflight(octx, p.spec)
 		if err != nil && prepareImage && imageMissing(err) {
-			if _, perr := PrepareDockerImage(octx, p.spec.Image, c.cfg.Busybox, c.cfg.Progress); perr != nil {
+			if _, perr := prepareDockerImage(octx, p.spec.Image, c.cfg.Busybox, c.cfg.Progress); perr != nil {
 				return tier, timedOut(perr)
 			}
 			res, err = pf.Preflight(octx, p.spec)
@@ -642,7 +642,7 @@ func (c *Client) liveChecks(ctx, octx context.Context, b backends.Backend, p pla
 		return tier, err
 	}
 	if prepareImage && !hasPreflight {
-		if _, err := PrepareDockerImage(octx, p.spec.Image, c.cfg.Busybox, c.cfg.Progress); err != nil {
+		if _, err := prepareDockerImage(octx, p.spec.Image, c.cfg.Busybox, c.cfg.Progress); err != nil {
 			return tier, timedOut(err)
 		}
 	}

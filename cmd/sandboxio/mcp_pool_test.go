@@ -15,7 +15,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
-	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
+	"github.com/sandboxio/terraform-provider-sandboxio/sandbox/docker"
 )
 
 // poolSpecFile writes a template spec that declares a warm pool, labelled
@@ -31,7 +31,7 @@ func templateSpecFile(t testing.TB, name string, wp *model.WarmPool) (string, st
 	t.Helper()
 	timeout, lifetime, disk := int64(30), int64(120), int64(64)
 	tpl := inputs.Template{
-		Name: "cli-pool", Backend: "docker://", Image: sandbox.LocalImage,
+		Name: "cli-pool", Backend: "docker://", Image: docker.LocalImage,
 		TimeoutSeconds: &timeout, LifetimeSeconds: &lifetime,
 		Caps:     model.CapsRequest{DiskMB: &disk},
 		Labels:   map[string]string{"test_run": runID, "test": name},

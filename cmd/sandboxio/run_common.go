@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
+	"github.com/sandboxio/terraform-provider-sandboxio/sandbox/docker"
 )
 
 // Exit codes of the run-time commands (run, run-code, reap), beside the
@@ -154,7 +155,7 @@ func (f *runFlags) declare(fs *pflag.FlagSet) {
 	fs.Var(&f.approve, "approve", "approve the calls the hook's `RULE` ("+rules.ExecBanditHigh+", "+rules.ExecShellCheck+") requires approval for; repeatable")
 	fs.StringVar(&f.workdir, "workdir", "", "working `DIR`ectory of the command inside the sandbox")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress lines on standard error")
-	fs.StringVar(&f.busybox, "busybox", "", "static busybox `PATH` to build "+sandbox.LocalImage+" from (default /bin/busybox)")
+	fs.StringVar(&f.busybox, "busybox", "", "static busybox `PATH` to build "+docker.LocalImage+" from (default /bin/busybox)")
 	fs.VisitAll(func(fl *pflag.Flag) { _ = fs.SetAnnotation(fl.Name, sharedFlag, []string{"run"}) })
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
-	"github.com/sandboxio/terraform-provider-sandboxio/sandbox"
+	"github.com/sandboxio/terraform-provider-sandboxio/sandbox/docker"
 )
 
 // cliChildEnv turns the test binary into the CLI itself (see TestMain), for
@@ -78,7 +78,7 @@ func specFile(t testing.TB, tenant, session string, mods ...func(*inputs.Templat
 	timeout, lifetime := int64(30), int64(120)
 	disk := int64(64)
 	tpl := inputs.Template{
-		Name: "cli", Backend: "docker://", Image: sandbox.LocalImage,
+		Name: "cli", Backend: "docker://", Image: docker.LocalImage,
 		TimeoutSeconds: &timeout, LifetimeSeconds: &lifetime,
 		Caps:   model.CapsRequest{DiskMB: &disk},
 		Labels: map[string]string{"test_run": runID},

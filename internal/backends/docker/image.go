@@ -17,6 +17,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
 // LocalImage is the small image the tests and the demo use. No registry is
@@ -39,6 +41,39 @@ var fallbackApplets = []string{
 // does not. It is idempotent and needs no registry.
 func EnsureLocalImage(ctx context.Context, tag, busybox string) error {
 	return ensureImage(ctx, tag, busybox, nil)
+}
+
+// PrepareImage makes sure ref is on the daemon the environment points at:
+// LocalImage is built when missing, from the static busybox at busybox (""
+// means DefaultBusybox), with one line to progress first; any other missing
+// image is a ConfigurationError, since pulling is the daemon host's business
+// (it happens outside every sandbox, so no sandbox's egress policy governs
+// it). It reports whether it built. An error other than the *model.Error is
+// the daemon's, unwrapped: the caller says which operation failed.
+func PrepareImage(ctx context.Context, ref, busybox string, progress func(string)) (bool, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return false, err
+	}
+	defer cli.Close()
+	_, err = cli.ImageInspect(ctx, ref)
+	switch {
+	case err == nil:
+		return false, nil
+	case !cerrdefs.IsNotFound(err):
+		return false, err
+	case ref != LocalImage:
+		return false, &model.Error{Class: model.ErrConfiguration, Attribute: "image",
+			Message: fmt.Sprintf("image %s is not on the Docker daemon", ref),
+			Fix:     "pull or load it on the daemon host (docker pull, docker load); only " + LocalImage + " is built here"}
+	}
+	if busybox == "" {
+		busybox = DefaultBusybox
+	}
+	if progress != nil {
+		progress(fmt.Sprintf("preparing image %s: building it from %s, no registry needed …", ref, busybox))
+	}
+	return true, EnsureLocalImage(ctx, ref, busybox)
 }
 
 // ensureImage is EnsureLocalImage with extra files (path in the image:
