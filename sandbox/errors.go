@@ -72,7 +72,7 @@ func (e *BackendError) Error() string {
 	var pe *fs.PathError
 	switch {
 	case e.Backend == "docker" && daemonDown(e.Err):
-		msg += "; the Docker daemon does not answer: start it (scripts/docker-up.sh), then run `sandboxio reap` to remove anything a failed create left"
+		msg += "; the Docker daemon does not answer: start it (or point DOCKER_HOST at one that runs), then reap what a failed create left (Client.Reap, or `sandboxio reap`)"
 	case errors.As(e.Err, &pe):
 		// A file on this host (the busybox an image is built from, say):
 		// the daemon is not involved.

@@ -184,7 +184,7 @@ func checkRuntime(d *daemonFacts, p createPlan) error {
 		sort.Strings(names)
 		return &model.Error{Class: model.ErrConfiguration, Attribute: "runtime",
 			Message: fmt.Sprintf("runtime %s is not registered on the Docker daemon (it has %s)", p.runtime, strings.Join(names, ", ")),
-			Fix:     "register it under \"runtimes\" in /etc/docker/daemon.json and restart dockerd (scripts/docker-up.sh does this for runsc), or choose a registered runtime"}
+			Fix:     "register it under \"runtimes\" in /etc/docker/daemon.json and restart dockerd, or choose a registered runtime"}
 	}
 	// The tier is claimed by the runtime's name and must be confirmed by
 	// what the daemon really runs for it: a runtime named kata that runs
@@ -217,7 +217,7 @@ func checkRuntime(d *daemonFacts, p createPlan) error {
 		case p.networkMode == "none" && !netNone:
 			return &model.Error{Class: model.ErrConfiguration, Attribute: "runtime",
 				Message: "runsc is registered without --network=none; gVisor then fails to start under network mode none",
-				Fix:     "register runsc with \"runtimeArgs\": [\"--network=none\"] in /etc/docker/daemon.json (scripts/docker-up.sh does)"}
+				Fix:     "register runsc with \"runtimeArgs\": [\"--network=none\"] in /etc/docker/daemon.json and restart dockerd"}
 		case p.networkMode == "bridge" && netNone:
 			return gap(rules.NetOpenUnsupported, "network.egress", "open egress, and runsc registered with --network=none")
 		}
@@ -868,7 +868,7 @@ func createError(err error, p createPlan) error {
 	case cerrdefs.IsNotFound(err) || strings.Contains(msg, "No such image"):
 		return &model.Error{Class: model.ErrConfiguration, Attribute: "image",
 			Message: fmt.Sprintf("image %s is not on the Docker daemon", p.spec.Image),
-			Fix: "prepare the image on the daemon host first (docker pull, docker load or docker import; scripts/build-image.sh builds a local test image); " +
+			Fix: "prepare the image on the daemon host first (docker pull, docker load or docker import; `sandboxio image prepare` or sandbox/docker.PrepareImage builds the local image " + LocalImage + "); " +
 				"the pull runs on the host daemon, outside any sandbox, so the sandbox's egress policy does not govern it"}
 	case strings.Contains(msg, "Range of CPUs") || strings.Contains(msg, "NanoCPUs"):
 		return &model.Error{Class: model.ErrConfiguration, Attribute: "resources.cpu",

@@ -176,7 +176,7 @@ func checkInitELF(path, arch string) error {
 }
 
 func initError(msg string, err error) error {
-	fix := fmt.Sprintf("build sandboxio statically (CGO_ENABLED=0 go build, as `make` does), or set %s to the absolute path of a static sandboxio binary for linux/%s", InitEnv, runtime.GOARCH)
+	fix := fmt.Sprintf("build sandboxio statically (CGO_ENABLED=0 go build), or set %s to the absolute path of a static sandboxio binary for linux/%s", InitEnv, runtime.GOARCH)
 	return &model.Error{Class: model.ErrConfiguration, Attribute: "backend",
 		Message: "the sandbox lifetime cannot be enforced: " + msg + "; it runs as PID 1 of every Docker sandbox", Fix: fix, Err: err}
 }

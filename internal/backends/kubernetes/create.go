@@ -260,7 +260,7 @@ func startFailure(pod *corev1.Pod, p createPlan) error {
 			fix := "make the image available to the cluster's nodes (a registry they can pull from, or imported into the node's runtime)"
 			if cs.Name != sandboxCtr {
 				img = WrapImage
-				fix = "import the sandboxio wrapper image into the nodes' runtime (scripts/k8s-wrap-image.sh on the test cluster)"
+				fix = "build the wrapper image " + WrapImage + " from cmd/sandboxio-k8s-wrap (static, CGO_ENABLED=0, entrypoint /wrap) and import it into the nodes' runtime"
 			}
 			return &model.Error{Class: model.ErrConfiguration, Attribute: "image",
 				Message: fmt.Sprintf("image %s cannot be run on the node: %s %s", img, w.Reason, w.Message), Fix: fix}

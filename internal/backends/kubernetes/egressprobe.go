@@ -97,7 +97,7 @@ func (b *k8sBackend) proveLock(ctx context.Context, mode string) error {
 func probeFailed(probe, why string) error {
 	return &model.Error{Class: model.ErrCapabilityNotSupported, Attribute: "network.egress",
 		Message: fmt.Sprintf("egress probe %s failed: %s; the egress policy cannot be shown to hold on this cluster, so it is refused", probe, why),
-		Fix:     "run the backend in a namespace where init containers may add NET_ADMIN and the wrapper image is on the nodes (scripts/k8s-wrap-image.sh), then apply again; or use egress = \"allow\" only where that probe passes"}
+		Fix:     "run the backend in a namespace where init containers may add NET_ADMIN and the wrapper image " + WrapImage + " is on the nodes, then apply again; or use egress = \"allow\" only where that probe passes"}
 }
 
 // judge is the verdict on the probe's reports; "" when the lock held.
