@@ -133,7 +133,7 @@ func LimitOf(err error) (string, bool) {
 		if !errors.As(e, &me) {
 			return "", false
 		}
-		if me.Class == model.ResourceLimitExceeded && me.Limit != "" {
+		if me.Class == model.ErrResourceLimitExceeded && me.Limit != "" {
 			return me.Limit, true
 		}
 		e = me.Err

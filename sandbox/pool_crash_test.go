@@ -25,7 +25,7 @@ const poolChildEnv = "SANDBOXIO_TEST_POOL_CHILD"
 // poolChildSessionEnv is the session the child opens for tenant acme.
 const poolChildSessionEnv = "SANDBOXIO_TEST_POOL_SESSION"
 
-func poolChild(path string) int {
+func poolChild(path string) int { //nolint:unparam // an exit code: the child fails with 2 or blocks until killed
 	ctx := context.Background()
 	spec, err := os.ReadFile(path)
 	if err != nil {

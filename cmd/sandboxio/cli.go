@@ -69,7 +69,8 @@ func newRoot(ctx context.Context, e *env, code *int) *cobra.Command {
 		// unknown command.
 		FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			*code = unknownCommand(cmd, e, args)
+			unknownCommand(cmd, e, args)
+			*code = exitUsage
 			return nil
 		},
 		SuggestionsMinimumDistance: 2,
@@ -86,7 +87,8 @@ func newRoot(ctx context.Context, e *env, code *int) *cobra.Command {
 		RunE: func(_ *cobra.Command, args []string) error {
 			target, rest, err := root.Find(args)
 			if err != nil || len(rest) > 0 {
-				*code = unknownCommand(target, e, rest)
+				unknownCommand(target, e, rest)
+				*code = exitUsage
 				return nil
 			}
 			writeHelp(e.stdout, target)
@@ -127,7 +129,8 @@ func newRoot(ctx context.Context, e *env, code *int) *cobra.Command {
 			c.Short = "print a shell completion script: bash, zsh, fish or powershell"
 			c.Args = cobra.ArbitraryArgs
 			c.RunE = func(cmd *cobra.Command, args []string) error {
-				*code = unknownCommand(cmd, e, args)
+				unknownCommand(cmd, e, args)
+				*code = exitUsage
 				return nil
 			}
 		}
@@ -149,7 +152,8 @@ func group(parent *cobra.Command, word string, e *env, code *int) *cobra.Command
 		FParseErrWhitelist:         cobra.FParseErrWhitelist{UnknownFlags: true},
 		SuggestionsMinimumDistance: 2,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			*code = unknownCommand(cmd, e, args)
+			unknownCommand(cmd, e, args)
+			*code = exitUsage
 			return nil
 		},
 	}
@@ -166,12 +170,12 @@ func tableCommand(cmd *cobra.Command) *command {
 }
 
 // unknownCommand answers the root or a group run without a command, or with
-// one that does not exist: the list of commands on standard error, and
+// one that does not exist (exit code exitUsage): the list of commands on standard error, and
 // those whose name is close to the one typed.
-func unknownCommand(cmd *cobra.Command, e *env, args []string) int {
+func unknownCommand(cmd *cobra.Command, e *env, args []string) {
 	if len(args) == 0 {
 		writeOverview(e.stderr, cmd)
-		return exitUsage
+		return
 	}
 	if !cmd.HasParent() {
 		fmt.Fprintf(e.stderr, "sandboxio: unknown command %q; run `sandboxio --help` for the list\n", strings.Join(args[:min(len(args), 2)], " "))
@@ -185,7 +189,6 @@ func unknownCommand(cmd *cobra.Command, e *env, args []string) int {
 		fmt.Fprintln(e.stderr)
 		writeOverview(e.stderr, cmd)
 	}
-	return exitUsage
 }
 
 // suggestions are the commands under cmd whose names are close to args[0],

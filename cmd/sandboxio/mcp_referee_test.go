@@ -31,7 +31,7 @@ import (
 
 const refereeDir = "mcpreferee"
 
-func needMCPReferee(t *testing.T) string {
+func needMCPReferee(t *testing.T) {
 	t.Helper()
 	_, nodeErr := exec.LookPath("node")
 	_, sdkErr := os.Stat(filepath.Join(refereeDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
@@ -42,7 +42,6 @@ func needMCPReferee(t *testing.T) string {
 		}
 		t.Skip("SKIP: " + msg)
 	}
-	return refereeDir
 }
 
 // refereeSteps runs the referee and returns its steps by name, and all it

@@ -29,7 +29,7 @@ const nobody = 65534
 // its inputs when they run as nobody (t.TempDir is the test user's only).
 func publicDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "sandboxio-nodump-")
+	dir, err := os.MkdirTemp("", "sandboxio-nodump-") //nolint:usetesting // nobody must reach it; t.TempDir's parent is mode 0700
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -230,7 +230,7 @@ func Classify(c Call) (out Scan) {
 		}
 		// The program's standard input is the call's (the backends pass
 		// the program as a file when Stdin is set).
-		s.code(lang, "code", c.Code, top, nil)
+		s.code(lang, "code", c.Code, top)
 	default:
 		words := make([]Word, len(c.Argv))
 		for i, a := range c.Argv {
@@ -297,7 +297,7 @@ func (s *scanner) reserve(c ctx) int {
 
 // code takes one piece of code in a language: a shell script is parsed
 // into commands; any code becomes a source for the analysers.
-func (s *scanner) code(lang, from, text string, c ctx, fed []int) bool {
+func (s *scanner) code(lang, from, text string, c ctx) bool {
 	if len(text) > MaxCode {
 		s.unanalysed("code", lang, "a piece of "+langName(lang)+" code is larger than the hook analyses")
 		return false
@@ -338,14 +338,14 @@ func (s *scanner) readsStdin(lang string, c ctx, r *Reads) {
 			return
 		}
 		s.stdinRead[lang] = true
-		r.Analysed = s.code(lang, "stdin", string(s.call.Stdin), c, nil)
+		r.Analysed = s.code(lang, "stdin", string(s.call.Stdin), c)
 	case stdinText:
 		r.FedBy = []int{}
-		r.Analysed = s.code(lang, c.in.from, *c.in.text, c, nil)
+		r.Analysed = s.code(lang, c.in.from, *c.in.text, c)
 	case stdinPipe:
 		r.FedBy = append([]int{}, c.in.fed...)
 		if c.in.text != nil {
-			r.Analysed = s.code(lang, "pipe", *c.in.text, c, nil)
+			r.Analysed = s.code(lang, "pipe", *c.in.text, c)
 			return
 		}
 		s.unanalysed("code", lang, langName(lang)+" reads its code from a pipe, whose content the hook cannot see")

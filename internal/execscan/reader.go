@@ -92,7 +92,7 @@ func (s *scanner) argvCode(r *Reads, w Word, c ctx, from string) {
 		s.unanalysed("code", r.Language, "the "+langName(r.Language)+" code of an argument is computed when the call runs")
 		return
 	}
-	r.Analysed = s.code(r.Language, from, w.Value, c, nil)
+	r.Analysed = s.code(r.Language, from, w.Value, c)
 }
 
 // fileCode records code read from a script file or a module.

@@ -174,7 +174,7 @@ func (s *scanner) stmt(st *syntax.Stmt, c ctx) {
 	case *syntax.DeclClause:
 		for _, a := range x.Args {
 			if a.Name != nil {
-				s.codeVar(a.Name.Value, cc)
+				s.codeVar(a.Name.Value)
 			}
 			s.substsIn(a, cc)
 		}

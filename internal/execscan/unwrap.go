@@ -87,7 +87,7 @@ func (s *scanner) resolve(idx int, words []Word, c ctx, redirs []Redirect, assig
 	cmd := &s.out.Commands[idx]
 	cmd.Redirects = append(cmd.Redirects, redirs...)
 	for _, a := range assigns {
-		s.codeVar(a, c)
+		s.codeVar(a)
 	}
 	var wrapped []string
 	fromStdin := false
@@ -137,7 +137,7 @@ func (s *scanner) set(idx int, name, word string, lit bool, args []Word, wrapped
 	}
 }
 
-func (s *scanner) codeVar(name string, c ctx) {
+func (s *scanner) codeVar(name string) {
 	if codeVars[name] {
 		s.unanalysed("code", "", "the command sets "+name+", which makes programs load code the hook was not given")
 	}
@@ -240,7 +240,7 @@ func (s *scanner) unwrap(name string, words []Word, c ctx) (next []Word, wrapper
 	if spec.assigns {
 		for ; i < len(words) && words[i].Literal && assignment.MatchString(words[i].Value); i++ {
 			n, _, _ := strings.Cut(words[i].Value, "=")
-			s.codeVar(n, c)
+			s.codeVar(n)
 		}
 		if i < len(words) && !words[i].Literal && strings.Contains(words[i].Value, "=") {
 			s.unanalysed("structure", c.shell, "an assignment of "+name+" is computed when the call runs")

@@ -349,7 +349,7 @@ func readEgress(v tftypes.Value) (egress string, empty bool, err error) {
 // readCaps reads cpu, memory_mb, disk_mb and pids, named resources.* in
 // refusals as the policy names them.
 func readCaps(attrs map[string]tftypes.Value) (c model.CapsRequest, err error) {
-	if c.CPU, err = float64Of(attrs["cpu"], "resources.cpu"); err != nil {
+	if c.CPU, err = float64Of(attrs["cpu"]); err != nil {
 		return c, err
 	}
 	for _, f := range []struct {
@@ -467,9 +467,9 @@ func int64Of(v tftypes.Value, attribute string) (*int64, error) {
 	return &i, nil
 }
 
-// float64Of reads a cpu; null gives nil. A value a float64 cannot hold as
+// float64Of reads a cpu (resources.cpu); null gives nil. A value a float64 cannot hold as
 // written is refused (CPU).
-func float64Of(v tftypes.Value, attribute string) (*float64, error) {
+func float64Of(v tftypes.Value) (*float64, error) {
 	if v.IsNull() {
 		return nil, nil
 	}
@@ -477,7 +477,7 @@ func float64Of(v tftypes.Value, attribute string) (*float64, error) {
 	if err := v.As(&f); err != nil {
 		return nil, fmt.Errorf("read number: %w", err)
 	}
-	x, err := CPU(&f, attribute)
+	x, err := CPU(&f, "resources.cpu")
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func TestRawNumbers_OutOfRangeRefused(t *testing.T) {
 	} {
 		var err error
 		if tc.float {
-			_, err = float64Of(bigNumber(t, tc.value), "resources.cpu")
+			_, err = float64Of(bigNumber(t, tc.value))
 		} else {
 			_, err = int64Of(bigNumber(t, tc.value), "resources.pids")
 		}
@@ -42,7 +42,7 @@ func TestRawNumbers_OutOfRangeRefused(t *testing.T) {
 		}
 	}
 	inf := tftypes.NewValue(tftypes.Number, new(big.Float).SetInf(false))
-	if _, err := float64Of(inf, "resources.cpu"); !errors.Is(err, model.ErrConfiguration) {
+	if _, err := float64Of(inf); !errors.Is(err, model.ErrConfiguration) {
 		t.Errorf("+Inf: %v", err)
 	}
 	if _, err := int64Of(inf, "timeout_seconds"); !errors.Is(err, model.ErrConfiguration) {
@@ -53,7 +53,7 @@ func TestRawNumbers_OutOfRangeRefused(t *testing.T) {
 			t.Errorf("%s: %v", s, err)
 		}
 	}
-	if f, err := float64Of(bigNumber(t, "0.5"), "resources.cpu"); err != nil || *f != 0.5 {
+	if f, err := float64Of(bigNumber(t, "0.5")); err != nil || *f != 0.5 {
 		t.Errorf("0.5: %v %v", f, err)
 	}
 }

@@ -191,18 +191,18 @@ func New(ctx context.Context, policyPaths []string) (*Engine, error) {
 	for _, file := range teamFiles {
 		src, err := boundedfile.ReadFile(file, maxPolicyFile)
 		if err != nil {
-			return nil, configErr("policy_paths", fmt.Sprintf("cannot read team policy %s: %v", file, err),
+			return nil, configErr(fmt.Sprintf("cannot read team policy %s: %v", file, err),
 				"check that every entry of policy_paths is a readable .rego file (at most 4 MiB) or a directory of them")
 		}
 		m, err := parseModule(file, src)
 		if err != nil {
-			return nil, configErr("policy_paths", fmt.Sprintf("team policy %s does not parse: %v", file, err),
+			return nil, configErr(fmt.Sprintf("team policy %s does not parse: %v", file, err),
 				"fix the Rego syntax (v1: `deny contains msg if { ... }`); run `opa check --strict` on it")
 		}
 		if isBuiltinPackage(m.Package.Path) || isCapabilitiesPackage(m.Package.Path) {
 			// data.capabilities is what the built-in rules trust about each
 			// backend: a team package there could rewrite a tier rank.
-			return nil, configErr("policy_paths", fmt.Sprintf("team policy %s declares package %s, inside a reserved namespace (%s or %s)",
+			return nil, configErr(fmt.Sprintf("team policy %s declares package %s, inside a reserved namespace (%s or %s)",
 				file, packageName(m.Package.Path), BuiltinNamespace, capabilitiesNamespace),
 				"rename the package (for example `package team.sandboxes`): built-in rules and the capability data cannot be shadowed or extended")
 		}
@@ -228,7 +228,7 @@ func New(ctx context.Context, policyPaths []string) (*Engine, error) {
 	compiler := builtinCompiler
 	if len(modules) > len(builtinModules) {
 		if compiler, err = compile(modules); err != nil {
-			return nil, configErr("policy_paths", "the policies do not compile: "+err.Error(),
+			return nil, configErr("the policies do not compile: "+err.Error(),
 				"fix the team policy named in the error; run `opa check --strict` on it")
 		}
 	}
@@ -375,7 +375,7 @@ func checkDecisionForms(modules map[string]*ast.Module) error {
 		return nil
 	}
 	sort.Strings(problems)
-	return configErr("policy_paths", "team policies refused: "+strings.Join(problems, "; "),
+	return configErr("team policies refused: "+strings.Join(problems, "; "),
 		"write each decision as a partial set rule, one finding per element: "+
 			"`deny contains msg if { <conditions>; msg := \"...\" }` (and `warn contains msg if { ... }`); "+
 			"a set with no elements means no findings")
@@ -406,12 +406,12 @@ func teamPolicyFiles(paths []string) ([]string, error) {
 	for _, p := range paths {
 		info, err := os.Stat(p)
 		if err != nil {
-			return nil, configErr("policy_paths", fmt.Sprintf("policy path %q does not exist or cannot be read", p),
+			return nil, configErr(fmt.Sprintf("policy path %q does not exist or cannot be read", p),
 				"point policy_paths at a directory (or file) of .rego policies")
 		}
 		if !info.IsDir() {
 			if !info.Mode().IsRegular() {
-				return nil, configErr("policy_paths", fmt.Sprintf("policy path %q is a %s, not a regular file or a directory", p, info.Mode().Type()),
+				return nil, configErr(fmt.Sprintf("policy path %q is a %s, not a regular file or a directory", p, info.Mode().Type()),
 					"point policy_paths at a directory (or file) of .rego policies")
 			}
 			files = append(files, p)
@@ -419,7 +419,7 @@ func teamPolicyFiles(paths []string) ([]string, error) {
 		}
 		dirFiles, err := RegoFiles(p, false)
 		if err != nil {
-			return nil, configErr("policy_paths", fmt.Sprintf("cannot walk policy path %q: %v", p, err),
+			return nil, configErr(fmt.Sprintf("cannot walk policy path %q: %v", p, err),
 				"point policy_paths at a readable directory of .rego policies")
 		}
 		files = append(files, dirFiles...)
@@ -544,7 +544,7 @@ func (e *Engine) Evaluate(ctx context.Context, in Input) (d Decision, err error)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			d, err = Decision{}, evalErr(rules.PolicyEval, fmt.Sprintf("the evaluator failed on this input (%v)", p))
+			d, err = Decision{}, evalErr(fmt.Sprintf("the evaluator failed on this input (%v)", p))
 		}
 	}()
 	return e.evaluate(ctx, in)
@@ -627,7 +627,7 @@ func (e *Engine) run(ctx context.Context, bc *budgetCancel, q *decisionQuery, in
 	case err == nil && results == 1:
 		return nil
 	case err == nil:
-		return evalErr(rules.PolicyEval, "the policy query returned no result, so nothing was decided")
+		return evalErr("the policy query returned no result, so nothing was decided")
 	case bc.expired.Load():
 		return &model.Error{Class: model.ErrConfiguration, Rule: rules.PolicyTimedOut, Attribute: "policy_paths",
 			Message: fmt.Sprintf("policy evaluation did not finish within its budget of %s, so the configuration is refused rather than passed", bc.budget()),
@@ -639,7 +639,7 @@ func (e *Engine) run(ctx context.Context, bc *budgetCancel, q *decisionQuery, in
 		if errors.As(err, &me) {
 			return me
 		}
-		return evalErr(rules.PolicyEval, "policy evaluation failed: "+err.Error())
+		return evalErr("policy evaluation failed: " + err.Error())
 	}
 }
 
@@ -713,11 +713,11 @@ func (r ruleRef) kind() string {
 }
 
 func errShape(what string) error {
-	return evalErr(rules.PolicyEval, "the policy result has the wrong shape ("+what+"), so nothing was decided")
+	return evalErr("the policy result has the wrong shape (" + what + "), so nothing was decided")
 }
 
-func evalErr(rule, msg string) *model.Error {
-	return &model.Error{Class: model.ErrConfiguration, Rule: rule, Attribute: "policy_paths", Message: msg + "; the configuration is refused rather than passed",
+func evalErr(msg string) *model.Error {
+	return &model.Error{Class: model.ErrConfiguration, Rule: rules.PolicyEval, Attribute: "policy_paths", Message: msg + "; the configuration is refused rather than passed",
 		Fix: "fix the team policy the message names (run `opa eval` on it with this input), or remove it from policy_paths; if no team policy is loaded, this is a bug in sandboxio: please report it"}
 }
 
@@ -776,8 +776,8 @@ func sortFindings(fs []Finding) {
 	})
 }
 
-func configErr(attr, msg, fix string) *model.Error {
-	return &model.Error{Class: model.ErrConfiguration, Rule: rules.PolicyLoad, Attribute: attr, Message: msg, Fix: fix}
+func configErr(msg, fix string) *model.Error {
+	return &model.Error{Class: model.ErrConfiguration, Rule: rules.PolicyLoad, Attribute: "policy_paths", Message: msg, Fix: fix}
 }
 
 // WithBudget returns a copy of the engine whose evaluations are bounded by

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/analysers"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/execscan"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -107,7 +106,7 @@ func checkExecForms(modules map[string]*ast.Module) error {
 		return nil
 	}
 	sort.Strings(problems)
-	return configErr("policy_paths", "exec policies refused: "+strings.Join(problems, "; "),
+	return configErr("exec policies refused: "+strings.Join(problems, "; "),
 		"write pre-execution rules in a package whose name ends in .exec (package acme.exec), as "+
 			"`block contains f if { ... }` or `require_approval contains f if { ... }`; keep deny and warn in the other packages")
 }
@@ -210,7 +209,7 @@ func execLevels(c *ast.Compiler, known map[string]RuleInfo) (map[string]Enforcem
 		return levels, nil
 	}
 	sort.Strings(problems)
-	return nil, configErr("policy_paths", "team policies refused: "+strings.Join(problems, "; "),
+	return nil, configErr("team policies refused: "+strings.Join(problems, "; "),
 		"declare exec_enforcement as a map from built-in exec rule IDs (SBX-EXE-...) to advisory, soft-mandatory or hard-mandatory, once per rule")
 }
 
@@ -336,12 +335,12 @@ func (in ExecInput) Map() (map[string]any, error) {
 func (e *Engine) EvaluateExec(ctx context.Context, in ExecInput) (d Decision, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			d, err = Decision{}, evalErr(rules.PolicyEval, fmt.Sprintf("the evaluator failed on this call (%v)", p))
+			d, err = Decision{}, evalErr(fmt.Sprintf("the evaluator failed on this call (%v)", p))
 		}
 	}()
 	v, err := in.Value()
 	if err != nil {
-		return Decision{}, evalErr(rules.PolicyEval, "the call's document could not be built: "+err.Error())
+		return Decision{}, evalErr("the call's document could not be built: " + err.Error())
 	}
 	budget := e.budget
 	if budget <= 0 {

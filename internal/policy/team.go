@@ -161,7 +161,7 @@ func (e *Engine) CheckTeam() error {
 		return nil
 	}
 	sort.Strings(problems)
-	return configErr("policy_paths", "team policies refused: "+strings.Join(problems, "; "),
+	return configErr("team policies refused: "+strings.Join(problems, "; "),
 		"give team rules their own IDs (not SBX-...), packages outside sandboxio and capabilities, "+
 			"and METADATA custom.enforcement advisory, soft-mandatory or hard-mandatory")
 }

@@ -84,7 +84,7 @@ func deferredText(r ResourceReport) string {
 	return fmt.Sprintf("partly checked (the tenant part); the rest is checked at apply: %s unknown until apply", what)
 }
 
-func renderText(w io.Writer, rep *Report, o RenderOptions) error {
+func renderText(w io.Writer, rep *Report, o RenderOptions) error { //nolint:unparam // the signature of every renderer in Render
 	s := rep.Summary()
 	fmt.Fprintf(w, "sandboxio policy check: %s\n\n", rep.Plan)
 	clean := 0

@@ -15,7 +15,7 @@ func resourceCapsConfig(defaultBackend, body string) string {
 	return providerBlock(defaultBackend) + fmt.Sprintf("resource \"sandboxio_resource_caps\" \"test\" {\n%s\n}\n", body)
 }
 
-func capsCheck(cpu float64, memory, disk, pids int64) knownvalue.Check {
+func capsCheck(cpu float64, memory, disk, pids int64) knownvalue.Check { //nolint:unparam // one argument per cap, like the resource
 	return knownvalue.ObjectExact(map[string]knownvalue.Check{
 		"cpu":       knownvalue.Float64Exact(cpu),
 		"memory_mb": knownvalue.Int64Exact(memory),

@@ -76,7 +76,7 @@ func waitNothingLeft(t *testing.T, b *k8sBackend, lbl map[string]string, within 
 // deletes the Sandbox and its pod.
 func TestAccAgentSandboxObjects(t *testing.T) {
 	b := needAgentSandbox(t)
-	tn := tenant(t)
+	tn := tenant()
 	ctx := context.Background()
 	s, err := b.Create(ctx, backends.CreateRequest{Spec: agentSpec(b, tn)})
 	if err != nil {
@@ -138,7 +138,7 @@ func TestAccAgentSandboxObjects(t *testing.T) {
 // at shutdownTime. A Run afterwards is SandboxGone.
 func TestAccAgentSandboxLifetime(t *testing.T) {
 	b := needAgentSandbox(t)
-	tn := tenant(t)
+	tn := tenant()
 	spec := agentSpec(b, tn)
 	spec.LifetimeSeconds = 8
 	s := open(t, b, backends.CreateRequest{Spec: spec})
@@ -172,7 +172,7 @@ func TestAccAgentSandboxKubeletDeadline(t *testing.T) {
 	b := needAgentSandbox(t)
 	shutdownSlack = time.Minute
 	defer func() { shutdownSlack = 0 }()
-	spec := agentSpec(b, tenant(t))
+	spec := agentSpec(b, tenant())
 	spec.LifetimeSeconds = 8
 	s := open(t, b, backends.CreateRequest{Spec: spec})
 	ctx := context.Background()
@@ -210,7 +210,7 @@ func TestAccAgentSandboxKubeletDeadline(t *testing.T) {
 // is not this sandbox: a Run is SandboxGone, and the Sandbox is removed.
 func TestAccAgentSandboxPodReplaced(t *testing.T) {
 	b := needAgentSandbox(t)
-	tn := tenant(t)
+	tn := tenant()
 	s := open(t, b, backends.CreateRequest{Spec: agentSpec(b, tn)})
 	ctx := context.Background()
 	old, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, s.ID(), metav1.GetOptions{})
@@ -246,16 +246,16 @@ func TestAccAgentSandboxNotServed(t *testing.T) {
 	saved := sandboxGVR
 	sandboxGVR.Version = "v1alpha9"
 	defer func() { sandboxGVR = saved }()
-	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: agentSpec(b, tenant(t))})
+	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: agentSpec(b, tenant())})
 	if class(err) != model.ErrConfiguration || !strings.Contains(err.Error(), "does not serve") {
 		t.Errorf("create: got %v", err)
 	}
-	_, err = b.Preflight(context.Background(), agentSpec(b, tenant(t)))
+	_, err = b.Preflight(context.Background(), agentSpec(b, tenant()))
 	if class(err) != model.ErrConfiguration || !strings.Contains(err.Error(), "does not serve") {
 		t.Errorf("preflight: got %v", err)
 	}
 	sandboxGVR = saved
-	if _, err := b.Preflight(context.Background(), agentSpec(b, tenant(t))); err != nil {
+	if _, err := b.Preflight(context.Background(), agentSpec(b, tenant())); err != nil {
 		t.Errorf("preflight where v1beta1 is served: %v", err)
 	}
 }
@@ -263,7 +263,7 @@ func TestAccAgentSandboxNotServed(t *testing.T) {
 // Reap removes the Sandbox and its pod after its owner was SIGKILLed.
 func TestAccAgentSandboxReap(t *testing.T) {
 	b := needAgentSandbox(t)
-	tn := tenant(t)
+	tn := tenant()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+testDSN("api=agent-sandbox"), helperEnv+"_TENANT="+tn)
 	out, err := cmd.StdoutPipe()

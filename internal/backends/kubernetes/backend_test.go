@@ -28,7 +28,7 @@ import (
 // The hardening is shown from inside the pod, not from the spec sent.
 func TestAccHardeningFromInside(t *testing.T) {
 	b := needCluster(t)
-	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant(t))})
+	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant())})
 	status := sh(t, s, "cat /proc/self/status")
 	for _, want := range []string{"CapEff:\t0000000000000000", "CapPrm:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"} {
 		if !strings.Contains(status, want) {
@@ -79,7 +79,7 @@ func TestAccHardeningFromInside(t *testing.T) {
 // Exit codes, stdout/stderr, stdin, env and workdir reach the command.
 func TestAccRunBasics(t *testing.T) {
 	b := needCluster(t)
-	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant(t))})
+	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant())})
 	res, err := s.Run(context.Background(), []string{"sh", "-c", `pwd; echo "$A"; cat; echo err >&2; exit 3`},
 		backends.RunOptions{Stdin: []byte("from-stdin\n"), Env: map[string]string{"A": "b c"}, Workdir: "/tmp"})
 	if err != nil {
@@ -107,7 +107,7 @@ func TestAccRunBasics(t *testing.T) {
 // ExecutionTimeout.
 func TestAccExecTimeout(t *testing.T) {
 	b := needCluster(t)
-	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant(t))})
+	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant())})
 	start := time.Now()
 	_, err := s.Run(context.Background(), []string{"sh", "-c", "sleep 1000 & sleep 1001"}, backends.RunOptions{Timeout: 2 * time.Second})
 	if class(err) != model.ErrExecutionTimeout {
@@ -125,7 +125,7 @@ func TestAccExecTimeout(t *testing.T) {
 // processes, and another command's process survives.
 func TestAccSlowKillerKeepsTheSandbox(t *testing.T) {
 	b := needCluster(t)
-	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant(t))})
+	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant())})
 	s.(*sandbox).killWait = time.Nanosecond
 	run(t, s, "sh", "-c", "sleep 1002 >/dev/null 2>&1 &")
 	start := time.Now()
@@ -152,7 +152,7 @@ func TestAccSlowKillerKeepsTheSandbox(t *testing.T) {
 // Output past the cap is ResourceLimitExceeded(output), never truncated.
 func TestAccOutputCap(t *testing.T) {
 	b := needCluster(t)
-	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant(t))})
+	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant())})
 	_, err := s.Run(context.Background(), []string{"sh", "-c", "yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}, backends.RunOptions{})
 	var me *model.Error
 	if !asModel(err, &me) || me.Class != model.ErrResourceLimitExceeded || me.Limit != model.LimitOutput {
@@ -169,7 +169,7 @@ func TestAccOutputCap(t *testing.T) {
 // attempts here).
 func TestAccEgressUnenforceableRefused(t *testing.T) {
 	b := needCluster(t)
-	tn := tenant(t)
+	tn := tenant()
 	for _, n := range []model.NetworkPolicy{{Egress: model.EgressDeny, Allow: []string{"example.com"}},
 		{Egress: model.EgressDeny, Allow: []string{"2001:db8::/32"}}, {Egress: model.EgressLearn}} {
 		spec := testSpec(tn)
@@ -190,7 +190,7 @@ func TestAccEgressUnenforceableRefused(t *testing.T) {
 // outside is SandboxGone with a fix that says that instead.
 func TestAccLifetimeAndGone(t *testing.T) {
 	b := needCluster(t)
-	spec := testSpec(tenant(t))
+	spec := testSpec(tenant())
 	spec.LifetimeSeconds = 8
 	s := open(t, b, backends.CreateRequest{Spec: spec})
 	deadline := time.Now().Add(60 * time.Second)
@@ -213,7 +213,7 @@ func TestAccLifetimeAndGone(t *testing.T) {
 		t.Errorf("after the lifetime: %v", err)
 	}
 
-	s2 := open(t, b, backends.CreateRequest{Spec: testSpec(tenant(t))})
+	s2 := open(t, b, backends.CreateRequest{Spec: testSpec(tenant())})
 	if err := b.deletePod(context.Background(), s2.ID()); err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestAccGVisorNamedRuncIsContainer(t *testing.T) {
 	}
 	gb.namespace = b.namespace
 
-	tn := tenant(t)
+	tn := tenant()
 	spec := testSpec(tn)
 	spec.Backend = d.String()
 	spec.RequireIsolation = model.TierGVisor
@@ -291,7 +291,7 @@ func waitNoPods(t *testing.T, b *k8sBackend, lbl map[string]string) {
 func TestAccSecretsNotInEtcdOrAudit(t *testing.T) {
 	b := needCluster(t)
 	canary := "sbxcanary" + randomHex(12)
-	spec := testSpec(tenant(t))
+	spec := testSpec(tenant())
 	spec.SecretNames = []string{"API_TOKEN"}
 	s := open(t, b, backends.CreateRequest{Spec: spec, Secrets: map[string]string{"API_TOKEN": canary}})
 	if got := sh(t, s, `echo "$API_TOKEN"`); got != canary {
@@ -393,7 +393,7 @@ func mustDSN(s string) backends.DSN {
 // their lifetime; it leaves a live owner's pods alone.
 func TestAccReap(t *testing.T) {
 	b := needCluster(t)
-	tn := tenant(t)
+	tn := tenant()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+testDSN(""), helperEnv+"_TENANT="+tn)
 	out, err := cmd.StdoutPipe()
@@ -423,7 +423,7 @@ func TestAccReap(t *testing.T) {
 
 	// Past its lifetime (by the reaper's clock): expired, even with this
 	// live process as its owner.
-	tn2 := tenant(t)
+	tn2 := tenant()
 	s := open(t, b, backends.CreateRequest{Spec: testSpec(tn2)})
 	sel2 := map[string]string{model.LabelTenantID: tn2}
 	if r, _ := b.Reap(context.Background(), backends.ReapOptions{Labels: sel2}); len(r) != 0 {
@@ -440,7 +440,7 @@ func TestAccReap(t *testing.T) {
 // namespace: the current context, every namespace.
 func TestAccReapSweepsEveryNamespace(t *testing.T) {
 	b := needCluster(t)
-	tn := tenant(t)
+	tn := tenant()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"="+testDSN(""), helperEnv+"_TENANT="+tn)
 	out, err := cmd.StdoutPipe()

@@ -215,7 +215,7 @@ func untilRunning(ch <-chan watch.Event) error {
 		if !ok {
 			continue
 		}
-		if _, ok := sandboxRunning(pod); ok {
+		if sandboxRunning(pod) {
 			return nil
 		}
 		if pod.Status.Phase == corev1.PodFailed {

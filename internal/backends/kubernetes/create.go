@@ -186,7 +186,7 @@ func (b *k8sBackend) waitRunning(ctx context.Context, name string, p createPlan)
 			if err := startFailure(pod, p); err != nil {
 				return nil, err
 			}
-			if _, ok := sandboxRunning(pod); ok {
+			if sandboxRunning(pod) {
 				return pod, nil
 			}
 		case apierrors.IsNotFound(err) && b.api == APIAgentSandbox:
@@ -221,17 +221,17 @@ func (b *k8sBackend) podEvents(ctx context.Context, name string) (<-chan watch.E
 	return w.ResultChan(), w.Stop
 }
 
-// sandboxRunning returns the node once the sandbox container runs.
-func sandboxRunning(pod *corev1.Pod) (string, bool) {
+// sandboxRunning reports whether the sandbox container runs.
+func sandboxRunning(pod *corev1.Pod) bool {
 	if pod.Status.Phase != corev1.PodRunning {
-		return "", false
+		return false
 	}
 	for _, cs := range pod.Status.ContainerStatuses {
 		if cs.Name == sandboxCtr && cs.State.Running != nil {
-			return pod.Spec.NodeName, true
+			return true
 		}
 	}
-	return "", false
+	return false
 }
 
 // startFailure names why a pod will not start, or nil while it may.

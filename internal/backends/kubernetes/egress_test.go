@@ -164,7 +164,7 @@ func TestAccEgressDenyFromInside(t *testing.T) {
 	lis, lisIP := listenerPod(t, b)
 	bridge := listenHost(t, bridgeFor(t, lisIP))
 	bHost, bPort := bridge.addr()
-	s := open(t, b, backends.CreateRequest{Spec: denySpec(tenant(t))})
+	s := open(t, b, backends.CreateRequest{Spec: denySpec(tenant())})
 	ip := podIP(t, b, s)
 	links := sh(t, s, `for d in /sys/class/net/*; do echo "$(basename $d)=$(cat $d/operstate)"; done`)
 	for _, l := range strings.Fields(links) {
@@ -217,7 +217,7 @@ func TestAccEgressAllowList(t *testing.T) {
 	bridge := listenHost(t, bridgeFor(t, lisIP))
 	bHost, bPort := bridge.addr()
 	podNet := netip.PrefixFrom(netip.MustParseAddr(lisIP), 16).Masked().String()
-	tn := tenant(t)
+	tn := tenant()
 	in := open(t, b, backends.CreateRequest{Spec: denySpec(tn, oHost, podNet)})
 	out := open(t, b, backends.CreateRequest{Spec: denySpec(tn, "198.18.0.0/15")})
 	inIP, outIP := podIP(t, b, in), podIP(t, b, out)
@@ -245,8 +245,8 @@ func TestAccEgressAllowList(t *testing.T) {
 // node's bridge address, yet an address outside the cluster is reachable.
 func TestAccEgressTenantsOpen(t *testing.T) {
 	b := needCluster(t)
-	a := open(t, b, backends.CreateRequest{Spec: testSpec(tenant(t))})
-	c := open(t, b, backends.CreateRequest{Spec: testSpec(tenant(t))})
+	a := open(t, b, backends.CreateRequest{Spec: testSpec(tenant())})
+	c := open(t, b, backends.CreateRequest{Spec: testSpec(tenant())})
 	aIP, cIP := podIP(t, b, a), podIP(t, b, c)
 	outside := listenHost(t, dockerAddr(t))
 	oHost, oPort := outside.addr()
@@ -292,7 +292,7 @@ func TestAccEgressTenantsOpen(t *testing.T) {
 // netlink calls are refused with EPERM, and the lock is still there after.
 func TestAccEgressCannotUndo(t *testing.T) {
 	b := needCluster(t)
-	s := open(t, b, backends.CreateRequest{Spec: denySpec(tenant(t))})
+	s := open(t, b, backends.CreateRequest{Spec: denySpec(tenant())})
 	for _, cmd := range []string{"ip link set eth0 up", "ip rule del pref 100", "ip route add default dev eth0", "ip route flush table 145"} {
 		res := run(t, s, "sh", "-c", cmd)
 		if res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "not permitted") {
@@ -331,7 +331,7 @@ func TestAccEgressForbiddenByAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	pb.namespace = ns
-	tn := tenant(t)
+	tn := tenant()
 	for _, n := range []model.NetworkPolicy{{Egress: model.EgressDeny}, {Egress: model.EgressAllow}} {
 		spec := testSpec(tn)
 		spec.Network, spec.Backend = n, "kubernetes://sandboxio/"+ns
@@ -382,7 +382,7 @@ func TestAccEgressBrokenLockRefused(t *testing.T) {
 			t.Logf("%s: %s", mode, me.Message)
 		}
 	}
-	tn := tenant(t)
+	tn := tenant()
 	if _, err := b.Create(context.Background(), backends.CreateRequest{Spec: denySpec(tn)}); class(err) != model.ErrCapabilityNotSupported {
 		t.Errorf("create under deny with a broken lock: %v", err)
 	}
@@ -402,7 +402,7 @@ func TestAccEgressLockReadBackPerSandbox(t *testing.T) {
 	proofs[b.proofKey(lockDeny)] = proof{at: time.Now()}
 	proofMu.Unlock()
 	lockBroken = true
-	tn := tenant(t)
+	tn := tenant()
 	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: denySpec(tn)})
 	var me *model.Error
 	if !asModel(err, &me) || me.Class != model.ErrCapabilityNotSupported || !strings.Contains(me.Message, "network lock is not in place inside the pod") {

@@ -192,7 +192,7 @@ func podsLeft(t *testing.T, b *k8sBackend, lbl map[string]string) int {
 	return n
 }
 
-func tenant(t *testing.T) string {
+func tenant() string {
 	return strings.ToLower(fmt.Sprintf("t-%s", randomHex(4)))
 }
 

@@ -174,7 +174,7 @@ func (w *warm) unchanged(pod *corev1.Pod, sandboxBound bool, claim map[string]st
 	case pod.Status.StartTime == nil:
 		return w.tampered("its pod has no start time")
 	}
-	if _, ok := sandboxRunning(pod); !ok {
+	if !sandboxRunning(pod) {
 		return w.tampered("its container is not running")
 	}
 	for _, cs := range pod.Status.ContainerStatuses {

@@ -65,7 +65,7 @@ func TestAccWarmPoolClaim(t *testing.T) {
 			if l, _ := b.List(ctx, map[string]string{model.LabelTemplate: tpl.Name}); len(l) != 0 {
 				t.Errorf("an unclaimed warm sandbox is listed: %+v", l)
 			}
-			tn, canary := tenant(t), "sbxcanary"+randomHex(8)
+			tn, canary := tenant(), "sbxcanary"+randomHex(8)
 			claimed := time.Now()
 			s, err := w.Claim(ctx, backends.ClaimRequest{Spec: claimSpec(tpl, tn, "s9"), SpecSHA256: testSpecHash,
 				Secrets: map[string]string{"API_TOKEN": canary}})
@@ -98,7 +98,7 @@ func TestAccWarmPoolClaim(t *testing.T) {
 					t.Errorf("the Sandbox lacks the tenant label: %v", u)
 				}
 			}
-			if _, err := w.Claim(ctx, backends.ClaimRequest{Spec: claimSpec(tpl, tenant(t), "s1"), SpecSHA256: testSpecHash,
+			if _, err := w.Claim(ctx, backends.ClaimRequest{Spec: claimSpec(tpl, tenant(), "s1"), SpecSHA256: testSpecHash,
 				Secrets: map[string]string{"API_TOKEN": "x"}}); err == nil {
 				t.Error("a claimed warm sandbox was claimed again")
 			}
@@ -121,7 +121,7 @@ func TestAccWarmPoolLifetimeFromClaim(t *testing.T) {
 	time.Sleep(6 * time.Second)
 	ctx := context.Background()
 	claimed := time.Now()
-	s, err := w.Claim(ctx, backends.ClaimRequest{Spec: claimSpec(tpl, tenant(t), "s1"), SpecSHA256: testSpecHash})
+	s, err := w.Claim(ctx, backends.ClaimRequest{Spec: claimSpec(tpl, tenant(), "s1"), SpecSHA256: testSpecHash})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestAccWarmPoolIdleAgentSandbox(t *testing.T) {
 	if time.Now().Before(w.IdleUntil()) {
 		t.Errorf("the warm Sandbox went before its idle time")
 	}
-	if _, err := w.Claim(context.Background(), backends.ClaimRequest{Spec: claimSpec(tpl, tenant(t), "s1"), SpecSHA256: testSpecHash}); err == nil {
+	if _, err := w.Claim(context.Background(), backends.ClaimRequest{Spec: claimSpec(tpl, tenant(), "s1"), SpecSHA256: testSpecHash}); err == nil {
 		t.Error("a warm sandbox past its idle time was claimed")
 	}
 }
@@ -183,7 +183,7 @@ func TestAccWarmPoolTampered(t *testing.T) {
 	if _, err := b.cs.CoreV1().Pods(b.namespace).Patch(ctx, w.ID(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tn := tenant(t)
+	tn := tenant()
 	_, err := w.Claim(ctx, backends.ClaimRequest{Spec: claimSpec(tpl, tn, "s1"), SpecSHA256: testSpecHash})
 	if class(err) != model.ErrSandboxGone || !strings.Contains(err.Error(), "activeDeadlineSeconds") {
 		t.Errorf("claim of a changed warm pod: %v", err)

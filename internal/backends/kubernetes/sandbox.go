@@ -332,15 +332,15 @@ func (s *sandbox) killWhole(ctx context.Context) {
 	s.markGone(s.goneError("it was killed because a command's processes could not be stopped one by one", "open a new sandbox"))
 }
 
-// killSession kills the command's session from inside; false when it could
-// not be shown done.
-func (s *sandbox) killSession(ctx context.Context, sid int) bool {
+// killSession kills the command's session from inside, as far as it can
+// within killBudget.
+func (s *sandbox) killSession(ctx context.Context, sid int) {
 	if sid <= 1 {
-		return false
+		return
 	}
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killBudget)
 	defer cancel()
-	return s.killSessionWithin(kctx, sid)
+	s.killSessionWithin(kctx, sid)
 }
 
 // killSessionWithin runs the killer within ctx.

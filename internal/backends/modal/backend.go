@@ -309,7 +309,7 @@ func (b *backend) create(ctx context.Context, p plan) (*sandbox, error) {
 			return nil, err
 		}
 		if len(held) > 0 {
-			return nil, oneSandbox(p, held[0].ID)
+			return nil, oneSandbox(held[0].ID)
 		}
 	}
 	params := &modalsdk.SandboxCreateParams{
@@ -352,7 +352,7 @@ func (b *backend) create(ctx context.Context, p plan) (*sandbox, error) {
 		var exists modalsdk.AlreadyExistsError
 		switch {
 		case errors.As(err, &exists):
-			return nil, oneSandbox(p, "")
+			return nil, oneSandbox("")
 		case p.name != "" && retryable(err):
 			// The answer was lost; the create may have happened. Find it by
 			// its name rather than create again.
@@ -379,7 +379,7 @@ func (b *backend) create(ctx context.Context, p plan) (*sandbox, error) {
 		callTimeout: p.callTimeout, secrets: p.secrets, onWarning: p.onWarning}, nil
 }
 
-func oneSandbox(p plan, id string) error {
+func oneSandbox(id string) error {
 	holder := ""
 	if id != "" {
 		holder = " (" + id + ")"

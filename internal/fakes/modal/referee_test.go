@@ -24,7 +24,7 @@ import (
 // every operation the adapter uses. The SDK is not ours; if it cannot use
 // the server, the server is wrong.
 
-func sdkClient(t *testing.T, s *modalserver.Server, id, secret string, interceptors ...grpc.UnaryClientInterceptor) (*modal.Client, error) {
+func sdkClient(t *testing.T, s *modalserver.Server, id, secret string, interceptors ...grpc.UnaryClientInterceptor) (*modal.Client, error) { //nolint:unparam // the token pair as the SDK takes it
 	t.Helper()
 	s.SetEnv(t)
 	c, err := modal.NewClientWithOptions(&modal.ClientParams{TokenID: id, TokenSecret: secret,
