@@ -167,6 +167,7 @@ func Left(t testing.TB, labels ...string) int {
 // CheckStopped fails the test for any of the containers that still runs
 // 30 s on: the local sandboxes of a vendor conformance server, once the
 // server has closed.
+// It runs in the server's t.Cleanup, after t.Context is cancelled.
 func CheckStopped(t testing.TB, ids []string) {
 	t.Helper()
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
@@ -175,7 +176,7 @@ func CheckStopped(t testing.TB, ids []string) {
 		return
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 30*time.Second)
 	defer cancel()
 	for _, id := range ids {
 		for {
