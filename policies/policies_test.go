@@ -64,7 +64,7 @@ func isTestFile(name string) bool { return strings.HasSuffix(name, "_test.rego")
 // or error.
 func TestRegoTests(t *testing.T) {
 	res := loadBundle(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 
 	store := inmem.NewFromObject(res.Documents)
@@ -382,7 +382,7 @@ func prepareBundle(t testing.TB) (rego.PreparedEvalQuery, []string) {
 	}
 	sort.Strings(sets)
 	opts = append(opts, rego.Query("x := ["+strings.Join(sets, ", ")+"]"))
-	pq, err := rego.New(opts...).PrepareForEval(context.Background())
+	pq, err := rego.New(opts...).PrepareForEval(t.Context())
 	if err != nil {
 		t.Fatalf("prepare: %v", err)
 	}
@@ -392,7 +392,7 @@ func prepareBundle(t testing.TB) (rego.PreparedEvalQuery, []string) {
 // evalFindings evaluates input and returns the IDs of the deny and warn findings.
 func evalFindings(t *testing.T, pq rego.PreparedEvalQuery, sets []string, input map[string]any) (deny, warn []map[string]any) {
 	t.Helper()
-	rs, err := pq.Eval(context.Background(), rego.EvalInput(input))
+	rs, err := pq.Eval(t.Context(), rego.EvalInput(input))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +466,7 @@ func BenchmarkAcceptedTemplate(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(strings.ReplaceAll(key, "/", "-"), func(b *testing.B) {
-			ctx := context.Background()
+			ctx := b.Context()
 			b.ReportAllocs()
 			for b.Loop() {
 				rs, err := pq.Eval(ctx, rego.EvalParsedInput(input))

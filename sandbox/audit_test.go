@@ -48,7 +48,7 @@ func TestAudit_ShortSecretsKeepJSONValid(t *testing.T) {
 	shortSpec, shortSum := tenantSpec(t, withShort, "acme", "s-10")
 	c0, _ := newClient(t)
 	withFake(c0, &fakeBackend{})
-	_, err := c0.Open(context.Background(), Request{Spec: shortSpec, SpecSHA256: shortSum, TenantID: "acme", SessionID: "s-10", Secrets: NewSecrets(values)})
+	_, err := c0.Open(t.Context(), Request{Spec: shortSpec, SpecSHA256: shortSum, TenantID: "acme", SessionID: "s-10", Secrets: NewSecrets(values)})
 	wantClass(t, err, model.ErrConfiguration, rules.ShortSecret)
 
 	tpl := template(t, withSecretNames("LONG"), func(tp *inputs.Template) {
@@ -58,7 +58,7 @@ func TestAudit_ShortSecretsKeepJSONValid(t *testing.T) {
 	f := &fakeBackend{runOut: []byte("out 0 1 acme " + canary + "\n")}
 	var mu sync.Mutex
 	var written []Record
-	c, err := New(context.Background(), Config{Audit: NewAuditLog(nil, func(r Record) {
+	c, err := New(t.Context(), Config{Audit: NewAuditLog(nil, func(r Record) {
 		mu.Lock()
 		defer mu.Unlock()
 		written = append(written, r)
@@ -66,10 +66,10 @@ func TestAudit_ShortSecretsKeepJSONValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(t.Context())) })
 	withFake(c, f)
 	req := Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-10", Secrets: NewSecrets(map[string]string{"LONG": canary})}
-	err = c.With(context.Background(), req, func(ctx context.Context, sb *Sandbox) error {
+	err = c.With(t.Context(), req, func(ctx context.Context, sb *Sandbox) error {
 		if _, err := sb.Run(ctx, []string{"echo", "0", "1", "acme", canary, `quote " and \ ` + canary}, RunOptions{}); err != nil {
 			return err
 		}

@@ -45,7 +45,7 @@ func helperOpenRunClose(ctx context.Context, c *Client, spec []byte, sum, tenant
 // Engine API sequence; the goal is printed with the ratio.
 func BenchmarkOpenRunClose(b *testing.B) {
 	cli := needDocker(b)
-	ctx := context.Background()
+	ctx := b.Context()
 	spec, sum := tenantSpec(b, template(b), "acme", "bench")
 	c, err := New(ctx, Config{})
 	if err != nil {
@@ -105,7 +105,7 @@ func BenchmarkOpenRunClose(b *testing.B) {
 // itself allows on this machine).
 func BenchmarkFiftyTenants(b *testing.B) {
 	cli := needDocker(b)
-	ctx := context.Background()
+	ctx := context.WithoutCancel(b.Context())
 	const n = 50
 	tpl := template(b)
 	type req struct {

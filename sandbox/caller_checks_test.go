@@ -34,7 +34,7 @@ func TestOpen_ShortSecretRefusedWithoutGarbling(t *testing.T) {
 		f := &fakeBackend{}
 		c, audit := newClient(t)
 		withFake(c, f)
-		_, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1",
+		_, err := c.Open(t.Context(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1",
 			Secrets: NewSecrets(map[string]string{"API_TOKEN": tc.value, "OPENAI_API_KEY": canary})})
 		wantClass(t, err, ErrConfiguration, rules.ShortSecret)
 		if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), Redacted) {
@@ -56,12 +56,12 @@ func TestOpen_ShortSecretRefusedWithoutGarbling(t *testing.T) {
 	f := &fakeBackend{}
 	c, _ := newClient(t)
 	withFake(c, f)
-	sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1",
+	sb, err := c.Open(t.Context(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1",
 		Secrets: NewSecrets(map[string]string{"API_TOKEN": "12345678", "OPENAI_API_KEY": canary})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = sb.Close(context.Background())
+	_ = sb.Close(t.Context())
 }
 
 // The spec's timeout_seconds bounds every call: a longer RunOptions.Timeout
@@ -73,7 +73,7 @@ func TestRun_TimeoutAboveSpecRefused(t *testing.T) {
 	f := &fakeBackend{}
 	c, audit := newClient(t)
 	withFake(c, f)
-	err := c.With(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1"}, func(ctx context.Context, sb *Sandbox) error {
+	err := c.With(t.Context(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1"}, func(ctx context.Context, sb *Sandbox) error {
 		for _, d := range []time.Duration{61 * time.Second, 800 * time.Hour} {
 			_, err := sb.Run(ctx, []string{"sleep", "40"}, RunOptions{Timeout: d})
 			wantClass(t, err, ErrConfiguration, rules.CallTimeout)
@@ -110,7 +110,7 @@ func TestOpen_EnvForEveryCall(t *testing.T) {
 	withFake(c, f)
 	req := Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1",
 		Secrets: NewSecrets(map[string]string{"OPENAI_API_KEY": canary}), Env: map[string]string{"A": "1", "B": "2"}}
-	err := c.With(context.Background(), req, func(ctx context.Context, sb *Sandbox) error {
+	err := c.With(t.Context(), req, func(ctx context.Context, sb *Sandbox) error {
 		if _, err := sb.Run(ctx, []string{"true"}, RunOptions{}); err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func TestBackendError_DaemonDownDiagnosis(t *testing.T) {
 	}
 	// The real thing: DOCKER_HOST at a socket that does not exist.
 	t.Setenv("DOCKER_HOST", "unix:///nonexistent/sandboxio-test.sock")
-	_, err := prepareDockerImage(context.Background(), docker.LocalImage, "", nil)
+	_, err := prepareDockerImage(t.Context(), docker.LocalImage, "", nil)
 	if !errors.Is(err, ErrBackend) || !strings.Contains(err.Error(), down) {
 		t.Fatalf("no daemon: %v", err)
 	}
@@ -174,7 +174,7 @@ func TestBackendError_DaemonDownDiagnosis(t *testing.T) {
 // exist says so, and does not blame the daemon.
 func TestBackendError_MissingBusyboxIsNotTheDaemon(t *testing.T) {
 	needDocker(t)
-	err := docker.EnsureLocalImage(context.Background(), "sandboxio/never-built:"+strings.ToLower(runID), "/nonexistent/busybox")
+	err := docker.EnsureLocalImage(t.Context(), "sandboxio/never-built:"+strings.ToLower(runID), "/nonexistent/busybox")
 	if err == nil {
 		t.Fatal("an image was built from a missing busybox")
 	}

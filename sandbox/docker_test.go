@@ -27,7 +27,7 @@ import (
 
 func sh(t *testing.T, sb *Sandbox, script string) string {
 	t.Helper()
-	res, err := sb.Run(context.Background(), []string{"sh", "-c", script}, RunOptions{Timeout: 30 * time.Second})
+	res, err := sb.Run(t.Context(), []string{"sh", "-c", script}, RunOptions{Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("run %q: %v", script, err)
 	}
@@ -46,7 +46,7 @@ func sh(t *testing.T, sb *Sandbox, script string) string {
 // the removal, as the reaper would, rather than fail on the load.
 func closedEventually(t *testing.T, cli *client.Client, sb *Sandbox) error {
 	t.Helper()
-	err := sb.Close(context.Background())
+	err := sb.Close(t.Context())
 	var oe *OrphanedError
 	if err != nil && !errors.As(err, &oe) {
 		t.Fatal(err)
@@ -66,7 +66,7 @@ func closedEventually(t *testing.T, cli *client.Client, sb *Sandbox) error {
 // notRunning fails the test unless the container is gone or stopped now.
 func notRunning(t *testing.T, cli *client.Client, id string) {
 	t.Helper()
-	ins, err := cli.ContainerInspect(context.Background(), id)
+	ins, err := cli.ContainerInspect(t.Context(), id)
 	if cerrdefs.IsNotFound(err) {
 		return
 	}
@@ -93,7 +93,7 @@ func goneEventually(t *testing.T, cli *client.Client, id string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, ierr := cli.ContainerInspect(context.Background(), id)
+		_, ierr := cli.ContainerInspect(t.Context(), id)
 		if cerrdefs.IsNotFound(ierr) {
 			return
 		}
@@ -106,7 +106,7 @@ func goneEventually(t *testing.T, cli *client.Client, id string) {
 
 func countLabelled(t *testing.T, cli *client.Client, label string) int {
 	t.Helper()
-	cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label))})
+	cs, err := cli.ContainerList(t.Context(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestDocker_OpenRunUploadClose(t *testing.T) {
 	tpl := template(t, withSecretNames("OPENAI_API_KEY"), func(x *inputs.Template) { x.Labels["team"] = "agents" })
 	spec, sum := tenantSpec(t, tpl, "acme", "s-42")
 	c, audit := newClient(t)
-	sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-42",
+	sb, err := c.Open(t.Context(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-42",
 		Secrets: NewSecrets(map[string]string{"OPENAI_API_KEY": canary})})
 	if err != nil {
 		t.Fatal(err)
@@ -130,11 +130,11 @@ func TestDocker_OpenRunUploadClose(t *testing.T) {
 	closed := false
 	t.Cleanup(func() {
 		if !closed {
-			_ = sb.Close(context.Background())
+			_ = sb.Close(context.WithoutCancel(t.Context()))
 		}
 	})
 
-	ins, err := cli.ContainerInspect(context.Background(), sb.ID())
+	ins, err := cli.ContainerInspect(t.Context(), sb.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestDocker_OpenRunUploadClose(t *testing.T) {
 		t.Errorf("the secret is in the container's configuration")
 	}
 
-	if res, err := sb.Run(context.Background(), []string{"sh", "-c", "echo out; echo err >&2; exit 3"}, RunOptions{}); err != nil ||
+	if res, err := sb.Run(t.Context(), []string{"sh", "-c", "echo out; echo err >&2; exit 3"}, RunOptions{}); err != nil ||
 		res.ExitCode != 3 || string(res.Stdout) != "out\n" || string(res.Stderr) != "err\n" {
 		t.Fatalf("exit code: %+v %v", res, err)
 	}
@@ -168,27 +168,27 @@ func TestDocker_OpenRunUploadClose(t *testing.T) {
 	if got := sh(t, sb, `echo "$LANG"`); got != "C.UTF-8" {
 		t.Fatalf("env: %q", got)
 	}
-	res, err := sb.RunCode(context.Background(), "sh", "echo code ran\nexit 4\n", RunOptions{})
+	res, err := sb.RunCode(t.Context(), "sh", "echo code ran\nexit 4\n", RunOptions{})
 	if err != nil || res.ExitCode != 4 || string(res.Stdout) != "code ran\n" {
 		t.Fatalf("run code: %+v %v", res, err)
 	}
-	if err := sb.Upload(context.Background(), "/work/data/in.txt", []byte("uploaded\n"), 0o600); err != nil {
+	if err := sb.Upload(t.Context(), "/work/data/in.txt", []byte("uploaded\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if got := sh(t, sb, "cat /work/data/in.txt; stat -c %a /work/data/in.txt"); got != "uploaded\n600" {
 		t.Fatalf("upload: %q", got)
 	}
-	err = sb.Upload(context.Background(), "/etc/"+canary+"/x", []byte("x"), 0)
+	err = sb.Upload(t.Context(), "/etc/"+canary+"/x", []byte("x"), 0)
 	if err == nil || strings.Contains(err.Error(), canary) {
 		t.Fatalf("upload to a read-only path: %v", err)
 	}
 
 	closeErr := closedEventually(t, cli, sb)
 	closed = true
-	if err := sb.Close(context.Background()); err != closeErr { //nolint:errorlint // the very same error value
+	if err := sb.Close(t.Context()); err != closeErr { //nolint:errorlint // the very same error value
 		t.Fatalf("second close: %v, the first returned %v", err, closeErr)
 	}
-	if _, err := sb.Run(context.Background(), []string{"true"}, RunOptions{}); !errors.Is(err, ErrSandboxGone) {
+	if _, err := sb.Run(t.Context(), []string{"true"}, RunOptions{}); !errors.Is(err, ErrSandboxGone) {
 		t.Fatalf("run after close: %v", err)
 	}
 
@@ -232,7 +232,7 @@ func TestDocker_TypedErrors(t *testing.T) {
 	tpl := template(t, func(x *inputs.Template) { x.Caps.DiskMB = &disk })
 	spec, sum := tenantSpec(t, tpl, "acme", "typed")
 	c, audit := newClient(t)
-	err := c.With(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "typed"},
+	err := c.With(t.Context(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "typed"},
 		func(ctx context.Context, sb *Sandbox) error {
 			start := time.Now()
 			_, err := sb.Run(ctx, []string{"sleep", "30"}, RunOptions{Timeout: time.Second})
@@ -275,7 +275,7 @@ func TestDocker_LifetimeExpiredIsSandboxGone(t *testing.T) {
 	tpl := template(t, func(x *inputs.Template) { x.TimeoutSeconds = &short; x.LifetimeSeconds = &short })
 	spec, _ := tenantSpec(t, tpl, "acme", "expiring")
 	c, audit := newClient(t)
-	err := c.With(context.Background(), Request{Spec: spec, TenantID: "acme", SessionID: "expiring"}, func(ctx context.Context, sb *Sandbox) error {
+	err := c.With(t.Context(), Request{Spec: spec, TenantID: "acme", SessionID: "expiring"}, func(ctx context.Context, sb *Sandbox) error {
 		// The call inherits timeout_seconds, which cannot exceed the
 		// lifetime, and starts after it: the lifetime ends first.
 		_, err := sb.Run(ctx, []string{"sleep", "30"}, RunOptions{})
@@ -297,10 +297,10 @@ func TestDocker_RefusalProvisionsNothing(t *testing.T) {
 	tpl := template(t, func(x *inputs.Template) { x.Runtime = "runsc"; x.RequireIsolation = "MICROVM" })
 	spec, _ := tenantSpec(t, tpl, "acme", "refused")
 	c, audit := newClient(t)
-	_, err := c.Open(context.Background(), Request{Spec: spec, TenantID: "acme", SessionID: "refused"})
+	_, err := c.Open(t.Context(), Request{Spec: spec, TenantID: "acme", SessionID: "refused"})
 	wantClass(t, err, ErrConfiguration, "SBX-ISO-003")
 	ok, _ := tenantSpec(t, template(t), "acme", "refused")
-	_, err = c.Open(context.Background(), Request{Spec: []byte(strings.Replace(string(ok), `"cpu":1`, `"cpu":64`, 1)),
+	_, err = c.Open(t.Context(), Request{Spec: []byte(strings.Replace(string(ok), `"cpu":1`, `"cpu":64`, 1)),
 		SpecSHA256: strings.Repeat("0", 64), TenantID: "acme", SessionID: "refused"})
 	wantClass(t, err, ErrConfiguration, "SBX-SPC-003")
 	if n := countLabelled(t, cli, "test="+labelSafe(t.Name())); n != 0 {
@@ -322,7 +322,7 @@ func TestDocker_WithCancellationRemovesTheSandbox(t *testing.T) {
 	t.Parallel()
 	spec, _ := tenantSpec(t, template(t), "acme", "cancelled")
 	c, _ := newClient(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var id string
 	started := make(chan time.Time, 1)
@@ -395,7 +395,7 @@ func TestDocker_FiftyTenantsConcurrently(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			s := time.Now()
-			sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: tenant, SessionID: "load"})
+			sb, err := c.Open(context.WithoutCancel(t.Context()), Request{Spec: spec, SpecSHA256: sum, TenantID: tenant, SessionID: "load"})
 			results[i] = opened{tenant: tenant, sb: sb, err: err, dur: time.Since(s)}
 		}()
 		if i%10 == 0 {
@@ -403,7 +403,7 @@ func TestDocker_FiftyTenantsConcurrently(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: tenant, SessionID: "load"})
+				sb, err := c.Open(context.WithoutCancel(t.Context()), Request{Spec: spec, SpecSHA256: sum, TenantID: tenant, SessionID: "load"})
 				if err == nil {
 					raceWins.Store(tenant, sb)
 				} else {
@@ -414,7 +414,7 @@ func TestDocker_FiftyTenantsConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 	openAll := time.Since(start)
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(t.Context())) })
 
 	ids := map[string]string{}
 	var durs []time.Duration
@@ -442,7 +442,7 @@ func TestDocker_FiftyTenantsConcurrently(t *testing.T) {
 		if !ok || got != sb {
 			t.Fatalf("Get(%s) did not return its sandbox", r.tenant)
 		}
-		ins, err := cli.ContainerInspect(context.Background(), sb.ID())
+		ins, err := cli.ContainerInspect(t.Context(), sb.ID())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -469,7 +469,7 @@ func TestDocker_FiftyTenantsConcurrently(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			sb, _ := c.Get(tenant, "load")
-			res, err := sb.Run(context.Background(), []string{"sh", "-c", `ls /work; echo "$1" > /work/owner; cat /work/owner`, "sh", tenant}, RunOptions{})
+			res, err := sb.Run(context.WithoutCancel(t.Context()), []string{"sh", "-c", `ls /work; echo "$1" > /work/owner; cat /work/owner`, "sh", tenant}, RunOptions{})
 			if err != nil || res.ExitCode != 0 || string(res.Stdout) != tenant+"\n" {
 				errs.Store(id, fmt.Sprintf("%s: %+v %v", tenant, res, err))
 			}
@@ -479,7 +479,7 @@ func TestDocker_FiftyTenantsConcurrently(t *testing.T) {
 	errs.Range(func(_, v any) bool { t.Error(v); return true })
 
 	start = time.Now()
-	if err := c.Close(context.Background()); err != nil {
+	if err := c.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	closeAll := time.Since(start)

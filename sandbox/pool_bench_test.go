@@ -37,7 +37,7 @@ func openFirstExec(ctx context.Context, c *Client, spec []byte, sum, tenant, ses
 //	go test -run '^$' -bench WarmPool -benchtime 15x ./sandbox/
 func BenchmarkWarmPool(b *testing.B) {
 	needDocker(b)
-	ctx := context.Background()
+	ctx := b.Context()
 	tpl := template(b)
 	pooled, _, spec, sum := poolClient(b, tpl, 4, 10*time.Minute)
 	cold, _ := newClient(b)

@@ -145,7 +145,7 @@ func TestPoolCrashLeavesNothingAfterReap(t *testing.T) {
 
 	// The warm ones end by themselves, without a reap.
 	waitLabelledCount(t, cli, label, 1, 30*time.Second)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := cli.ContainerInspect(ctx, claimed); err != nil {
 		t.Fatalf("the claimed sandbox ended with its client, before its lifetime and before the reap: %v", err)
 	}

@@ -28,7 +28,7 @@ func poolClient(t testing.TB, tpl model.Spec, size int, idle time.Duration) (*Cl
 	t.Helper()
 	spec, sum := canonical(t, tpl)
 	var audit auditBuffer
-	c, err := New(context.Background(), Config{
+	c, err := New(t.Context(), Config{
 		Audit:     NewAuditLog(&audit, nil),
 		OnWarning: func(w model.Warning) { t.Logf("warning: %s", w) },
 		Pools:     []PoolConfig{{Spec: spec, SpecSHA256: sum, Size: size, MaxIdle: idle}},
@@ -36,7 +36,7 @@ func poolClient(t testing.TB, tpl model.Spec, size int, idle time.Duration) (*Cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(t.Context())) })
 	return c, &audit, spec, sum
 }
 
@@ -81,7 +81,7 @@ func TestPoolClaimBindsTenantAndRelease(t *testing.T) {
 	tpl := template(t, withSecretNames("OPENAI_API_KEY"))
 	c, audit, spec, sum := poolClient(t, tpl, 2, time.Minute)
 	waitReady(t, c, 2)
-	ctx := context.Background()
+	ctx := context.WithoutCancel(t.Context())
 	before := time.Now()
 	sb, err := c.Open(ctx, Request{Spec: spec, SpecSHA256: sum, TenantID: "acme", SessionID: "s-pool",
 		Secrets: NewSecrets(map[string]string{"OPENAI_API_KEY": canary})})
@@ -168,7 +168,7 @@ func TestPoolFiftyConcurrentClaimsNeverShare(t *testing.T) {
 	})
 	c, audit, spec, sum := poolClient(t, tpl, 4, time.Minute)
 	waitReady(t, c, 4)
-	ctx := context.Background()
+	ctx := context.WithoutCancel(t.Context())
 	const n = 50
 	sbs := make([]*Sandbox, n)
 	errs := make([]error, n)
@@ -280,7 +280,7 @@ func TestPoolDrainedOnClose(t *testing.T) {
 	if countLabelled(t, cli, label) == 0 {
 		t.Fatal("no warm sandbox on the daemon")
 	}
-	if err := c.Close(context.Background()); err != nil {
+	if err := c.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	waitNoneLabelled(t, cli, label, 30*time.Second)
@@ -299,7 +299,7 @@ func TestPoolDrainReportsAnUnconfirmedKill(t *testing.T) {
 	var audit auditBuffer
 	var mu sync.Mutex
 	var warnings []model.Warning
-	c, err := New(context.Background(), Config{
+	c, err := New(t.Context(), Config{
 		Audit: NewAuditLog(&audit, nil),
 		OnWarning: func(w model.Warning) {
 			mu.Lock()
@@ -312,7 +312,7 @@ func TestPoolDrainReportsAnUnconfirmedKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitReady(t, c, 1)
-	ctx := context.Background()
+	ctx := t.Context()
 	label := "test=" + labelSafe(t.Name())
 	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label))})
 	if err != nil || len(cs) != 1 {
@@ -364,7 +364,7 @@ func TestPoolDrainReportsAnUnconfirmedKill(t *testing.T) {
 // It returns the pids of the container's init and of the shim.
 func freezeShim(t *testing.T, cli *client.Client, id string) (initPID, shim int) {
 	t.Helper()
-	ins, err := cli.ContainerInspect(context.Background(), id)
+	ins, err := cli.ContainerInspect(t.Context(), id)
 	if err != nil || ins.State == nil || ins.State.Pid == 0 {
 		t.Fatalf("container %s: %v", shortID(id), err)
 	}
@@ -386,7 +386,7 @@ func freezeShim(t *testing.T, cli *client.Client, id string) (initPID, shim int)
 	}
 	t.Cleanup(func() {
 		_ = syscall.Kill(shim, syscall.SIGCONT)
-		_ = cli.ContainerRemove(context.Background(), id, container.RemoveOptions{Force: true})
+		_ = cli.ContainerRemove(context.WithoutCancel(t.Context()), id, container.RemoveOptions{Force: true})
 	})
 	return ins.State.Pid, shim
 }
@@ -399,7 +399,7 @@ func TestPoolTamperedEntryRefused(t *testing.T) {
 	t.Parallel()
 	c, audit, spec, sum := poolClient(t, template(t), 1, time.Minute)
 	waitReady(t, c, 1)
-	ctx := context.Background()
+	ctx := context.WithoutCancel(t.Context())
 	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", "test="+labelSafe(t.Name())))})
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("warm sandboxes: %d (%v)", len(cs), err)
@@ -454,7 +454,7 @@ func TestPoolConfigRefused(t *testing.T) {
 		"short idle":      {Spec: spec, Size: 1, MaxIdle: time.Second},
 		"too big":         {Spec: spec, Size: 65, MaxIdle: time.Minute},
 	} {
-		_, err := New(context.Background(), Config{Pools: []PoolConfig{pc}})
+		_, err := New(t.Context(), Config{Pools: []PoolConfig{pc}})
 		if ClassOf(err) != model.ErrConfiguration {
 			t.Errorf("%s: %v", name, err)
 		}

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +30,7 @@ func TestOpen_OneSandboxPerTenantSessionAcrossClients(t *testing.T) {
 		t.Helper()
 		f := filters.NewArgs(filters.Arg("label", "test_run="+runID), filters.Arg("label", model.LabelTenantID+"=acme"),
 			filters.Arg("label", model.LabelSessionID+"="+session))
-		cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
+		cs, err := cli.ContainerList(t.Context(), container.ListOptions{All: true, Filters: f})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,14 +85,14 @@ func TestOpen_OneSandboxPerTenantSessionAcrossClients(t *testing.T) {
 	t.Run("separate clients", func(t *testing.T) {
 		check(t, func(int) (*Sandbox, *auditBuffer, error) {
 			c, audit := newClient(t)
-			sb, err := c.Open(context.Background(), req)
+			sb, err := c.Open(t.Context(), req)
 			return sb, audit, err
 		})
 	})
 	t.Run("one client", func(t *testing.T) {
 		c, audit := newClient(t)
 		check(t, func(int) (*Sandbox, *auditBuffer, error) {
-			sb, err := c.Open(context.Background(), req)
+			sb, err := c.Open(t.Context(), req)
 			return sb, audit, err
 		})
 	})

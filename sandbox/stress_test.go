@@ -31,7 +31,7 @@ func TestFiftyTenants(t *testing.T) {
 
 func fiftyTenants(t *testing.T, runtime string) {
 	cli := needDocker(t)
-	ctx := context.Background()
+	ctx := context.WithoutCancel(t.Context())
 	const n = 50
 	// The create bound (timeout_seconds) is raised well above the tests'
 	// usual one. This test is about teardown: no warning, nothing left. How

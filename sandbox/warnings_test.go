@@ -25,7 +25,7 @@ func TestOnWarning_Redacted(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var got []model.Warning
-	c, err := New(context.Background(), Config{OnWarning: func(w model.Warning) {
+	c, err := New(t.Context(), Config{OnWarning: func(w model.Warning) {
 		mu.Lock()
 		defer mu.Unlock()
 		got = append(got, w)
@@ -33,14 +33,14 @@ func TestOnWarning_Redacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	t.Cleanup(func() { _ = c.Close(context.WithoutCancel(t.Context())) })
 	withFake(c, f)
 	secrets := NewSecrets(map[string]string{"OPENAI_API_KEY": canary, "TENANT_TOKEN": "acme-corp"})
-	sb, err := c.Open(context.Background(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme-corp", SessionID: "s-1", Secrets: secrets})
+	sb, err := c.Open(t.Context(), Request{Spec: spec, SpecSHA256: sum, TenantID: "acme-corp", SessionID: "s-1", Secrets: secrets})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = sb.Close(context.Background()) // orphaned: warns with the labels, tenant "acme-corp" among them
+	_ = sb.Close(t.Context()) // orphaned: warns with the labels, tenant "acme-corp" among them
 	mu.Lock()
 	defer mu.Unlock()
 	classes := map[model.WarningClass]bool{}

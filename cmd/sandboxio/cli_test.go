@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,7 +62,7 @@ func TestHelp_FitsAScreen(t *testing.T) {
 			}
 		}
 	}
-	walk(newRoot(context.Background(), &env{}, &code))
+	walk(newRoot(t.Context(), &env{}, &code))
 }
 
 func TestUsage_SuggestsCommands(t *testing.T) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -206,7 +205,7 @@ func (x *e2e) helper(t *testing.T, dir string, args []string) map[string]string 
 			waivers = w
 		}
 	}
-	eng, err := policy.Load(context.Background(), policyDirs)
+	eng, err := policy.Load(t.Context(), policyDirs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +234,7 @@ func (x *e2e) helper(t *testing.T, dir string, args []string) map[string]string 
 		if err != nil {
 			t.Fatalf("%s: %v", rc.Address, err)
 		}
-		v, err := verdict.CheckSpec(context.Background(), eng, spec.ForTenant("acme", "s-42", nil), verdict.Options{Waivers: waivers, Now: testNow})
+		v, err := verdict.CheckSpec(t.Context(), eng, spec.ForTenant("acme", "s-42", nil), verdict.Options{Waivers: waivers, Now: testNow})
 		if err != nil {
 			t.Fatalf("%s: %v", rc.Address, err)
 		}

@@ -255,7 +255,7 @@ func waitDaemon(t *testing.T, d time.Duration) {
 	defer cli.Close()
 	deadline := time.Now().Add(d)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 		_, err := cli.Ping(ctx)
 		cancel()
 		if err == nil {

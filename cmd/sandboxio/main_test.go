@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -25,7 +24,7 @@ const callBudget = "10s"
 func cli(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code = run(context.Background(), args, &env{stdout: &out, stderr: &errb, stdin: strings.NewReader(stdin), now: func() time.Time { return testNow }})
+	code = run(t.Context(), args, &env{stdout: &out, stderr: &errb, stdin: strings.NewReader(stdin), now: func() time.Time { return testNow }})
 	return code, out.String(), errb.String()
 }
 
@@ -198,7 +197,7 @@ func TestPolicyCheck_ExamplePolicies(t *testing.T) {
 	}
 	// After its expiry the waiver stops applying and the report says so.
 	var buf bytes.Buffer
-	code = run(context.Background(), []string{"policy", "check", "--policy", examples, "--waivers", waivers, hub},
+	code = run(t.Context(), []string{"policy", "check", "--policy", examples, "--waivers", waivers, hub},
 		&env{stdout: &buf, stderr: &buf, stdin: strings.NewReader(""), now: func() time.Time { return time.Date(2030, 7, 1, 0, 0, 0, 0, time.UTC) }})
 	if code != exitDenied || !strings.Contains(buf.String(), "expired") {
 		t.Errorf("expired waiver: %d\n%s", code, buf.String())

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -28,7 +27,7 @@ import (
 //	go test -run '^$' -bench MCPRoundTrip -benchtime 30x ./cmd/sandboxio/
 func BenchmarkMCPRoundTrip(b *testing.B) {
 	needDocker(b)
-	ctx := context.Background()
+	ctx := b.Context()
 	direct := "mcp-bench-direct-" + runID
 	specPath, sum := specFile(b, "acme", direct)
 	spec, err := os.ReadFile(specPath)
@@ -150,7 +149,7 @@ func BenchmarkMCPFirstCall(b *testing.B) {
 		b.StartTimer()
 		start := time.Now()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "sandboxio-bench", Version: "1"}, nil).
-			Connect(context.Background(), &mcp.IOTransport{Reader: srv.stdout, Writer: srv.stdin}, nil)
+			Connect(b.Context(), &mcp.IOTransport{Reader: srv.stdout, Writer: srv.stdin}, nil)
 		if err != nil {
 			b.Fatalf("initialize: %v\n%s", err, srv.stderr)
 		}

@@ -80,7 +80,7 @@ func TestMCP_ParallelLargeOutputsKeepTheServerBounded(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 			defer cancel()
 			start := time.Now()
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run", Arguments: map[string]any{
@@ -137,7 +137,7 @@ func TestMCP_BusyWhenEveryCallSlotIsTaken(t *testing.T) {
 	done := make(chan string, 1)
 	go func() {
 		close(started)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), time.Minute)
 		defer cancel()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run", Arguments: map[string]any{"command": []string{"sleep", "4"}}})
 		done <- fmt.Sprint(err, res != nil && res.IsError)

@@ -159,7 +159,7 @@ func TestMCPHTTP_StrayRequestsClaimNothing(t *testing.T) {
 
 	// The real client, with the token: its initialize takes the session.
 	client := mcp.NewClient(&mcp.Implementation{Name: "sandboxio-test", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base, MaxRetries: -1,
 		HTTPClient: &http.Client{Transport: bearerTransport{tok}}}, nil)

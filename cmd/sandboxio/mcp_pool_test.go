@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -141,7 +140,7 @@ func listDocker(t *testing.T, labels map[string]string) []backends.Info {
 	if err != nil {
 		t.Fatal(err)
 	}
-	infos, err := b.List(context.Background(), labels)
+	infos, err := b.List(t.Context(), labels)
 	if err != nil {
 		t.Fatal(err)
 	}

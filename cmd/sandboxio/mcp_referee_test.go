@@ -49,7 +49,7 @@ func needMCPReferee(t *testing.T) {
 // through).
 func refereeSteps(t *testing.T, env []string) (map[string]map[string]any, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	steps, out, stderr, err := fakeserver.Referee(ctx, refereeDir, env)
 	if err != nil {

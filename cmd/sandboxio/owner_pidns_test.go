@@ -118,7 +118,7 @@ func runningLabelled(t testing.TB, labels ...string) []container.Summary {
 	for _, l := range labels {
 		f.Add("label", l)
 	}
-	cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
+	cs, err := cli.ContainerList(t.Context(), container.ListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func removeLeftovers(t *testing.T, labels ...string) {
 		for _, l := range labels {
 			f.Add("label", l)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 30*time.Second)
 		defer cancel()
 		cs, _ := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 		for _, c := range cs {

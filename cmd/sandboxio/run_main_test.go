@@ -64,7 +64,7 @@ func labelled(t testing.TB, labels ...string) []container.Summary {
 	for _, l := range labels {
 		f.Add("label", l)
 	}
-	cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
+	cs, err := cli.ContainerList(t.Context(), container.ListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,10 +52,10 @@ func TestRunCLI_StreamsOutputAndKeepsSecretsOutOfEnviron(t *testing.T) {
 	t.Cleanup(func() {
 		// A failed test kills the CLI mid-command: its sandbox goes too.
 		_ = cmd.Process.Kill()
-		cs, _ := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(
+		cs, _ := cli.ContainerList(context.WithoutCancel(t.Context()), container.ListOptions{All: true, Filters: filters.NewArgs(
 			filters.Arg("label", "test_run="+runID), filters.Arg("label", "sandboxio.session_id=stream"))})
 		for _, c := range cs {
-			_ = cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
+			_ = cli.ContainerRemove(context.WithoutCancel(t.Context()), c.ID, container.RemoveOptions{Force: true})
 		}
 	})
 	lines := make(chan string, 10)
@@ -99,16 +99,16 @@ func TestRunCLI_StreamsOutputAndKeepsSecretsOutOfEnviron(t *testing.T) {
 	}
 
 	// Let the command go on: create its marker file from outside.
-	cs, err := cli.ContainerList(context.Background(), container.ListOptions{Filters: filters.NewArgs(
+	cs, err := cli.ContainerList(t.Context(), container.ListOptions{Filters: filters.NewArgs(
 		filters.Arg("label", "test_run="+runID), filters.Arg("label", "sandboxio.session_id=stream"))})
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("the sandbox: %v, %d found", err, len(cs))
 	}
-	ex, err := cli.ContainerExecCreate(context.Background(), cs[0].ID, container.ExecOptions{Cmd: []string{"touch", "/tmp/go"}})
+	ex, err := cli.ContainerExecCreate(t.Context(), cs[0].ID, container.ExecOptions{Cmd: []string{"touch", "/tmp/go"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cli.ContainerExecStart(context.Background(), ex.ID, container.ExecStartOptions{}); err != nil {
+	if err := cli.ContainerExecStart(t.Context(), ex.ID, container.ExecStartOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if l := next(); l != "after-go" {
@@ -139,7 +139,7 @@ func TestRunCLI_OutputCap(t *testing.T) {
 	spec, sum := specFile(t, "acme", "outcap", func(x *inputs.Template) { x.TimeoutSeconds, x.LifetimeSeconds = &timeout, &lifetime })
 	n := &countWriter{}
 	var errb bytes.Buffer
-	code := run(context.Background(), []string{"run", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", "outcap", "--quiet",
+	code := run(t.Context(), []string{"run", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", "outcap", "--quiet",
 		"--", "yes", "0123456789abcdef0123456789abcdef"}, &env{stdout: n, stderr: &errb, stdin: strings.NewReader(""), now: time.Now})
 	if code != exitLimit || !strings.Contains(errb.String(), "sandboxio run: ResourceLimitExceeded(output): ") {
 		t.Fatalf("exit %d, stderr %q; want %d and ResourceLimitExceeded(output)", code, errb.String(), exitLimit)

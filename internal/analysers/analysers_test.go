@@ -1,7 +1,6 @@
 package analysers
 
 import (
-	"context"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/tools"
 	"os"
 	"path/filepath"
@@ -14,7 +13,7 @@ import (
 func TestBanditFindsHighSeverity(t *testing.T) {
 	tools.NeedAnalysers(t, Bandit)
 	code := "import subprocess\nsubprocess.call('ls ' + name, shell=True)\n"
-	r := Config{}.RunBandit(context.Background(), code)
+	r := Config{}.RunBandit(t.Context(), code)
 	if r.Status != OK {
 		t.Fatalf("status %s (%s)", r.Status, r.Detail)
 	}
@@ -35,7 +34,7 @@ func TestBanditFindsHighSeverity(t *testing.T) {
 func TestBanditIgnoresNosec(t *testing.T) {
 	tools.NeedAnalysers(t, Bandit)
 	// The code under judgement cannot switch the judge off.
-	r := Config{}.RunBandit(context.Background(), "import subprocess\nsubprocess.call(cmd, shell=True)  # nosec\n")
+	r := Config{}.RunBandit(t.Context(), "import subprocess\nsubprocess.call(cmd, shell=True)  # nosec\n")
 	if r.Status != OK || !slices.Contains(r.IDs(), "bandit:B602") {
 		t.Fatalf("a # nosec comment hid B602: %s %v", r.Status, r.IDs())
 	}
@@ -43,7 +42,7 @@ func TestBanditIgnoresNosec(t *testing.T) {
 
 func TestBanditCleanCode(t *testing.T) {
 	tools.NeedAnalysers(t, Bandit)
-	r := Config{}.RunBandit(context.Background(), "print(sum(range(10)))\n")
+	r := Config{}.RunBandit(t.Context(), "print(sum(range(10)))\n")
 	if r.Status != OK || len(r.Findings) != 0 {
 		t.Fatalf("clean code: %s %v (%s)", r.Status, r.IDs(), r.Detail)
 	}
@@ -51,7 +50,7 @@ func TestBanditCleanCode(t *testing.T) {
 
 func TestBanditSyntaxErrorIsFailed(t *testing.T) {
 	tools.NeedAnalysers(t, Bandit)
-	r := Config{}.RunBandit(context.Background(), "def (:\n  os.system(x)\n")
+	r := Config{}.RunBandit(t.Context(), "def (:\n  os.system(x)\n")
 	if r.Status != Failed || len(r.Findings) != 0 {
 		t.Fatalf("unparsable code: %s %v, want failed with no findings", r.Status, r.IDs())
 	}
@@ -62,7 +61,7 @@ func TestBanditSyntaxErrorIsFailed(t *testing.T) {
 
 func TestShellCheckFindings(t *testing.T) {
 	tools.NeedAnalysers(t, ShellCheck)
-	r := Config{}.RunShellCheck(context.Background(), "echo $1\nif [ \n", "sh")
+	r := Config{}.RunShellCheck(t.Context(), "echo $1\nif [ \n", "sh")
 	if r.Status != OK {
 		t.Fatalf("status %s (%s)", r.Status, r.Detail)
 	}
@@ -75,11 +74,11 @@ func TestShellCheckFindings(t *testing.T) {
 	if len(errs) == 0 || !strings.HasPrefix(errs[0], "shellcheck:SC1") {
 		t.Fatalf("no parse error (SC1xxx, level error) in %+v", r.Findings)
 	}
-	clean := Config{}.RunShellCheck(context.Background(), "echo \"$1\"\n", "bash")
+	clean := Config{}.RunShellCheck(t.Context(), "echo \"$1\"\n", "bash")
 	if clean.Status != OK || len(clean.Findings) != 0 {
 		t.Fatalf("clean script: %s %v", clean.Status, clean.IDs())
 	}
-	style := Config{}.RunShellCheck(context.Background(), "echo $1\n", "sh")
+	style := Config{}.RunShellCheck(t.Context(), "echo $1\n", "sh")
 	if !slices.Contains(style.IDs(), "shellcheck:SC2086") {
 		t.Fatalf("unquoted $1: %v, want SC2086", style.IDs())
 	}
@@ -95,7 +94,7 @@ func TestShellCheckIgnoresDirectivesInTheCode(t *testing.T) {
 		"echo $1 # ShellCheck disable=SC2086\n",
 		"# shellcheck disable=SC2086\n#  shellcheck  disable=SC2086\necho $1\n",
 	} {
-		r := Config{}.RunShellCheck(context.Background(), script, "sh")
+		r := Config{}.RunShellCheck(t.Context(), script, "sh")
 		if r.Status != OK || !slices.Contains(r.IDs(), "shellcheck:SC2086") {
 			t.Errorf("%q: %s %v, want SC2086 reported", script, r.Status, r.IDs())
 		}
@@ -112,11 +111,11 @@ func TestAnalysersNeverRunTheCode(t *testing.T) {
 	dir := t.TempDir()
 	py := filepath.Join(dir, "from-python")
 	sh := filepath.Join(dir, "from-shell")
-	r := Config{}.RunBandit(context.Background(), "open('"+py+"', 'w').write('ran')\nimport os\nos.system('touch "+py+"')\n")
+	r := Config{}.RunBandit(t.Context(), "open('"+py+"', 'w').write('ran')\nimport os\nos.system('touch "+py+"')\n")
 	if r.Status != OK {
 		t.Fatalf("bandit: %s (%s)", r.Status, r.Detail)
 	}
-	s := Config{}.RunShellCheck(context.Background(), "touch "+sh+"\necho ran > "+sh+"\n", "sh")
+	s := Config{}.RunShellCheck(t.Context(), "touch "+sh+"\necho ran > "+sh+"\n", "sh")
 	if s.Status != OK {
 		t.Fatalf("shellcheck: %s (%s)", s.Status, s.Detail)
 	}
@@ -129,10 +128,10 @@ func TestAnalysersNeverRunTheCode(t *testing.T) {
 
 func TestMissingAnalyser(t *testing.T) {
 	c := Config{BanditPath: "/nonexistent/bandit", ShellCheckPath: "/nonexistent/shellcheck"}
-	if r := c.RunBandit(context.Background(), "print(1)"); r.Status != Missing || r.Findings == nil {
+	if r := c.RunBandit(t.Context(), "print(1)"); r.Status != Missing || r.Findings == nil {
 		t.Errorf("bandit: %s %v, want missing with an empty (not nil) list", r.Status, r.Findings)
 	}
-	if r := c.RunShellCheck(context.Background(), "echo", "sh"); r.Status != Missing {
+	if r := c.RunShellCheck(t.Context(), "echo", "sh"); r.Status != Missing {
 		t.Errorf("shellcheck: %s, want missing", r.Status)
 	}
 }
@@ -146,7 +145,7 @@ func TestTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	r := Config{BanditPath: slow, Timeout: 300 * time.Millisecond}.RunBandit(context.Background(), "print(1)")
+	r := Config{BanditPath: slow, Timeout: 300 * time.Millisecond}.RunBandit(t.Context(), "print(1)")
 	if r.Status != TimedOut || len(r.Findings) != 0 {
 		t.Fatalf("status %s, want timeout", r.Status)
 	}
@@ -163,7 +162,7 @@ func TestOutputNotAReport(t *testing.T) {
 	if err := os.WriteFile(liar, []byte("#!/bin/sh\necho 'all good'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := Config{ShellCheckPath: liar}.RunShellCheck(context.Background(), "echo", "sh")
+	r := Config{ShellCheckPath: liar}.RunShellCheck(t.Context(), "echo", "sh")
 	if r.Status != Failed {
 		t.Fatalf("status %s, want failed for output that is not a report", r.Status)
 	}
@@ -171,13 +170,13 @@ func TestOutputNotAReport(t *testing.T) {
 	if err := os.WriteFile(crash, []byte("#!/bin/sh\nexit 2\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if r := (Config{BanditPath: crash}).RunBandit(context.Background(), "print(1)"); r.Status != Failed {
+	if r := (Config{BanditPath: crash}).RunBandit(t.Context(), "print(1)"); r.Status != Failed {
 		t.Fatalf("exit 2: status %s, want failed", r.Status)
 	}
 }
 
 func TestTooLarge(t *testing.T) {
-	r := Config{ShellCheckPath: "/bin/true"}.RunShellCheck(context.Background(), strings.Repeat("#", maxCode+1), "sh")
+	r := Config{ShellCheckPath: "/bin/true"}.RunShellCheck(t.Context(), strings.Repeat("#", maxCode+1), "sh")
 	if r.Status != Failed {
 		t.Fatalf("status %s, want failed", r.Status)
 	}

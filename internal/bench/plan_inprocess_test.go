@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"testing"
 
@@ -40,7 +39,7 @@ func BenchmarkPlanInProcess(b *testing.B) {
 }
 
 func planInProcess(b *testing.B, p fwprovider.Provider, typeName string) {
-	ctx := context.Background()
+	ctx := b.Context()
 	srv, err := providerserver.NewProtocol6WithError(p)()
 	if err != nil {
 		b.Fatal(err)

@@ -1,7 +1,6 @@
 package policy_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
@@ -13,7 +12,7 @@ import (
 func BenchmarkEvaluateTemplate(b *testing.B) {
 	e := engine(b)
 	in := templateInput()
-	ctx := context.Background()
+	ctx := b.Context()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -29,7 +28,7 @@ func BenchmarkEvaluateRefusedTemplate(b *testing.B) {
 	e := engine(b)
 	in := templateInput()
 	in.Network.Allow = []string{"151.101.0.0/16"}
-	ctx := context.Background()
+	ctx := b.Context()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -43,13 +42,13 @@ func BenchmarkEvaluateRefusedTemplate(b *testing.B) {
 // BenchmarkEvaluateTemplateWithTeamPolicies adds the example team bundle:
 // the built-in rules and the team's are two evaluations.
 func BenchmarkEvaluateTemplateWithTeamPolicies(b *testing.B) {
-	e, err := policy.New(context.Background(), []string{"../../examples/policies"})
+	e, err := policy.New(b.Context(), []string{"../../examples/policies"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	in := templateInput()
 	in.Template.Image = "registry.internal.example/python:3.12"
-	ctx := context.Background()
+	ctx := b.Context()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

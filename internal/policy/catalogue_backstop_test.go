@@ -1,7 +1,6 @@
 package policy_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -13,7 +12,7 @@ import (
 // engine reports from the bundle's METADATA is what backends.LookupRule
 // reads, rule for rule, and a backstop's class, fix and title are those.
 func TestBackstopTextIsTheCatalogues(t *testing.T) {
-	eng, err := policy.New(context.Background(), nil)
+	eng, err := policy.New(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ const canary = "CANARY-s3cr3t-9f8e7d"
 
 func engine(t testing.TB) *policy.Engine {
 	t.Helper()
-	e, err := policy.Shared(context.Background(), nil)
+	e, err := policy.Shared(t.Context(), nil)
 	if err != nil {
 		t.Fatalf("engine: %v", err)
 	}
@@ -54,7 +54,7 @@ func templateInput() policy.Input {
 
 func eval(t *testing.T, e *policy.Engine, in policy.Input) policy.Decision {
 	t.Helper()
-	d, err := e.Evaluate(context.Background(), in)
+	d, err := e.Evaluate(t.Context(), in)
 	if err != nil {
 		t.Fatalf("evaluate: %v", err)
 	}
@@ -227,7 +227,7 @@ warn contains "plain team warning" if { input.template.name == "python" }
 	writePolicy(t, dir, "registry_test.rego", `package team.registry_test
 test_skipped_by_engine if { true }
 `)
-	e, err := policy.New(context.Background(), []string{dir})
+	e, err := policy.New(t.Context(), []string{dir})
 	if err != nil {
 		t.Fatalf("team policy: %v", err)
 	}
@@ -258,7 +258,7 @@ func TestTeamPolicy_ReservedNamespaceRefused(t *testing.T) {
 
 deny := set()
 `)
-	_, err := policy.New(context.Background(), []string{dir})
+	_, err := policy.New(t.Context(), []string{dir})
 	if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), "reserved") {
 		t.Fatalf("reserved namespace: %v", err)
 	}
@@ -272,13 +272,13 @@ func TestTeamPolicy_BrokenPoliciesAreConfigurationErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			writePolicy(t, dir, "bad.rego", src)
-			_, err := policy.New(context.Background(), []string{dir})
+			_, err := policy.New(t.Context(), []string{dir})
 			if !errors.Is(err, model.ErrConfiguration) {
 				t.Fatalf("want ConfigurationError, got %v", err)
 			}
 		})
 	}
-	_, err := policy.New(context.Background(), []string{"/does/not/exist"})
+	_, err := policy.New(t.Context(), []string{"/does/not/exist"})
 	if !errors.Is(err, model.ErrConfiguration) {
 		t.Fatalf("missing path: %v", err)
 	}
@@ -325,7 +325,7 @@ func TestEvaluate_Concurrent(t *testing.T) {
 			defer wg.Done()
 			for n := range 50 {
 				i := (g + n) % len(inputs)
-				d, err := e.Evaluate(context.Background(), inputs[i])
+				d, err := e.Evaluate(context.WithoutCancel(t.Context()), inputs[i])
 				if err != nil || !reflect.DeepEqual(d, want[i]) {
 					errs <- fmt.Sprintf("input %d: %v %+v", i, err, d)
 					return
@@ -349,7 +349,7 @@ func TestTeamPolicy_CapabilitiesNamespaceRefused(t *testing.T) {
 
 tiers := {"UNKNOWN": 0, "CONTAINER": 3, "GVISOR": 3, "MICROVM": 3}
 `)
-	_, err := policy.New(context.Background(), []string{dir})
+	_, err := policy.New(t.Context(), []string{dir})
 	if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), "reserved namespace") {
 		t.Fatalf("capabilities namespace: %v", err)
 	}

@@ -1,7 +1,6 @@
 package policy_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -24,7 +23,7 @@ func execRun(argv ...string) policy.ExecInput {
 
 func evalExec(t *testing.T, e *policy.Engine, in policy.ExecInput) policy.Decision {
 	t.Helper()
-	d, err := e.EvaluateExec(context.Background(), in)
+	d, err := e.EvaluateExec(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +40,7 @@ func findingOf(d policy.Decision, id string) (policy.Finding, bool) {
 }
 
 func TestExec_BuiltinRulesAreAdvisory(t *testing.T) {
-	e, err := policy.New(context.Background(), nil)
+	e, err := policy.New(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +63,7 @@ func TestExec_BuiltinRulesAreAdvisory(t *testing.T) {
 // The exec packages decide calls only: a configuration document is never
 // decided by them, and a call's document never by the configuration rules.
 func TestExec_SeparateFromConfigurationRules(t *testing.T) {
-	e, err := policy.New(context.Background(), nil)
+	e, err := policy.New(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +82,7 @@ func TestExec_SeparateFromConfigurationRules(t *testing.T) {
 }
 
 func TestExec_AnalyserStatusReachesTheRules(t *testing.T) {
-	e, err := policy.New(context.Background(), nil)
+	e, err := policy.New(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +213,7 @@ block contains "slow" if {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.WithBudget(50*1e6).EvaluateExec(context.Background(), execRun("echo"))
+	_, err = e.WithBudget(50*1e6).EvaluateExec(t.Context(), execRun("echo"))
 	var me *model.Error
 	if !errors.As(err, &me) || me.Rule != rules.PolicyTimedOut {
 		t.Fatalf("err = %v, want %s", err, rules.PolicyTimedOut)
@@ -224,7 +223,7 @@ block contains "slow" if {
 // FuzzExecInput: no argv, code or analyser finding makes the evaluation
 // panic or fail; the document holds whatever it is given.
 func FuzzExecInput(f *testing.F) {
-	e, err := policy.New(context.Background(), nil)
+	e, err := policy.New(f.Context(), nil)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -235,7 +234,7 @@ func FuzzExecInput(f *testing.F) {
 		in.Language, in.Code = lang, code
 		in.Source = &policy.ExecSource{Language: lang, Text: code}
 		in.Analysers = map[string]analysers.Report{lang: {Status: analysers.OK, Findings: []analysers.Finding{{ID: finding, Severity: "high"}}}}
-		if _, err := e.EvaluateExec(context.Background(), in); err != nil {
+		if _, err := e.EvaluateExec(t.Context(), in); err != nil {
 			t.Fatalf("%v", err)
 		}
 	})
@@ -245,7 +244,7 @@ func FuzzExecInput(f *testing.F) {
 // command with no code to analyse, and on a shell script with a clean
 // shellcheck report.
 func BenchmarkEvaluateExec(b *testing.B) {
-	e, err := policy.New(context.Background(), nil)
+	e, err := policy.New(b.Context(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -260,7 +259,7 @@ func BenchmarkEvaluateExec(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				d, err := e.EvaluateExec(context.Background(), tc.in)
+				d, err := e.EvaluateExec(b.Context(), tc.in)
 				if err != nil || len(d.Denies) != 0 {
 					b.Fatalf("%v %+v", err, d.Denies)
 				}
@@ -272,7 +271,7 @@ func BenchmarkEvaluateExec(b *testing.B) {
 // A call's document without the hook's scan is a call the rules could not
 // analyse: each command rule reports it, none passes.
 func TestExec_NoScanIsNotClean(t *testing.T) {
-	e, err := policy.New(context.Background(), nil)
+	e, err := policy.New(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func findingIDs(fs []policy.Finding) []string {
 // bundle is refused when it loads, refuses every evaluation, or leaves the
 // built-in findings exactly as they are without it.
 func TestHostileTeamPolicies_FailClosed(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	in := refusedEverywhere()
 	want := eval(t, engine(t), in)
 	if len(want.Denies) < 5 {
@@ -158,11 +158,11 @@ func TestHostileTeamPolicies_OfficialOPA(t *testing.T) {
 			if loadErr != nil {
 				return
 			}
-			e, _ := policy.New(context.Background(), []string{dir})
+			e, _ := policy.New(t.Context(), []string{dir})
 			if c.Slow {
 				e = e.WithBudget(300 * time.Millisecond)
 			}
-			d, err := e.Evaluate(context.Background(), refusedEverywhere())
+			d, err := e.Evaluate(t.Context(), refusedEverywhere())
 			if err == nil && !hasDeny(d, "SBX-NET-001") {
 				t.Fatalf("OPA takes this bundle and the engine passed the configuration: %v", findingIDs(d.Denies))
 			}

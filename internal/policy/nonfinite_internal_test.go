@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"context"
 	"math"
 	"testing"
 
@@ -12,7 +11,7 @@ import (
 // Validate and the recover in Evaluate stand in front of. If OPA ever stops
 // panicking here, the guard stays harmless.
 func TestEvaluateUnguarded_NonFiniteCPUPanicsInOPA(t *testing.T) {
-	e, err := Shared(context.Background(), nil)
+	e, err := Shared(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,13 +22,13 @@ func TestEvaluateUnguarded_NonFiniteCPUPanicsInOPA(t *testing.T) {
 		Backend: &BackendRef{DSN: "docker://", Scheme: "docker", Runtime: "runc", Key: "docker/runc"}}
 	panicked := func() (p bool) {
 		defer func() { p = recover() != nil }()
-		_, _ = e.evaluate(context.Background(), in)
+		_, _ = e.evaluate(t.Context(), in)
 		return false
 	}()
 	if !panicked {
 		t.Skip("OPA no longer panics on a non-finite number; Validate still refuses it")
 	}
-	if _, err := e.Evaluate(context.Background(), in); err == nil {
+	if _, err := e.Evaluate(t.Context(), in); err == nil {
 		t.Fatal("Evaluate accepted a non-finite CPU cap")
 	}
 }

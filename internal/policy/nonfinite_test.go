@@ -1,7 +1,6 @@
 package policy_test
 
 import (
-	"context"
 	"errors"
 	"math"
 	"strings"
@@ -20,7 +19,7 @@ func TestEvaluate_NonFiniteCPUIsConfigurationError(t *testing.T) {
 		c := *in.Resources
 		c.CPU = cpu
 		in.Resources = &c
-		_, err := engine(t).Evaluate(context.Background(), in)
+		_, err := engine(t).Evaluate(t.Context(), in)
 		var me *model.Error
 		if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "resources.cpu" {
 			t.Fatalf("cpu %v: got %v, want a ConfigurationError on resources.cpu", cpu, err)
@@ -36,7 +35,7 @@ func TestEvaluate_NonFiniteCPUIsConfigurationError(t *testing.T) {
 // on its first step, inside the guarded part.
 func TestEvaluate_PanicBecomesError(t *testing.T) {
 	var e policy.Engine
-	_, err := e.Evaluate(context.Background(), templateInput())
+	_, err := e.Evaluate(t.Context(), templateInput())
 	var me *model.Error
 	if !errors.As(err, &me) || me.Rule != "SBX-POL-003" || !strings.Contains(err.Error(), "refused rather than passed") {
 		t.Fatalf("Evaluate on a broken engine: %v, want an error", err)

@@ -3,7 +3,6 @@
 package policy_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +40,7 @@ func TestTeamPolicyFiles_RegularAndBounded(t *testing.T) {
 		{"over the size limit", bigDir, "limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := policy.New(context.Background(), []string{tc.path})
+			_, err := policy.New(t.Context(), []string{tc.path})
 			assertRule(t, err, "SBX-POL-001")
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want it to say %q", err, tc.want)

@@ -1,7 +1,6 @@
 package policy_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/policy"
@@ -79,7 +78,7 @@ deny contains "x" if input.template.secret_names[0] == "X"
 
 	// The example team policies, loaded together: the registries rule
 	// reads the image, the memory rule does not, and neither reads env.
-	e, err := policy.New(context.Background(), []string{"../../examples/policies"})
+	e, err := policy.New(t.Context(), []string{"../../examples/policies"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +95,7 @@ deny contains "x" if input.template.secret_names[0] == "X"
 	}
 
 	// No team policies: nothing to drop.
-	e, err = policy.Shared(context.Background(), nil)
+	e, err = policy.Shared(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package policy_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -16,7 +15,7 @@ func loadTeam(t *testing.T, files map[string]string) (*policy.Engine, error) {
 	for name, src := range files {
 		writePolicy(t, dir, name, src)
 	}
-	e, err := policy.New(context.Background(), []string{dir})
+	e, err := policy.New(t.Context(), []string{dir})
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +196,7 @@ func TestRuleFor_BuiltinNeverBorrowsTeamMetadata(t *testing.T) {
 #   enforcement: advisory
 deny contains "x" if { false }
 `)
-	e, err := policy.New(context.Background(), []string{dir})
+	e, err := policy.New(t.Context(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,10 +214,10 @@ deny contains "x" if { false }
 func TestLoad_ChecksTeam(t *testing.T) {
 	dir := t.TempDir()
 	writePolicy(t, dir, "evil.rego", "package capabilities.backends\n\nx := 1\n")
-	if _, err := policy.Load(context.Background(), []string{dir}); !errors.Is(err, model.ErrConfiguration) {
+	if _, err := policy.Load(t.Context(), []string{dir}); !errors.Is(err, model.ErrConfiguration) {
 		t.Fatalf("Load accepted a package over the capability data: %v", err)
 	}
-	if _, err := policy.Load(context.Background(), nil); err != nil {
+	if _, err := policy.Load(t.Context(), nil); err != nil {
 		t.Fatalf("Load of the embedded bundle: %v", err)
 	}
 }

@@ -1,7 +1,6 @@
 package policycheck
 
 import (
-	"context"
 	"fmt"
 	"testing"
 )
@@ -19,7 +18,7 @@ func BenchmarkCheck1000(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		rep, err := Check(context.Background(), e, "plan.json", data, Options{Now: now})
+		rep, err := Check(b.Context(), e, "plan.json", data, Options{Now: now})
 		if err != nil || len(rep.Resources) != 1000 {
 			b.Fatalf("check: %v", err)
 		}

@@ -2,7 +2,6 @@ package policycheck
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -21,7 +20,7 @@ var now = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 
 func builtinEngine(t testing.TB) *policy.Engine {
 	t.Helper()
-	e, err := policy.Load(context.Background(), nil)
+	e, err := policy.Load(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +90,7 @@ func planJSON(t testing.TB, defaultBackend string, changes ...change) []byte {
 
 func check(t testing.TB, e *policy.Engine, data []byte, w *verdict.Waivers) *Report {
 	t.Helper()
-	rep, err := Check(context.Background(), e, "plan.json", data, Options{Waivers: w, Now: now})
+	rep, err := Check(t.Context(), e, "plan.json", data, Options{Waivers: w, Now: now})
 	if err != nil {
 		t.Fatalf("check: %v", err)
 	}
@@ -322,7 +321,7 @@ func TestCheck_MalformedInput(t *testing.T) {
 		"number garbage": {strings.ReplaceAll(valid, `"memory_mb":512`, `"memory_mb":1e999999999`), "memory_mb"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			rep, err := Check(context.Background(), e, "plan.json", []byte(tc.src), Options{Now: now})
+			rep, err := Check(t.Context(), e, "plan.json", []byte(tc.src), Options{Now: now})
 			var ie *InputError
 			if !errors.As(err, &ie) {
 				t.Fatalf("want an InputError, got report %v, err %v", rep, err)
@@ -380,7 +379,7 @@ func teamEngine(t *testing.T, files map[string]string) *policy.Engine {
 			t.Fatal(err)
 		}
 	}
-	e, err := policy.Load(context.Background(), []string{dir})
+	e, err := policy.Load(t.Context(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package policycheck
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -37,7 +36,7 @@ func FuzzCheck(f *testing.F) {
 	f.Add([]byte(``))
 	e := builtinEngine(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rep, err := Check(context.Background(), e, "fuzz.json", data, Options{Now: now})
+		rep, err := Check(t.Context(), e, "fuzz.json", data, Options{Now: now})
 		if err != nil {
 			var ie *InputError
 			if !errors.As(err, &ie) {

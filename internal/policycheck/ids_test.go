@@ -1,7 +1,6 @@
 package policycheck
 
 import (
-	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -98,7 +97,7 @@ func declaredIDs(t *testing.T) map[string]string {
 // Go-side catalogue entry is raised somewhere, and the waiver-file refusal
 // is made in one place.
 func TestIDsDeclaredOnce(t *testing.T) {
-	eng, err := policy.Load(context.Background(), nil)
+	eng, err := policy.Load(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package policycheck
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -44,7 +43,7 @@ func TestCheck_UnknownDecisionFreeValuesDecided(t *testing.T) {
 	unknownNet.unknown = map[string]any{"network": true}
 	data := planJSON(t, "docker://", unknownImage, unknownEnv, unknownNet)
 
-	rep, err := Check(context.Background(), builtinEngine(t), "plan.json", data, Options{Now: now})
+	rep, err := Check(t.Context(), builtinEngine(t), "plan.json", data, Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +64,7 @@ func TestCheck_UnknownDecisionFreeValuesDecided(t *testing.T) {
 
 	// A team rule reading the image: set aside until apply, not decided on
 	// the placeholder; built-in findings stand.
-	rep, err = Check(context.Background(), teamEngine(t, map[string]string{"images.rego": imageRule}), "plan.json", data, Options{Now: now})
+	rep, err = Check(t.Context(), teamEngine(t, map[string]string{"images.rego": imageRule}), "plan.json", data, Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

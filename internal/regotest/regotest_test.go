@@ -1,7 +1,6 @@
 package regotest
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,7 +9,7 @@ import (
 )
 
 func TestRun_EmbeddedBundle(t *testing.T) {
-	res, err := Run(context.Background(), Options{})
+	res, err := Run(t.Context(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +35,7 @@ func TestRun_FilterAndUncovered(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "p_test.rego"), []byte("package team.p_test\n\nimport data.team.p\n\ntest_a if { p.deny == {\"a\"} with input as {\"x\": 1} }\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), Options{Dirs: []string{dir}, Run: "team"})
+	res, err := Run(t.Context(), Options{Dirs: []string{dir}, Run: "team"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +59,7 @@ func TestRun_TwoBundleCopiesRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err := Run(context.Background(), Options{Dirs: []string{a, b}})
+	_, err := Run(t.Context(), Options{Dirs: []string{a, b}})
 	var le *LoadError
 	if !errors.As(err, &le) || !strings.Contains(err.Error(), "both copies") {
 		t.Fatalf("two bundle copies: %v", err)

@@ -1,7 +1,6 @@
 package resources
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -18,7 +17,7 @@ import (
 // attributes hold the values given there instead, as after an evaluated plan.
 func applyRequest(t *testing.T, r resource.Resource, set map[string]tftypes.Value, computed []string, known map[string]tftypes.Value) (resource.CreateRequest, *resource.CreateResponse) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	var sr resource.SchemaResponse
 	r.Schema(ctx, resource.SchemaRequest{}, &sr)
 	typ, ok := sr.Schema.Type().TerraformType(ctx).(tftypes.Object)
@@ -58,7 +57,7 @@ func warningSummaries(d diag.Diagnostics) string {
 // still reports its warnings, at apply; one the plan evaluated does not
 // repeat them (the plan showed them).
 func TestApply_DeferredCheckReportsWarnings(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	t.Run("template", func(t *testing.T) {
 		r := &templateResource{}
 		var sr resource.SchemaResponse

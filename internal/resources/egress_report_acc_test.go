@@ -2,7 +2,6 @@ package resources_test
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"strings"
 	"testing"
@@ -40,7 +39,7 @@ func learnLog(t *testing.T) string {
 		t.Fatal(err)
 	}
 	var audit bytes.Buffer
-	ctx := context.Background()
+	ctx := t.Context()
 	c, err := sandbox.New(ctx, sandbox.Config{Audit: sandbox.NewAuditLog(&audit, nil)})
 	if err != nil {
 		t.Fatal(err)

@@ -89,11 +89,11 @@ func sortedSet(xs []string) []string {
 // a plan in `terraform show -json` form.
 func checkDecision(t *testing.T, planJSON []byte) decision {
 	t.Helper()
-	eng, err := policy.Load(context.Background(), nil)
+	eng, err := policy.Load(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := policycheck.Check(context.Background(), eng, "plan.json", planJSON, policycheck.Options{})
+	rep, err := policycheck.Check(t.Context(), eng, "plan.json", planJSON, policycheck.Options{})
 	if err != nil {
 		t.Fatalf("policy check: %v", err)
 	}

@@ -1,7 +1,6 @@
 package resources
 
 import (
-	"context"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/resource"
@@ -15,7 +14,7 @@ import (
 // check reads a plan as a value of the very type the provider reads: one
 // reader (inputs.ReadTemplate, ...) for both.
 func TestSchemaTypes(t *testing.T) {
-	ctx := context.Background()
+	ctx := t.Context()
 	for name, tc := range map[string]struct {
 		r    resource.Resource
 		want tftypes.Type

@@ -1,7 +1,6 @@
 package resources
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -53,12 +52,12 @@ func modifyPlan(t *testing.T, r resource.ResourceWithModifyPlan, pd *ProviderDat
 	t.Helper()
 	if c, ok := r.(resource.ResourceWithConfigure); ok {
 		var cr resource.ConfigureResponse
-		c.Configure(context.Background(), resource.ConfigureRequest{ProviderData: pd}, &cr)
+		c.Configure(t.Context(), resource.ConfigureRequest{ProviderData: pd}, &cr)
 	}
 	req, _ := applyRequest(t, r, set, nil, nil)
 	resp := &resource.ModifyPlanResponse{Plan: req.Plan}
 	state := tfsdk.State{Schema: req.Plan.Schema, Raw: tftypes.NewValue(req.Plan.Raw.Type(), nil)}
-	r.ModifyPlan(context.Background(), resource.ModifyPlanRequest{Config: req.Config, Plan: req.Plan, State: state}, resp)
+	r.ModifyPlan(t.Context(), resource.ModifyPlanRequest{Config: req.Config, Plan: req.Plan, State: state}, resp)
 	return resp
 }
 
@@ -72,8 +71,8 @@ func templateSet(t *testing.T, extra map[string]tftypes.Value) map[string]tftype
 func attrType(t *testing.T, r resource.Resource, name string) tftypes.Type {
 	t.Helper()
 	var sr resource.SchemaResponse
-	r.Schema(context.Background(), resource.SchemaRequest{}, &sr)
-	return sr.Schema.Type().TerraformType(context.Background()).(tftypes.Object).AttributeTypes[name]
+	r.Schema(t.Context(), resource.SchemaRequest{}, &sr)
+	return sr.Schema.Type().TerraformType(t.Context()).(tftypes.Object).AttributeTypes[name]
 }
 
 func allowList(t *testing.T, r resource.Resource, entries ...tftypes.Value) tftypes.Value {
@@ -166,7 +165,7 @@ func TestModifyPlan_UnknownImageDecides(t *testing.T) {
 
 	// A team package that reads the image is left to apply, with a
 	// warning; one that does not still decides.
-	eng, err := policy.New(context.Background(), []string{"../../examples/policies"})
+	eng, err := policy.New(t.Context(), []string{"../../examples/policies"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +201,7 @@ func TestDecisionFree_PlaceholdersDecideAsRealValues(t *testing.T) {
 			t.Fatalf("PlaceholderPaths(%s) = %v", want[i], p)
 		}
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	eng, err := policy.Shared(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +255,7 @@ func decide(t *testing.T, eng *policy.Engine, c inputs.Template) (denies, warns 
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := eng.Evaluate(context.Background(), in)
+	d, err := eng.Evaluate(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
 	}

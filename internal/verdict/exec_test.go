@@ -1,7 +1,6 @@
 package verdict
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,7 +27,7 @@ func execEngine(t *testing.T) *policy.Engine {
 	if err := os.WriteFile(filepath.Join(dir, "exec.rego"), []byte(execTeam), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, err := policy.New(context.Background(), []string{dir})
+	e, err := policy.New(t.Context(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +39,7 @@ func execDecide(t *testing.T, e *policy.Engine, w *Waivers, argv ...string) Verd
 	sc := execscan.Classify(execscan.Call{Op: policy.OpRun, Argv: argv})
 	in := policy.ExecInput{Op: policy.OpRun, Argv: argv, Template: "python", TenantID: "acme", SessionID: "s-1",
 		Network: model.NetworkPolicy{Egress: model.EgressDeny}, Scan: &sc}
-	d, err := e.EvaluateExec(context.Background(), in)
+	d, err := e.EvaluateExec(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +77,7 @@ func TestExec_LevelsAndWaivers(t *testing.T) {
 	// Another tenant's calls are not covered.
 	sc := execscan.Classify(execscan.Call{Op: policy.OpRun, Argv: []string{"rm", "-rf", "/"}})
 	in := policy.ExecInput{Op: policy.OpRun, Argv: []string{"rm", "-rf", "/"}, Template: "python", TenantID: "globex", SessionID: "s-1", Scan: &sc}
-	d, _ := e.EvaluateExec(context.Background(), in)
+	d, _ := e.EvaluateExec(t.Context(), in)
 	if got := outcomes(Decide(e, d, policy.KindExec, Options{Address: in.Address(), Waivers: ws, Now: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)})); got[rules.ExecRemoveRoot] != Fail {
 		t.Fatalf("a waiver for acme applied to globex: %v", got)
 	}

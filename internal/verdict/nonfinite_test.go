@@ -1,7 +1,6 @@
 package verdict
 
 import (
-	"context"
 	"errors"
 	"math"
 	"testing"
@@ -14,7 +13,7 @@ import (
 // A non-finite CPU cap built by the shared builder reaches the one decision
 // function as a ConfigurationError naming the attribute, not as a panic.
 func TestCheck_NonFiniteCPUFromBuild(t *testing.T) {
-	eng, err := policy.Shared(context.Background(), nil)
+	eng, err := policy.Shared(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +22,7 @@ func TestCheck_NonFiniteCPUFromBuild(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = Check(context.Background(), eng, in, Options{})
+		_, err = Check(t.Context(), eng, in, Options{})
 		var me *model.Error
 		if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "resources.cpu" {
 			t.Fatalf("cpu %v: Check = %v, want a ConfigurationError on resources.cpu", cpu, err)

@@ -1,7 +1,6 @@
 package verdict
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -19,7 +18,7 @@ import (
 // by the run-time helper's policy step (CheckSpec on the rendered spec),
 // with the tier its backend gives.
 func FuzzTenantSpecDecision(f *testing.F) {
-	ctx := context.Background()
+	ctx := f.Context()
 	eng, err := policy.Shared(ctx, nil)
 	if err != nil {
 		f.Fatal(err)

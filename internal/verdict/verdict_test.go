@@ -1,7 +1,6 @@
 package verdict
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,7 +62,7 @@ func engine(t *testing.T) *policy.Engine {
 	if err := os.WriteFile(filepath.Join(dir, "levels.rego"), []byte(teamBundle), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, err := policy.Load(context.Background(), []string{dir})
+	e, err := policy.Load(t.Context(), []string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +100,7 @@ func check(t *testing.T, e *policy.Engine, in policy.Input, o Options) Verdict {
 	if o.Now.IsZero() {
 		o.Now = now
 	}
-	v, err := Check(context.Background(), e, in, o)
+	v, err := Check(t.Context(), e, in, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +355,7 @@ func FuzzGlobsIntersect(f *testing.F) {
 // plan: compare with policy's BenchmarkEvaluateTemplate; deciding adds
 // nothing when no rule fires.
 func BenchmarkCheckAcceptedTemplate(b *testing.B) {
-	e, err := policy.Load(context.Background(), nil)
+	e, err := policy.Load(b.Context(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -364,7 +363,7 @@ func BenchmarkCheckAcceptedTemplate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := b.Context()
 	b.ReportAllocs()
 	for b.Loop() {
 		v, err := Check(ctx, e, in, Options{})

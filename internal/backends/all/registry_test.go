@@ -75,11 +75,11 @@ func TestRegisteredBackendReachesEveryPart(t *testing.T) {
 	if err != nil || spec.Backend != "throwaway://?zone=b" || in.Backend == nil || in.Backend.Scheme != "throwaway" {
 		t.Fatalf("inputs.Template.Build: %+v %+v %v", spec, in, err)
 	}
-	eng, err := policy.Shared(context.Background(), nil)
+	eng, err := policy.Shared(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := eng.Evaluate(context.Background(), in)
+	dec, err := eng.Evaluate(t.Context(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,12 +91,12 @@ func TestRegisteredBackendReachesEveryPart(t *testing.T) {
 	if !slices.Contains(sandbox.Backends(), "throwaway") || !slices.Contains(backends.Listable(), "throwaway") {
 		t.Errorf("Backends %v, Listable %v", sandbox.Backends(), backends.Listable())
 	}
-	c, err := sandbox.New(context.Background(), sandbox.Config{})
+	c, err := sandbox.New(t.Context(), sandbox.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	labels := map[string]string{"sandboxio.test": "registry-" + strings.ReplaceAll(t.Name(), "/", "-")}
-	got, err := c.Reap(context.Background(), sandbox.ReapOptions{DryRun: true, Labels: labels})
+	got, err := c.Reap(t.Context(), sandbox.ReapOptions{DryRun: true, Labels: labels})
 	if err != nil {
 		// The sweep covers Docker too; it needs the daemon.
 		if os.Getenv("SANDBOXIO_REQUIRE_DOCKER") == "1" {
@@ -111,7 +111,7 @@ func TestRegisteredBackendReachesEveryPart(t *testing.T) {
 		thrown.reapLabels["sandboxio.test"] != labels["sandboxio.test"] {
 		t.Errorf("reap of every listing backend: %+v (labels seen %v)", got, thrown.reapLabels)
 	}
-	one, err := c.Reap(context.Background(), sandbox.ReapOptions{Backend: "throwaway://", DryRun: true, Labels: labels})
+	one, err := c.Reap(t.Context(), sandbox.ReapOptions{Backend: "throwaway://", DryRun: true, Labels: labels})
 	if err != nil || len(one) != 1 || one[0].ID != "tw-1" {
 		t.Errorf("reap of throwaway://: %+v, %v", one, err)
 	}

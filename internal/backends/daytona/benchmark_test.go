@@ -22,7 +22,7 @@ import (
 // sandbox (image as a build, caps, deny egress, labels, idle limit).
 func BenchmarkOpenRunClose(b *testing.B) {
 	srv, be := open(b, 0)
-	ctx := context.Background()
+	ctx := b.Context()
 	n := 0
 	adapter := func() error {
 		n++

@@ -81,24 +81,24 @@ func TestLifetimeIsVendorIdleLimit(t *testing.T) {
 	srv, b := open(t, time.Second)
 	s := spec()
 	s.LifetimeSeconds = 90 // 2 minutes of idle on the server; 90 s here
-	sb, err := b.Create(context.Background(), backends.CreateRequest{Spec: s.ForTenant("acme", "s-1", nil)})
+	sb, err := b.Create(t.Context(), backends.CreateRequest{Spec: s.ForTenant("acme", "s-1", nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = sb.Close(context.Background()) }()
+	defer func() { _ = sb.Close(t.Context()) }()
 	rec, _ := srv.Observe(sb.ID())
 	if rec.AutoStopInterval != 2 || rec.AutoDeleteInterval != 0 {
 		t.Fatalf("autoStopInterval %d, autoDeleteInterval %d; want 2 and 0", rec.AutoStopInterval, rec.AutoDeleteInterval)
 	}
 	// Activity keeps it: a run every half minute.
 	for range 5 {
-		if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); err != nil {
+		if _, err := sb.Run(t.Context(), []string{"true"}, backends.RunOptions{}); err != nil {
 			t.Fatalf("run while active: %v", err)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	time.Sleep(3 * time.Second) // idle past 2 minutes
-	_, err = sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
+	_, err = sb.Run(t.Context(), []string{"true"}, backends.RunOptions{})
 	var me *model.Error
 	if !errors.As(err, &me) || me.Class != model.ErrSandboxGone {
 		t.Fatalf("run after the idle limit: %v, want SandboxGone", err)
@@ -116,7 +116,7 @@ func TestOrgLimitIsConfigurationError(t *testing.T) {
 	srv, b := open(t, 0)
 	s := spec()
 	s.Resources.MemoryMB = 16 * 1024
-	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: s.ForTenant("acme", "s-1", nil)})
+	_, err := b.Create(t.Context(), backends.CreateRequest{Spec: s.ForTenant("acme", "s-1", nil)})
 	var me *model.Error
 	if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute == "credentials" ||
 		!strings.Contains(err.Error(), "exceeds maximum allowed per sandbox") {
@@ -132,7 +132,7 @@ func TestOrgLimitIsConfigurationError(t *testing.T) {
 // and leaves the others; a dry run deletes nothing.
 func TestReapExpired(t *testing.T) {
 	srv, b := open(t, 0)
-	ctx := context.Background()
+	ctx := t.Context()
 	var ids []string
 	for i, life := range []int64{60, 3600} {
 		s := spec()

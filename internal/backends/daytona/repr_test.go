@@ -1,7 +1,6 @@
 package daytona
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,7 +28,7 @@ func TestReprsHoldNoKey(t *testing.T) {
 	}
 	s := model.Spec{SpecVersion: model.SpecVersion, Name: "r", Backend: "daytona://", Image: "img",
 		Network: model.NetworkPolicy{Allow: []string{"10.0.0.0/8"}}.Normalized(), Resources: model.DefaultCaps(), TimeoutSeconds: 5, LifetimeSeconds: 60}
-	_, err = b.Create(context.Background(), backends.CreateRequest{Spec: s.ForTenant("acme", "s", nil)})
+	_, err = b.Create(t.Context(), backends.CreateRequest{Spec: s.ForTenant("acme", "s", nil)})
 	if !backends.IsPolicyGap(err) {
 		t.Fatalf("an allow list reached the adapter: %v, want the policy-gap backstop", err)
 	}

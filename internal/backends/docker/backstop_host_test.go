@@ -17,7 +17,7 @@ import (
 // a sandbox, with no sandboxio init in it. The test removes it at its end.
 func mkLabelled(t *testing.T, b *dockerBackend, name string, labels map[string]string, start bool) string {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	l := map[string]string{model.LabelManaged: "true", "test": labelSafe(t.Name())}
 	for k, v := range labels {
 		l[k] = v
@@ -27,7 +27,7 @@ func mkLabelled(t *testing.T, b *dockerBackend, name string, labels map[string]s
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.removeContainer(context.Background(), resp.ID) })
+	t.Cleanup(func() { _ = b.removeContainer(context.WithoutCancel(t.Context()), resp.ID) })
 	if start {
 		if err := b.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
 			t.Fatal(err)
@@ -65,13 +65,13 @@ func TestBackstopSweepEnds(t *testing.T) {
 	}
 	claimedLong := mkLabelled(t, b, warmPrefix+randomHex(8), longWarm, false)
 	for _, id := range []string{claimed, claimedLong} {
-		if err := b.cli.ContainerRename(context.Background(), id, "sandboxio-s-"+tag+"-"+short(id)); err != nil {
+		if err := b.cli.ContainerRename(t.Context(), id, "sandboxio-s-"+tag+"-"+short(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	sw := &sweeper{cli: b.cli, grace: backstopGrace, claims: map[string]time.Time{}, labels: map[string]string{"test": labelSafe(t.Name())}}
-	removed, err := sw.sweep(context.Background(), now.Add(20*time.Minute))
+	removed, err := sw.sweep(t.Context(), now.Add(20*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestBackstopSweepEnds(t *testing.T) {
 		if got := slices.Contains(removed, id); got != want {
 			t.Errorf("%s: removed %v, want %v", short(id), got, want)
 		}
-		_, err := b.cli.ContainerInspect(context.Background(), id)
+		_, err := b.cli.ContainerInspect(t.Context(), id)
 		if gone := cerrdefs.IsNotFound(err); gone != want {
 			t.Errorf("%s: gone %v, want %v (%v)", short(id), gone, want, err)
 		}
@@ -90,10 +90,10 @@ func TestBackstopSweepEnds(t *testing.T) {
 	// No expiry at all: removed (fail closed), by this sweep or, first, by
 	// the daemon's own backstop.
 	none := mkLabelled(t, b, tag+"-none", nil, false)
-	if _, err := sw.sweep(context.Background(), now); err != nil {
+	if _, err := sw.sweep(t.Context(), now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.cli.ContainerInspect(context.Background(), none); !cerrdefs.IsNotFound(err) {
+	if _, err := b.cli.ContainerInspect(t.Context(), none); !cerrdefs.IsNotFound(err) {
 		t.Errorf("a sandbox without expiry is left: %v", err)
 	}
 }
@@ -107,13 +107,15 @@ func TestBackstopContainerRemovesExpired(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	b := newTestBackend(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	d, err := b.daemon(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	name := BackstopName + "-test-" + randomHex(4)
-	t.Cleanup(func() { _ = b.cli.ContainerRemove(context.Background(), name, container.RemoveOptions{Force: true}) })
+	t.Cleanup(func() {
+		_ = b.cli.ContainerRemove(context.WithoutCancel(t.Context()), name, container.RemoveOptions{Force: true})
+	})
 	if err := b.startBackstop(ctx, name, d.arch); err != nil {
 		t.Fatal(err)
 	}

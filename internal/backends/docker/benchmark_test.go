@@ -49,7 +49,7 @@ func dockerRunArgs(p createPlan, labels map[string]string) []string {
 func BenchmarkOpenRunClose(b *testing.B) {
 	needDocker(b)
 	be := newTestBackend(b, WithDiskStrategy(DiskTmpfs))
-	ctx := context.Background()
+	ctx := b.Context()
 	spec := testSpec(b)
 	p, err := validate(backends.CreateRequest{Spec: spec}, true)
 	if err != nil {
@@ -145,7 +145,7 @@ func openRunClose(ctx context.Context, be *dockerBackend, spec model.Spec) error
 func BenchmarkRun(b *testing.B) {
 	needDocker(b)
 	be := newTestBackend(b)
-	ctx := context.Background()
+	ctx := b.Context()
 	sb := open(b, be, testSpec(b))
 	var backendT, rawT []time.Duration
 	for i := 0; i < 3; i++ { // warm up

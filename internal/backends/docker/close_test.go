@@ -68,14 +68,14 @@ func TestCloseConfirmsTheKillWithinTheGrace(t *testing.T) {
 	t.Parallel()
 	b := newTestBackend(t)
 	var warned []model.Warning
-	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t), OnWarning: func(w model.Warning) { warned = append(warned, w) }})
+	sbi, err := b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t), OnWarning: func(w model.Warning) { warned = append(warned, w) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sb := sbi.(*sandbox)
 	real := b.cli
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), time.Minute)
 		defer cancel()
 		_ = (&dockerBackend{cli: real}).removeContainer(ctx, sb.id)
 	})
@@ -84,7 +84,7 @@ func TestCloseConfirmsTheKillWithinTheGrace(t *testing.T) {
 	b.cfg.teardownGrace = grace
 
 	start := time.Now()
-	err = sb.Close(context.Background())
+	err = sb.Close(t.Context())
 	took := time.Since(start)
 	if err != nil || len(warned) != 0 {
 		t.Fatalf("close: %v, warnings %v", err, warned)
@@ -92,12 +92,12 @@ func TestCloseConfirmsTheKillWithinTheGrace(t *testing.T) {
 	if took > grace+time.Second {
 		t.Fatalf("close took %s, beyond the grace of %s", took, grace)
 	}
-	ins, err := real.ContainerInspect(context.Background(), sb.id)
+	ins, err := real.ContainerInspect(t.Context(), sb.id)
 	if err == nil && ins.State != nil && ins.State.Running {
 		t.Fatalf("the sandbox still runs after its close returned")
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, err := real.ContainerInspect(context.Background(), sb.id); cerrdefs.IsNotFound(err) {
+		if _, err := real.ContainerInspect(t.Context(), sb.id); cerrdefs.IsNotFound(err) {
 			break
 		}
 		if time.Now().After(deadline) {

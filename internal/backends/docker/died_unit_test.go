@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -42,7 +41,7 @@ func TestDiedWaitsForAnOOMEventThatTrailsTheDieEvent(t *testing.T) {
 	}
 	t.Cleanup(func() { tracef = func(string, ...any) {} })
 
-	err = s.died(context.Background(), time.Now(), errors.New("the container is not running"), nil, false)
+	err = s.died(t.Context(), time.Now(), errors.New("the container is not running"), nil, false)
 	wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitMemory)
 	// The sandbox is gone from then on, as any dead one.
 	wantClass(t, s.usable(), model.ErrSandboxGone, "")

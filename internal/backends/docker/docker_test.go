@@ -50,7 +50,7 @@ func TestOpenEgressOnlyWhenAskedFor(t *testing.T) {
 	var warned []model.Warning
 	var mu sync.Mutex
 	spec := testSpec(t, func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: model.EgressAllow} })
-	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec, OnWarning: func(w model.Warning) {
+	sbi, err := b.Create(t.Context(), backends.CreateRequest{Spec: spec, OnWarning: func(w model.Warning) {
 		mu.Lock()
 		warned = append(warned, w)
 		mu.Unlock()
@@ -59,7 +59,7 @@ func TestOpenEgressOnlyWhenAskedFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := sbi.(*sandbox)
-	t.Cleanup(func() { _ = sb.Close(context.Background()) })
+	t.Cleanup(func() { _ = sb.Close(context.WithoutCancel(t.Context())) })
 	if got := sh(t, sb, "ls /sys/class/net"); !strings.Contains(got, "eth0") {
 		t.Fatalf("interfaces under egress=allow: %q, want eth0", got)
 	}
@@ -72,7 +72,7 @@ func TestOpenEgressOnlyWhenAskedFor(t *testing.T) {
 	// gVisor registered with --network=none can have no network: refused,
 	// not silently degraded, and nothing is created.
 	if dockerProbe.runtime["runsc"] {
-		_, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, withRuntime("runsc"), func(s *model.Spec) {
+		_, err := b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t, withRuntime("runsc"), func(s *model.Spec) {
 			s.Network = model.NetworkPolicy{Egress: model.EgressAllow}
 			s.Labels["case"] = "runsc-allow"
 		})})
@@ -95,7 +95,7 @@ func TestOpenEgressSandboxesCannotReachEachOther(t *testing.T) {
 		}))
 	}
 	a, other := open("acme"), open("globex")
-	ctx := context.Background()
+	ctx := t.Context()
 
 	// The network both joined keeps its containers apart.
 	n, err := b.cli.NetworkInspect(ctx, EgressNetwork, network.InspectOptions{})
@@ -253,12 +253,12 @@ func TestCapsVisibleInside(t *testing.T) {
 			t.Errorf("MemTotal %s kB, want %d", got, caps.MemoryMB*1024)
 		}
 		// The hard limit cannot be raised: CAP_SYS_RESOURCE is dropped.
-		res, err := sb.Run(context.Background(), []string{"sh", "-c", "ulimit -Hu 1000"}, backends.RunOptions{})
+		res, err := sb.Run(t.Context(), []string{"sh", "-c", "ulimit -Hu 1000"}, backends.RunOptions{})
 		if err != nil || res.ExitCode == 0 {
 			t.Errorf("raising the hard process limit: exit %d, %v", res.ExitCode, err)
 		}
 		// The host side, where the test can see it: memory+swap equals memory.
-		ins, err := sb.b.cli.ContainerInspect(context.Background(), sb.id)
+		ins, err := sb.b.cli.ContainerInspect(t.Context(), sb.id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,14 +287,14 @@ func TestRuntimeTiers(t *testing.T) {
 		t.Fatalf("runc tier %s", sb.Info().Tier)
 	}
 	// runc does not satisfy GVISOR: refused before anything is created.
-	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, func(s *model.Spec) {
+	_, err := b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t, func(s *model.Spec) {
 		s.RequireIsolation = model.TierGVisor
 		s.Labels["case"] = "runc-gvisor"
 	})})
 	wantClass(t, err, model.ErrConfiguration, "")
 	// A runtime the daemon does not have: refused before anything is created.
 	if !dockerProbe.runtime["kata"] {
-		_, err = b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, withRuntime("kata"), func(s *model.Spec) {
+		_, err = b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t, withRuntime("kata"), func(s *model.Spec) {
 			s.Labels["case"] = "kata-missing"
 		})})
 		me := classError(t, err, model.ErrConfiguration, "")
@@ -315,7 +315,7 @@ func TestLabels(t *testing.T) {
 		s.Labels[model.LabelTenantID] = "acme" // a rendered spec repeats it: accepted when equal
 	})
 	sb := open(t, b, spec)
-	ins, err := b.cli.ContainerInspect(context.Background(), sb.id)
+	ins, err := b.cli.ContainerInspect(t.Context(), sb.id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestLabels(t *testing.T) {
 	if err != nil || exp.Sub(sb.created) < 179*time.Second || exp.Sub(sb.created) > 181*time.Second {
 		t.Errorf("expiry label %q", l[labelExpires])
 	}
-	got, err := b.List(context.Background(), map[string]string{model.LabelTenantID: "acme", "team": "agents", "test": labelSafe(t.Name())})
+	got, err := b.List(t.Context(), map[string]string{model.LabelTenantID: "acme", "team": "agents", "test": labelSafe(t.Name())})
 	if err != nil || len(got) != 1 || got[0].ID != sb.id || got[0].Tier != model.TierContainer {
 		t.Fatalf("list by labels: %v %v", got, err)
 	}
@@ -347,29 +347,29 @@ func TestUploadRunCodeAndSecrets(t *testing.T) {
 		s.Env = map[string]string{"LANG": "C.UTF-8"}
 		s.SecretNames = []string{"API_TOKEN"}
 	})
-	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec, Secrets: map[string]string{"API_TOKEN": secret}})
+	sbi, err := b.Create(t.Context(), backends.CreateRequest{Spec: spec, Secrets: map[string]string{"API_TOKEN": secret}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sb := sbi.(*sandbox)
-	t.Cleanup(func() { _ = sb.Close(context.Background()) })
+	t.Cleanup(func() { _ = sb.Close(context.WithoutCancel(t.Context())) })
 
-	if err := sb.Upload(context.Background(), "/work/dir/data.txt", []byte("hello\x00world\n"), 0o640); err != nil {
+	if err := sb.Upload(t.Context(), "/work/dir/data.txt", []byte("hello\x00world\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
 	if got := sh(t, sb, "od -c /work/dir/data.txt | head -1; stat -c %a /work/dir/data.txt"); !strings.Contains(got, `h   e   l   l   o  \0   w`) || !strings.HasSuffix(got, "640") {
 		t.Fatalf("uploaded file: %s", got)
 	}
-	res, err := sb.RunCode(context.Background(), "sh", "echo code:$LANG:${API_TOKEN:+set}; exit 3", backends.RunOptions{})
+	res, err := sb.RunCode(t.Context(), "sh", "echo code:$LANG:${API_TOKEN:+set}; exit 3", backends.RunOptions{})
 	if err != nil || res.ExitCode != 3 || strings.TrimSpace(string(res.Stdout)) != "code:C.UTF-8:set" {
 		t.Fatalf("run code: %+v %v", res, err)
 	}
-	res, err = sb.RunCode(context.Background(), "sh", "read l; echo got:$l", backends.RunOptions{Stdin: []byte("input\n")})
+	res, err = sb.RunCode(t.Context(), "sh", "read l; echo got:$l", backends.RunOptions{Stdin: []byte("input\n")})
 	if err != nil || strings.TrimSpace(string(res.Stdout)) != "got:input" {
 		t.Fatalf("run code with stdin: %q %v", res.Stdout, err)
 	}
 	// The secret reaches commands but not the container's configuration.
-	ins, err := b.cli.ContainerInspect(context.Background(), sb.id)
+	ins, err := b.cli.ContainerInspect(t.Context(), sb.id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestUploadRunCodeAndSecrets(t *testing.T) {
 	if s := fmt.Sprintf("%v %+v %#v", sb, sb, sb); strings.Contains(s, secret) {
 		t.Fatal("secret value in the sandbox's formatted form")
 	}
-	if _, err := sb.RunCode(context.Background(), "cobol", "", backends.RunOptions{}); !errors.Is(err, model.ErrConfiguration) {
+	if _, err := sb.RunCode(t.Context(), "cobol", "", backends.RunOptions{}); !errors.Is(err, model.ErrConfiguration) {
 		t.Fatalf("unknown language: %v", err)
 	}
 }
@@ -388,7 +388,7 @@ func TestPreflight(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	b := newTestBackend(t)
-	pf, err := b.Preflight(context.Background(), testSpec(t))
+	pf, err := b.Preflight(t.Context(), testSpec(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,12 +396,12 @@ func TestPreflight(t *testing.T) {
 		t.Fatalf("preflight: %+v", pf)
 	}
 	t.Logf("disk-cap strategy on this daemon: %s", pf.DiskCapStrategy)
-	_, err = b.Preflight(context.Background(), testSpec(t, func(s *model.Spec) { s.Image = "sandboxio/not-there:never" }))
+	_, err = b.Preflight(t.Context(), testSpec(t, func(s *model.Spec) { s.Image = "sandboxio/not-there:never" }))
 	me := classError(t, err, model.ErrConfiguration, "")
 	if me.Attribute != "image" || !strings.Contains(me.Fix, "egress policy") {
 		t.Fatalf("missing image: %v", err)
 	}
-	_, err = b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, func(s *model.Spec) { s.Image = "sandboxio/not-there:never" })})
+	_, err = b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t, func(s *model.Spec) { s.Image = "sandboxio/not-there:never" })})
 	wantClass(t, err, model.ErrConfiguration, "")
 }
 
@@ -416,12 +416,12 @@ func TestDiskCap(t *testing.T) {
 			// Within the cap: fine.
 			sh(t, sb, "dd if=/dev/zero of=/tmp/small bs=1M count=4 2>/dev/null")
 			// Past the cap: the write fails, reported as the disk limit.
-			_, err := sb.Run(context.Background(), []string{"dd", "if=/dev/zero", "of=/tmp/big", "bs=1M", "count=32"}, backends.RunOptions{})
+			_, err := sb.Run(t.Context(), []string{"dd", "if=/dev/zero", "of=/tmp/big", "bs=1M", "count=32"}, backends.RunOptions{})
 			wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitDisk)
 			if strings.HasPrefix(strategy, "tmpfs") {
 				// The sum of every writable place is the cap: no writable
 				// root filesystem to spill into.
-				res, err := sb.Run(context.Background(), []string{"sh", "-c", "echo x > /escape"}, backends.RunOptions{})
+				res, err := sb.Run(t.Context(), []string{"sh", "-c", "echo x > /escape"}, backends.RunOptions{})
 				if err != nil || res.ExitCode == 0 || !strings.Contains(string(res.Stderr), "Read-only file system") {
 					t.Fatalf("writing to the root filesystem: %+v %v", res, err)
 				}
@@ -440,23 +440,23 @@ func TestKillIsIdempotent(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	b := newTestBackend(t)
-	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t)})
+	sbi, err := b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sb := sbi.(*sandbox)
 	for i := range 2 {
-		if err := sb.Kill(context.Background()); err != nil {
+		if err := sb.Kill(t.Context()); err != nil {
 			t.Fatalf("kill %d: %v", i+1, err)
 		}
 	}
-	if err := sb.Close(context.Background()); err != nil {
+	if err := sb.Close(t.Context()); err != nil {
 		t.Fatalf("close after kill: %v", err)
 	}
-	if _, err := b.cli.ContainerInspect(context.Background(), sb.id); !cerrdefs.IsNotFound(err) {
+	if _, err := b.cli.ContainerInspect(t.Context(), sb.id); !cerrdefs.IsNotFound(err) {
 		t.Fatalf("container after kill: %v", err)
 	}
-	_, err = sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
+	_, err = sb.Run(t.Context(), []string{"true"}, backends.RunOptions{})
 	wantClass(t, err, model.ErrSandboxGone, "")
 }
 
@@ -464,11 +464,11 @@ func TestCloseIsShieldedFromCancellation(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	b := newTestBackend(t)
-	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t)})
+	sbi, err := b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := sbi.Close(ctx); err != nil {
 		t.Fatalf("close with a cancelled context: %v", err)
@@ -482,14 +482,14 @@ func TestCloseGraceExpiryWarnsOrphan(t *testing.T) {
 	b := newTestBackend(t)
 	var got []model.Warning
 	spec := testSpec(t)
-	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec, OnWarning: func(w model.Warning) { got = append(got, w) }})
+	sbi, err := b.Create(t.Context(), backends.CreateRequest{Spec: spec, OnWarning: func(w model.Warning) { got = append(got, w) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sb := sbi.(*sandbox)
-	t.Cleanup(func() { _ = sb.Kill(context.Background()) })
+	t.Cleanup(func() { _ = sb.Kill(context.WithoutCancel(t.Context())) })
 	b.cfg.teardownGrace = time.Nanosecond // no daemon answers that fast
-	err = sb.Close(context.Background())
+	err = sb.Close(t.Context())
 	var oe *backends.OrphanedError
 	if !errors.As(err, &oe) {
 		t.Fatalf("want *OrphanedError, got %v", err)
@@ -516,7 +516,7 @@ func TestDaemonRefusalsAreConfigurationErrors(t *testing.T) {
 		{"more CPUs than the daemon has", func(c *model.Caps) { c.CPU = 4096 }, "resources.cpu"},
 		{"memory below the daemon's minimum", func(c *model.Caps) { c.MemoryMB = 1 }, "resources.memory_mb"},
 	} {
-		_, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, func(s *model.Spec) { tc.caps(&s.Resources) })})
+		_, err := b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t, func(s *model.Spec) { tc.caps(&s.Resources) })})
 		if me := classError(t, err, model.ErrConfiguration, ""); me.Attribute != tc.attr {
 			t.Errorf("%s: attribute %q: %v", tc.name, me.Attribute, err)
 		}

@@ -138,7 +138,7 @@ func hostAddr(t *testing.T, not string) string {
 // read from the bridge's interface, which the daemon has set up either way.
 func bridgeGateway(t *testing.T, b *dockerBackend) string {
 	t.Helper()
-	n, err := b.cli.NetworkInspect(context.Background(), "bridge", network.InspectOptions{})
+	n, err := b.cli.NetworkInspect(t.Context(), "bridge", network.InspectOptions{})
 	if err != nil || len(n.IPAM.Config) == 0 {
 		t.Fatalf("the Docker bridge: %v %+v", err, n.IPAM)
 	}
@@ -284,7 +284,7 @@ func TestDenyEgressIsObservedAndNothingLeaves(t *testing.T) {
 func TestEgressFloodNeitherGrowsNorBlocksTeardown(t *testing.T) {
 	needDocker(t)
 	b := newTestBackend(t)
-	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, withProbe(t))})
+	sbi, err := b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t, withProbe(t))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestEgressFloodNeitherGrowsNorBlocksTeardown(t *testing.T) {
 	closed := false
 	t.Cleanup(func() {
 		if !closed {
-			_ = sb.Close(context.Background())
+			_ = sb.Close(context.WithoutCancel(t.Context()))
 		}
 	})
 	if sb.egress == nil {
@@ -309,7 +309,7 @@ func TestEgressFloodNeitherGrowsNorBlocksTeardown(t *testing.T) {
 	}
 
 	// Close in the middle of a second flood.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	defer cancel()
 	running := make(chan struct{})
 	go func() {
@@ -327,7 +327,7 @@ func TestEgressFloodNeitherGrowsNorBlocksTeardown(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	start := time.Now()
-	err = sb.Close(context.Background())
+	err = sb.Close(t.Context())
 	closed = true
 	took := time.Since(start)
 	if err != nil || took > model.TeardownGrace {
@@ -374,7 +374,7 @@ func TestObserverEndsWithTheContainer(t *testing.T) {
 	if sb.egress == nil {
 		t.Fatal("no egress observer under deny")
 	}
-	if err := b.cli.ContainerKill(context.Background(), sb.id, "KILL"); err != nil {
+	if err := b.cli.ContainerKill(t.Context(), sb.id, "KILL"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -402,7 +402,7 @@ func TestRunscIsNotObserved(t *testing.T) {
 	// Shown, not assumed: an observer attached by hand to the namespace of
 	// the runsc container sees nothing of what the sandbox sends, and the
 	// sandbox does not see its device.
-	ins, err := b.cli.ContainerInspect(context.Background(), sb.id)
+	ins, err := b.cli.ContainerInspect(t.Context(), sb.id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +416,7 @@ func TestRunscIsNotObserved(t *testing.T) {
 		}
 		t.Logf("runsc sandbox with an observer attached to its container's namespace: %q, 0 attempts seen", out)
 	}
-	_, err = b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, withRuntime("runsc"), func(s *model.Spec) {
+	_, err = b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t, withRuntime("runsc"), func(s *model.Spec) {
 		s.Network = model.NetworkPolicy{Egress: model.EgressLearn}
 		s.Labels["case"] = "runsc-learn"
 	})})
@@ -445,7 +445,7 @@ func TestObserverGivesTheSandboxNothing(t *testing.T) {
 	}
 	// Nothing was added outside the sandbox: the container is on no network
 	// but none, and no device of the observer's stayed in this namespace.
-	ins, err := b.cli.ContainerInspect(context.Background(), observed.id)
+	ins, err := b.cli.ContainerInspect(t.Context(), observed.id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestObserverGivesTheSandboxNothing(t *testing.T) {
 		"ip link add x type dummy",
 		"echo 1 >/proc/sys/net/ipv4/ip_forward",
 	} {
-		res, err := observed.Run(context.Background(), []string{"sh", "-c", cmd}, backends.RunOptions{Timeout: 10 * time.Second})
+		res, err := observed.Run(t.Context(), []string{"sh", "-c", cmd}, backends.RunOptions{Timeout: 10 * time.Second})
 		if err != nil || res.ExitCode == 0 {
 			t.Errorf("%q in the sandbox: exit %d, %v (want refused)", cmd, res.ExitCode, err)
 		}
@@ -526,7 +526,7 @@ func TestWarmSandboxKeepsItsEgressObserver(t *testing.T) {
 	}
 
 	w2 := newWarm(t, b, spec, time.Minute)
-	if err := w2.Discard(context.Background()); err != nil {
+	if err := w2.Discard(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	select {

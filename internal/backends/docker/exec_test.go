@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,7 @@ func TestWrapperErrorsReadAsTheShells(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	sb := open(t, newTestBackend(t), testSpec(t))
-	ctx := context.Background()
+	ctx := t.Context()
 	res, err := sb.Run(ctx, []string{"python3", "-c", "print(1)"}, backends.RunOptions{Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)

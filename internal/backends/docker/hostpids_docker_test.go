@@ -52,7 +52,7 @@ func TestDiedTakesTheHostPidsCountAsEvidence(t *testing.T) {
 				close(h.done) // the cgroup went with the container
 				s.hostPids = h
 			}
-			err := s.died(context.Background(), time.Now(), errors.New("the container is not running"), []byte(c.stderr), false)
+			err := s.died(t.Context(), time.Now(), errors.New("the container is not running"), []byte(c.stderr), false)
 			wantClass(t, err, c.class, c.limit)
 			if c.class == model.ErrSandboxGone && errors.Is(err, model.ErrResourceLimitExceeded) {
 				t.Fatalf("put down to a cap: %v", err)
@@ -77,13 +77,13 @@ func TestGVisorKilledFromOutsideIsNotAForkBomb(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := sb.Run(context.Background(), []string{"sh", "-c", `echo "sh: can't fork: Resource temporarily unavailable" >&2; echo started >/tmp/started; sleep 60`},
+		_, err := sb.Run(context.WithoutCancel(t.Context()), []string{"sh", "-c", `echo "sh: can't fork: Resource temporarily unavailable" >&2; echo started >/tmp/started; sleep 60`},
 			backends.RunOptions{Timeout: 30 * time.Second})
 		done <- err
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if res, err := sb.Run(context.Background(), []string{"cat", "/tmp/started"}, backends.RunOptions{Timeout: 10 * time.Second}); err == nil && res.ExitCode == 0 {
+		if res, err := sb.Run(t.Context(), []string{"cat", "/tmp/started"}, backends.RunOptions{Timeout: 10 * time.Second}); err == nil && res.ExitCode == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -91,7 +91,7 @@ func TestGVisorKilledFromOutsideIsNotAForkBomb(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if err := b.cli.ContainerKill(context.Background(), sb.id, "KILL"); err != nil {
+	if err := b.cli.ContainerKill(t.Context(), sb.id, "KILL"); err != nil {
 		t.Fatal(err)
 	}
 	var err error

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +33,7 @@ func TestSlowKillerKeepsTheSandbox(t *testing.T) {
 			}
 
 			start := time.Now()
-			_, err := sb.Run(context.Background(), []string{"sh", "-c", "sleep 5351 & sleep 5352 & wait"}, backends.RunOptions{Timeout: time.Second})
+			_, err := sb.Run(t.Context(), []string{"sh", "-c", "sleep 5351 & sleep 5352 & wait"}, backends.RunOptions{Timeout: time.Second})
 			took := time.Since(start)
 			e := classError(t, err, model.ErrExecutionTimeout, "")
 			if !strings.Contains(e.Message, "being killed") {

@@ -34,7 +34,7 @@ func survivors(t *testing.T, sb *sandbox, marker string) (alive bool) {
 	t.Helper()
 	// A process SIGKILLed a moment ago may still be exiting: only one that
 	// stays is a survivor. The count is taken until it is 0, for up to 1 s.
-	res, err := sb.Run(context.Background(), []string{"sh", "-c", `i=0; while :; do ` + strings.TrimSuffix(countScript, "; echo $n") + `; [ "$n" = 0 ] && break; i=$((i+1)); [ $i -ge 20 ] && break; sleep 0.05; done; echo $n`, "count", marker}, backends.RunOptions{Timeout: 10 * time.Second})
+	res, err := sb.Run(t.Context(), []string{"sh", "-c", `i=0; while :; do ` + strings.TrimSuffix(countScript, "; echo $n") + `; [ "$n" = 0 ] && break; i=$((i+1)); [ $i -ge 20 ] && break; sleep 0.05; done; echo $n`, "count", marker}, backends.RunOptions{Timeout: 10 * time.Second})
 	if errors.Is(err, model.ErrSandboxGone) && strings.Contains(err.Error(), "could not be stopped one by one") {
 		t.Logf("the processes could not be stopped one by one in time, so the sandbox was killed: %v", err)
 		waitGone(t, sb.b, map[string]string{"test": labelSafe(t.Name())}, 5*time.Second)
@@ -44,7 +44,7 @@ func survivors(t *testing.T, sb *sandbox, marker string) (alive bool) {
 		t.Fatalf("count processes: %v", err)
 	}
 	if n, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout))); err != nil || n != 0 {
-		ps, _ := sb.Run(context.Background(), []string{"sh", "-c", listScript, "list", marker}, backends.RunOptions{Timeout: 10 * time.Second})
+		ps, _ := sb.Run(t.Context(), []string{"sh", "-c", listScript, "list", marker}, backends.RunOptions{Timeout: 10 * time.Second})
 		t.Fatalf("%q of the command's processes survived (%v):\n%s", res.Stdout, err, ps.Stdout)
 	}
 	return true
@@ -52,7 +52,7 @@ func survivors(t *testing.T, sb *sandbox, marker string) (alive bool) {
 
 func countProcs(t *testing.T, sb *sandbox, marker string) int {
 	t.Helper()
-	res, err := sb.Run(context.Background(), []string{"sh", "-c", countScript, "count", marker}, backends.RunOptions{Timeout: 10 * time.Second})
+	res, err := sb.Run(t.Context(), []string{"sh", "-c", countScript, "count", marker}, backends.RunOptions{Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatalf("count processes: %v", err)
 	}
@@ -78,7 +78,7 @@ func TestExecTimeout(t *testing.T) {
 			// A process tree: a background child and a foreground one, both
 			// marked so that the test can look for them afterwards. Output is
 			// printed first: it must not come back as a result.
-			res, err := sb.Run(context.Background(), []string{"sh", "-c", "echo partial; sleep 3131 & sleep 3132"}, backends.RunOptions{Timeout: limit})
+			res, err := sb.Run(t.Context(), []string{"sh", "-c", "echo partial; sleep 3131 & sleep 3132"}, backends.RunOptions{Timeout: limit})
 			took := time.Since(start)
 			wantClass(t, err, model.ErrExecutionTimeout, "")
 			if took < limit || took > limit+time.Second {
@@ -94,7 +94,7 @@ func TestExecTimeout(t *testing.T) {
 			// The sandbox's own timeout applies when the call sets none.
 			sb.callTimeout = time.Second
 			start = time.Now()
-			_, err = sb.Run(context.Background(), []string{"sleep", "3133"}, backends.RunOptions{})
+			_, err = sb.Run(t.Context(), []string{"sleep", "3133"}, backends.RunOptions{})
 			wantClass(t, err, model.ErrExecutionTimeout, "")
 			if took := time.Since(start); took > 2*time.Second {
 				t.Fatalf("inherited timeout took %s", took)
@@ -113,7 +113,7 @@ func TestLifetimeEndsSandbox(t *testing.T) {
 	sh(t, sb, "true")
 	// A command running when the lifetime ends: SandboxGone, not a result.
 	start := time.Now()
-	_, err := sb.Run(context.Background(), []string{"sleep", "30"}, backends.RunOptions{})
+	_, err := sb.Run(t.Context(), []string{"sleep", "30"}, backends.RunOptions{})
 	wantClass(t, err, model.ErrSandboxGone, "")
 	// The bound is the command's 30 s, not the lifetime plus a margin: on a
 	// loaded host the daemon's die event can lag by seconds, and what this
@@ -124,7 +124,7 @@ func TestLifetimeEndsSandbox(t *testing.T) {
 	// Daemon side: the container is gone, with no client action.
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		_, err := b.cli.ContainerInspect(context.Background(), sb.id)
+		_, err := b.cli.ContainerInspect(t.Context(), sb.id)
 		if cerrdefs.IsNotFound(err) {
 			break
 		}
@@ -133,7 +133,7 @@ func TestLifetimeEndsSandbox(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	_, err = sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
+	_, err = sb.Run(t.Context(), []string{"true"}, backends.RunOptions{})
 	wantClass(t, err, model.ErrSandboxGone, "")
 }
 
@@ -141,7 +141,7 @@ func TestLifetimeIsDaemonSide(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	b := newTestBackend(t)
-	sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, func(s *model.Spec) { s.LifetimeSeconds = 2 })})
+	sbi, err := b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t, func(s *model.Spec) { s.LifetimeSeconds = 2 })})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +150,11 @@ func TestLifetimeIsDaemonSide(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, err := b.cli.ContainerInspect(context.Background(), id); cerrdefs.IsNotFound(err) {
+		if _, err := b.cli.ContainerInspect(t.Context(), id); cerrdefs.IsNotFound(err) {
 			return
 		}
 		if time.Now().After(deadline) {
-			_ = b.removeContainer(context.Background(), id)
+			_ = b.removeContainer(t.Context(), id)
 			t.Fatal("container outlived its lifetime")
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -164,7 +164,7 @@ func TestLifetimeIsDaemonSide(t *testing.T) {
 func TestCancellationMidRunLeavesNothing(t *testing.T) {
 	needDocker(t)
 	b := newTestBackend(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
 	sbi, err := b.Create(ctx, backends.CreateRequest{Spec: testSpec(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -196,11 +196,11 @@ func TestCancellationMidCreateLeavesNothing(t *testing.T) {
 	b := newTestBackend(t)
 	open(t, b, testSpec(t, withRuntime("runsc"), func(s *model.Spec) { s.Labels["case"] = "warm" })) // learn the image first
 	for _, after := range []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond} {
-		ctx, cancel := context.WithTimeout(context.Background(), after)
+		ctx, cancel := context.WithTimeout(t.Context(), after)
 		sb, err := b.Create(ctx, backends.CreateRequest{Spec: testSpec(t, withRuntime("runsc"), func(s *model.Spec) { s.Labels["case"] = "cancel" })})
 		cancel()
 		if err == nil {
-			_ = sb.Close(context.Background())
+			_ = sb.Close(t.Context())
 			continue
 		}
 		if errors.Is(err, model.ErrCreateTimeout) {
@@ -216,7 +216,7 @@ func TestCreateTimeout(t *testing.T) {
 	open(t, b, testSpec(t, withRuntime("runsc"), func(s *model.Spec) { s.Labels["case"] = "warm" }))
 	const limit = 100 * time.Millisecond
 	start := time.Now()
-	_, err := b.Create(context.Background(), backends.CreateRequest{Timeout: limit, Spec: testSpec(t, withRuntime("runsc"), func(s *model.Spec) {
+	_, err := b.Create(t.Context(), backends.CreateRequest{Timeout: limit, Spec: testSpec(t, withRuntime("runsc"), func(s *model.Spec) {
 		s.Labels["case"] = "timeout"
 	})})
 	took := time.Since(start)
@@ -240,7 +240,7 @@ func TestMemoryHogInExec(t *testing.T) {
 			sb := open(t, newTestBackend(t), testSpec(t, withRuntime(rt), func(s *model.Spec) { s.Resources.MemoryMB = 64 }))
 			sh(t, sb, "dd if=/dev/zero of=/dev/null bs=16M count=1") // well within the cap
 			// dd holds its whole block in memory: 200 MiB against a 64 MiB cap.
-			_, err := sb.Run(context.Background(), []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1"}, backends.RunOptions{})
+			_, err := sb.Run(t.Context(), []string{"dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1"}, backends.RunOptions{})
 			wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitMemory)
 			if rt == "runc" {
 				// Only the hog died; the sandbox goes on.
@@ -248,7 +248,7 @@ func TestMemoryHogInExec(t *testing.T) {
 			} else {
 				// gVisor's sentry is the cgroup's only process: the whole
 				// sandbox ends, and says so from then on.
-				_, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
+				_, err := sb.Run(t.Context(), []string{"true"}, backends.RunOptions{})
 				wantClass(t, err, model.ErrSandboxGone, "")
 			}
 		})
@@ -289,7 +289,7 @@ func TestForkBomb(t *testing.T) {
 			needRuntime(t, rt)
 			b := newTestBackend(t)
 			const pids = 64
-			sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, withRuntime(rt), func(s *model.Spec) { s.Resources.Pids = pids })})
+			sbi, err := b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t, withRuntime(rt), func(s *model.Spec) { s.Resources.Pids = pids })})
 			if err != nil {
 				t.Fatalf("create: %v", err)
 			}
@@ -297,7 +297,7 @@ func TestForkBomb(t *testing.T) {
 			t.Cleanup(func() { closeEventually(t, b, sb) })
 
 			// Forks past the ceiling are refused, and that is reported.
-			_, err = sb.Run(context.Background(), []string{"sh", "-c", spawnCount}, backends.RunOptions{Timeout: 20 * time.Second})
+			_, err = sb.Run(t.Context(), []string{"sh", "-c", spawnCount}, backends.RunOptions{Timeout: 20 * time.Second})
 			wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitPids)
 			n := atoi(t, "children started", sh(t, sb, "wc -l </tmp/spawned"))
 			peak := atoi(t, "tasks at the peak", sh(t, sb, "cat /tmp/peak"))
@@ -310,7 +310,7 @@ func TestForkBomb(t *testing.T) {
 			// stopped; the sandbox may be killed to stop them (and under
 			// gVisor, the host backstop may take the sandbox down first).
 			start := time.Now()
-			_, err = sb.Run(context.Background(), []string{"sh", "-c", forkBomb}, backends.RunOptions{Timeout: 3 * time.Second})
+			_, err = sb.Run(t.Context(), []string{"sh", "-c", forkBomb}, backends.RunOptions{Timeout: 3 * time.Second})
 			took := time.Since(start)
 			wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitPids)
 			// Within the call's timeout plus the budgets of looking at a
@@ -344,7 +344,7 @@ func TestForkBomb(t *testing.T) {
 // that nothing is left behind; any other close error fails the test.
 func closeEventually(t *testing.T, b *dockerBackend, sb *sandbox) {
 	t.Helper()
-	err := sb.Close(context.Background())
+	err := sb.Close(context.WithoutCancel(t.Context()))
 	var orphaned *backends.OrphanedError
 	switch {
 	case err == nil:
@@ -354,7 +354,7 @@ func closeEventually(t *testing.T, b *dockerBackend, sb *sandbox) {
 		return
 	}
 	t.Logf("removal outlasted the teardown grace (%v); waiting for it", err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), time.Minute)
 	defer cancel()
 	if err := b.removeContainer(ctx, sb.id); err != nil {
 		t.Errorf("the orphaned sandbox was not removed within a minute: %v", err)
@@ -375,7 +375,7 @@ func TestPidsCeilingHeldPastTimeout(t *testing.T) {
 		t.Run(rt, func(t *testing.T) {
 			needRuntime(t, rt)
 			b := newTestBackend(t)
-			sbi, err := b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t, withRuntime(rt), func(s *model.Spec) { s.Resources.Pids = 32 })})
+			sbi, err := b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t, withRuntime(rt), func(s *model.Spec) { s.Resources.Pids = 32 })})
 			if err != nil {
 				t.Fatalf("create: %v", err)
 			}
@@ -389,7 +389,7 @@ func TestPidsCeilingHeldPastTimeout(t *testing.T) {
 			// The timeout leaves the command time to fill the ceiling on a
 			// busy host (under load a gVisor sandbox forks slowly): a
 			// command stopped before it did rightly gets ExecutionTimeout.
-			_, err = sb.Run(context.Background(), []string{"sh", "-c", hold}, backends.RunOptions{Timeout: 8 * time.Second})
+			_, err = sb.Run(t.Context(), []string{"sh", "-c", hold}, backends.RunOptions{Timeout: 8 * time.Second})
 			t.Logf("held ceiling: %v (after %s)", err, time.Since(start).Round(time.Millisecond))
 			wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitPids)
 		})

@@ -101,7 +101,7 @@ func needDocker(t testing.TB) {
 	t.Helper()
 	dockerProbe.once.Do(func() {
 		dockerProbe.done = true
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer cancel()
 		cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 		if err != nil {
@@ -186,12 +186,12 @@ func withRuntime(rt string) func(*model.Spec) { return func(s *model.Spec) { s.R
 // open creates a sandbox that the test closes at its end.
 func open(t testing.TB, b *dockerBackend, spec model.Spec) *sandbox {
 	t.Helper()
-	sb, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec})
+	sb, err := b.Create(t.Context(), backends.CreateRequest{Spec: spec})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := sb.Close(context.Background()); err != nil {
+		if err := sb.Close(context.WithoutCancel(t.Context())); err != nil {
 			t.Errorf("close: %v", err)
 		}
 	})
@@ -201,7 +201,7 @@ func open(t testing.TB, b *dockerBackend, spec model.Spec) *sandbox {
 // sh runs a shell script in the sandbox and wants exit 0.
 func sh(t testing.TB, sb *sandbox, script string) string {
 	t.Helper()
-	res, err := sb.Run(context.Background(), []string{"sh", "-c", script}, backends.RunOptions{Timeout: 30 * time.Second})
+	res, err := sb.Run(t.Context(), []string{"sh", "-c", script}, backends.RunOptions{Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatalf("run %q: %v", script, err)
 	}
@@ -253,7 +253,7 @@ func waitGone(t testing.TB, b *dockerBackend, labels map[string]string, d time.D
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		cs, err := b.List(context.Background(), labels)
+		cs, err := b.List(t.Context(), labels)
 		if err != nil {
 			t.Fatal(err)
 		}

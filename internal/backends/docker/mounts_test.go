@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,7 +41,7 @@ func TestEveryWritableMountIsBoundedByDisk(t *testing.T) {
 			if !strings.Contains(sb.Info().DiskCapStrategy, "/dev/shm=") {
 				t.Fatalf("the strategy does not name /dev/shm's size: %s", sb.Info().DiskCapStrategy)
 			}
-			res, err := sb.Run(context.Background(), []string{"sh", "-c", fillScript, "fill", strconv.Itoa(diskMB + 16)}, backends.RunOptions{Timeout: 50 * time.Second})
+			res, err := sb.Run(t.Context(), []string{"sh", "-c", fillScript, "fill", strconv.Itoa(diskMB + 16)}, backends.RunOptions{Timeout: 50 * time.Second})
 			if err != nil {
 				t.Fatalf("fill: %v", err)
 			}
@@ -99,6 +98,6 @@ func TestGVisorDevIsBoundedByMemory(t *testing.T) {
 	if !strings.Contains(sb.Info().DiskCapStrategy, "charged to memory_mb") {
 		t.Fatalf("the strategy does not say where /dev is charged: %s", sb.Info().DiskCapStrategy)
 	}
-	_, err := sb.Run(context.Background(), []string{"dd", "if=/dev/zero", "of=/dev/fill", "bs=1M", "count=" + strconv.Itoa(memMB+16)}, backends.RunOptions{Timeout: 50 * time.Second})
+	_, err := sb.Run(t.Context(), []string{"dd", "if=/dev/zero", "of=/dev/fill", "bs=1M", "count=" + strconv.Itoa(memMB+16)}, backends.RunOptions{Timeout: 50 * time.Second})
 	wantClass(t, err, model.ErrResourceLimitExceeded, model.LimitMemory)
 }

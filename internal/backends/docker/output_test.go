@@ -55,7 +55,7 @@ func TestRunStreamsOutput(t *testing.T) {
 			}
 			done := make(chan ran, 1)
 			go func() {
-				res, err := sb.Run(context.Background(), []string{"sh", "-c",
+				res, err := sb.Run(context.WithoutCancel(t.Context()), []string{"sh", "-c",
 					`echo first; echo on-stderr >&2; i=0; while [ ! -e /tmp/go ] && [ $i -lt 40 ]; do sleep 1; i=$((i+1)); done; [ -e /tmp/go ] && echo after-go || echo gave-up`},
 					backends.RunOptions{Stdout: stdout, Stderr: stderr, Timeout: 55 * time.Second})
 				done <- ran{res, err}
@@ -111,7 +111,7 @@ func TestOutputCap(t *testing.T) {
 					opts.Stdout = counted
 				}
 				start := time.Now()
-				res, err := sb.Run(context.Background(), []string{"sh", "-c", "exec yes output-cap-7431-0123456789abcdef"}, opts)
+				res, err := sb.Run(t.Context(), []string{"sh", "-c", "exec yes output-cap-7431-0123456789abcdef"}, opts)
 				if !errors.Is(err, model.ErrResourceLimitExceeded) {
 					t.Logf("streamed=%v: after %v, %d bytes streamed, %d buffered: %v", streamed, time.Since(start), counted.n, len(res.Stdout), err)
 				}
@@ -151,7 +151,7 @@ func TestTimeoutWithABlockedSink(t *testing.T) {
 	blocked := writerFunc(func(p []byte) (int, error) { <-unblock; return len(p), nil })
 	const limit = 1500 * time.Millisecond
 	start := time.Now()
-	_, err := sb.Run(context.Background(), []string{"sh", "-c", "echo blocked-sink-5151; sleep 5151"}, backends.RunOptions{Stdout: blocked, Timeout: limit})
+	_, err := sb.Run(t.Context(), []string{"sh", "-c", "echo blocked-sink-5151; sleep 5151"}, backends.RunOptions{Stdout: blocked, Timeout: limit})
 	wantClass(t, err, model.ErrExecutionTimeout, "")
 	if took := time.Since(start); took > limit+2*time.Second {
 		t.Fatalf("ExecutionTimeout after %s with a %s limit", took, limit)

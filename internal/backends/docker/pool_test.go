@@ -27,21 +27,21 @@ const testSpecHash = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789
 // its end (whatever became of it).
 func newWarm(t testing.TB, b *dockerBackend, spec model.Spec, idle time.Duration) *warm {
 	t.Helper()
-	w, err := b.CreateWarm(context.Background(), backends.WarmRequest{Spec: templateOf(spec), SpecSHA256: testSpecHash, MaxIdle: idle})
+	w, err := b.CreateWarm(t.Context(), backends.WarmRequest{Spec: templateOf(spec), SpecSHA256: testSpecHash, MaxIdle: idle})
 	if err != nil {
 		t.Fatalf("create warm: %v", err)
 	}
-	t.Cleanup(func() { _ = b.removeContainer(context.Background(), w.ID()) })
+	t.Cleanup(func() { _ = b.removeContainer(context.WithoutCancel(t.Context()), w.ID()) })
 	return w.(*warm)
 }
 
 func claimOf(t testing.TB, w *warm, spec model.Spec) *sandbox {
 	t.Helper()
-	s, err := w.Claim(context.Background(), backends.ClaimRequest{Spec: spec, SpecSHA256: testSpecHash})
+	s, err := w.Claim(t.Context(), backends.ClaimRequest{Spec: spec, SpecSHA256: testSpecHash})
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	t.Cleanup(func() { _ = s.Close(context.WithoutCancel(t.Context())) })
 	return s.(*sandbox)
 }
 
@@ -56,7 +56,7 @@ func TestWarmClaimBindsByName(t *testing.T) {
 	b := newTestBackend(t)
 	spec := testSpec(t)
 	w := newWarm(t, b, spec, time.Minute)
-	ctx := context.Background()
+	ctx := t.Context()
 	ins, err := b.cli.ContainerInspect(ctx, w.ID())
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestWarmIdleAndLifetimeEnforcedDaemonSide(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	b := newTestBackend(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	idle := newWarm(t, b, testSpec(t), 2*time.Second)
 	waitContainerGone(t, b, idle.ID(), 20*time.Second)
 
@@ -157,7 +157,7 @@ func waitContainerGone(t testing.TB, b *dockerBackend, id string, d time.Duratio
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		_, err := b.cli.ContainerInspect(context.Background(), id)
+		_, err := b.cli.ContainerInspect(t.Context(), id)
 		if cerrdefs.IsNotFound(err) {
 			return
 		}
@@ -176,7 +176,7 @@ func TestWarmTamperedRefused(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	b := newTestBackend(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	pids := int64(4096)
 	for name, c := range map[string]struct {
 		hash   string
@@ -231,16 +231,16 @@ func TestWarmSecretsOnlyAfterClaim(t *testing.T) {
 	spec := testSpec(t, func(s *model.Spec) { s.SecretNames = []string{"API_TOKEN"} })
 	w := newWarm(t, b, spec, time.Minute)
 	const canary = "CANARY-w4rm-p00l-s3cr3t"
-	s, err := w.Claim(context.Background(), backends.ClaimRequest{Spec: spec, SpecSHA256: testSpecHash, Secrets: map[string]string{"API_TOKEN": canary}})
+	s, err := w.Claim(t.Context(), backends.ClaimRequest{Spec: spec, SpecSHA256: testSpecHash, Secrets: map[string]string{"API_TOKEN": canary}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sb := s.(*sandbox)
-	t.Cleanup(func() { _ = sb.Close(context.Background()) })
+	t.Cleanup(func() { _ = sb.Close(context.WithoutCancel(t.Context())) })
 	if out := sh(t, sb, `[ "$API_TOKEN" = `+canary+` ] && echo yes`); out != "yes" {
 		t.Fatalf("the secret did not reach the claimed sandbox: %q", out)
 	}
-	ins, err := b.cli.ContainerInspect(context.Background(), sb.id)
+	ins, err := b.cli.ContainerInspect(t.Context(), sb.id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestReaperRemovesSandboxesOfKilledOwner(t *testing.T) {
 	t.Parallel()
 	b := newTestBackend(t)
 	const grace = time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	c, err := startChild(ctx, childEnv+"=1", reaperGraceEnv+"="+grace.String())
 	if err != nil {
@@ -62,7 +62,7 @@ func TestReaperRemovesSandboxesOfKilledOwner(t *testing.T) {
 	t.Cleanup(c.kill)
 	ownerID, ids := c.owner, strings.Split(c.ready, ",")
 	owned := map[string]string{labelOwner: ownerID}
-	if got, err := b.List(context.Background(), owned); err != nil || len(got) != 2 {
+	if got, err := b.List(t.Context(), owned); err != nil || len(got) != 2 {
 		t.Fatalf("child's sandboxes before the kill: %d (%v)", len(got), err)
 	}
 
@@ -76,7 +76,7 @@ func TestReapRemovesExpiredAndOrphaned(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	b := newTestBackend(t)
-	ctx := context.Background()
+	ctx := t.Context()
 
 	// A process that has exited: its pid names no live process (or, if
 	// reused, one with another start time).
@@ -100,7 +100,7 @@ func TestReapRemovesExpiredAndOrphaned(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = b.removeContainer(context.Background(), resp.ID) })
+		t.Cleanup(func() { _ = b.removeContainer(context.WithoutCancel(t.Context()), resp.ID) })
 		return resp.ID
 	}
 	// Expired by the clock Reap is given (now), not the daemon's: a
@@ -142,7 +142,7 @@ func TestReapLeavesUnmarkedContainers(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
 	b := newTestBackend(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	key, err := reapKey()
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +161,7 @@ func TestReapLeavesUnmarkedContainers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = b.removeContainer(context.Background(), resp.ID) })
+		t.Cleanup(func() { _ = b.removeContainer(context.WithoutCancel(t.Context()), resp.ID) })
 		return resp.ID
 	}
 	unmarked := hand("unmarked", func(map[string]string) {})

@@ -107,7 +107,7 @@ func TestOneSandboxPerTenantSession(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sbs[i], errs[i] = b.Create(context.Background(), backends.CreateRequest{Spec: spec})
+			sbs[i], errs[i] = b.Create(context.WithoutCancel(t.Context()), backends.CreateRequest{Spec: spec})
 		}()
 	}
 	wg.Wait()
@@ -115,7 +115,7 @@ func TestOneSandboxPerTenantSession(t *testing.T) {
 	for i, err := range errs {
 		if err == nil {
 			opened = append(opened, sbs[i])
-			t.Cleanup(func() { _ = sbs[i].Close(context.Background()) })
+			t.Cleanup(func() { _ = sbs[i].Close(context.WithoutCancel(t.Context())) })
 			continue
 		}
 		me := classError(t, err, model.ErrConfiguration, "")
@@ -124,7 +124,7 @@ func TestOneSandboxPerTenantSession(t *testing.T) {
 		}
 	}
 	b := newTestBackend(t)
-	got, err := b.List(context.Background(), map[string]string{model.LabelTenantID: "acme", model.LabelSessionID: spec.SessionID})
+	got, err := b.List(t.Context(), map[string]string{model.LabelTenantID: "acme", model.LabelSessionID: spec.SessionID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestOneSandboxPerTenantSession(t *testing.T) {
 	}
 
 	// Once it is closed, the session can have a sandbox again.
-	if err := opened[0].Close(context.Background()); err != nil {
+	if err := opened[0].Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	open(t, b, spec)
@@ -148,7 +148,7 @@ func TestStaleSessionContainerIsReplaced(t *testing.T) {
 	b := newTestBackend(t)
 	spec := testSpec(t)
 	name := sessionName(b.cfg.scope, spec.TenantID, spec.SessionID)
-	ctx := context.Background()
+	ctx := t.Context()
 	labels := map[string]string{model.LabelManaged: "true", model.LabelTenantID: spec.TenantID, model.LabelSessionID: spec.SessionID,
 		labelExpires: time.Now().Add(time.Hour).UTC().Format(time.RFC3339), "test": labelSafe(t.Name())}
 	for k, v := range b.owner.Labels() {
@@ -160,7 +160,7 @@ func TestStaleSessionContainerIsReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.removeContainer(context.Background(), resp.ID) })
+	t.Cleanup(func() { _ = b.removeContainer(context.WithoutCancel(t.Context()), resp.ID) })
 	if err := b.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -190,16 +190,16 @@ func TestRefusedCreateLeavesTheHolderAlone(t *testing.T) {
 	holder := open(t, b, spec)
 	other := newTestBackend(t)
 	other.owner.ID = "another-process"
-	_, err := other.Create(context.Background(), backends.CreateRequest{Spec: spec})
+	_, err := other.Create(t.Context(), backends.CreateRequest{Spec: spec})
 	if me := classError(t, err, model.ErrConfiguration, ""); me.Rule != rules.OneSandbox || !strings.Contains(me.Message, shortID(holder.id)) {
 		t.Fatalf("refusal: %v", err)
 	}
 	name := sessionName(other.cfg.scope, spec.TenantID, spec.SessionID)
-	if err := other.removeOwn(context.Background(), name); err != nil {
+	if err := other.removeOwn(t.Context(), name); err != nil {
 		t.Fatal(err)
 	}
-	other.discard(context.Background(), "", name)
-	ins, err := b.cli.ContainerInspect(context.Background(), holder.id)
+	other.discard(t.Context(), "", name)
+	ins, err := b.cli.ContainerInspect(t.Context(), holder.id)
 	if err != nil || !ins.State.Running {
 		t.Fatalf("the holder was touched: %v", errors.Join(err))
 	}

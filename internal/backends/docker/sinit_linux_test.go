@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -95,7 +94,7 @@ func TestInitIsPID1AndShielded(t *testing.T) {
 			// least) does: a stopped init is what the host backstop is for
 			// (TestLifetimeLockedWithOwnerKilled), a killed one ends the
 			// sandbox (fail closed).
-			res, err := sb.Run(context.Background(), []string{"sh", "-c", `kill -STOP 1; kill -STOP -1; sleep 0.5; sed -n 's/^State:[[:space:]]*//p' /proc/1/status; kill -CONT 1`},
+			res, err := sb.Run(t.Context(), []string{"sh", "-c", `kill -STOP 1; kill -STOP -1; sleep 0.5; sed -n 's/^State:[[:space:]]*//p' /proc/1/status; kill -CONT 1`},
 				backends.RunOptions{Timeout: 30 * time.Second})
 			state := strings.TrimSpace(string(res.Stdout))
 			switch {
@@ -106,7 +105,7 @@ func TestInitIsPID1AndShielded(t *testing.T) {
 			case !strings.HasPrefix(state, "S") && !strings.HasPrefix(state, "R"):
 				t.Fatalf("PID 1 after SIGSTOP from inside: state %q", state)
 			}
-			_, err = sb.Run(context.Background(), []string{"sh", "-c", "kill -KILL 1; sleep 0.5; echo alive"}, backends.RunOptions{Timeout: 30 * time.Second})
+			_, err = sb.Run(t.Context(), []string{"sh", "-c", "kill -KILL 1; sleep 0.5; echo alive"}, backends.RunOptions{Timeout: 30 * time.Second})
 			switch {
 			case rt == "runsc" && err != nil:
 				wantClass(t, err, model.ErrSandboxGone, "")

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"context"
 	"errors"
 	"os"
 	"strings"
@@ -90,16 +89,16 @@ func TestCreateRefusesDynamicInit(t *testing.T) {
 	b := newTestBackend(t)
 	t.Setenv(InitEnv, "/bin/ls")
 	spec := testSpec(t)
-	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec})
+	_, err := b.Create(t.Context(), backends.CreateRequest{Spec: spec})
 	me := classError(t, err, model.ErrConfiguration, "")
 	if !strings.Contains(me.Message, "dynamically linked") {
 		t.Fatalf("got %v", err)
 	}
-	if cs, err := b.List(context.Background(), map[string]string{"test": spec.Labels["test"]}); err != nil || len(cs) != 0 {
+	if cs, err := b.List(t.Context(), map[string]string{"test": spec.Labels["test"]}); err != nil || len(cs) != 0 {
 		t.Fatalf("a refused create left %d containers (%v)", len(cs), err)
 	}
 	t.Setenv(InitEnv, "relative/path")
-	_, err = b.Create(context.Background(), backends.CreateRequest{Spec: testSpec(t)})
+	_, err = b.Create(t.Context(), backends.CreateRequest{Spec: testSpec(t)})
 	if me := classError(t, err, model.ErrConfiguration, ""); !strings.Contains(me.Message, "absolute") {
 		t.Fatalf("got %v", err)
 	}

@@ -13,20 +13,20 @@ func TestDaemonSlotBoundsCallsInFlight(t *testing.T) {
 	pool := make(chan struct{}, 2)
 	var releases []func()
 	for range 2 {
-		r, err := daemonSlot(context.Background(), pool)
+		r, err := daemonSlot(t.Context(), pool)
 		if err != nil {
 			t.Fatal(err)
 		}
 		releases = append(releases, r)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := daemonSlot(ctx, pool); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a third call with two slots held: got %v, want it to wait and then fail with its context", err)
 	}
 	got := make(chan error, 1)
 	go func() {
-		r, err := daemonSlot(context.Background(), pool)
+		r, err := daemonSlot(context.WithoutCancel(t.Context()), pool)
 		if err == nil {
 			r()
 		}

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"context"
 	"math"
 	"slices"
 	"strconv"
@@ -81,7 +80,7 @@ func TestRefusedBeforeAnyAPICall(t *testing.T) {
 			if tc.req != nil {
 				tc.req(&req)
 			}
-			_, err := b.Create(context.Background(), req)
+			_, err := b.Create(t.Context(), req)
 			me := classError(t, err, tc.class, "")
 			if me.Attribute != tc.attr {
 				t.Errorf("attribute %q, want %q (%v)", me.Attribute, tc.attr, err)
@@ -99,7 +98,7 @@ func TestSecretValueNeverInError(t *testing.T) {
 	spec := testSpec(t, func(s *model.Spec) {
 		s.SecretNames = []string{"API_KEY", "MISSING"}
 	})
-	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec, Secrets: map[string]string{"API_KEY": secret}})
+	_, err := b.Create(t.Context(), backends.CreateRequest{Spec: spec, Secrets: map[string]string{"API_KEY": secret}})
 	wantClass(t, err, model.ErrConfiguration, "")
 	if strings.Contains(err.Error(), secret) {
 		t.Fatalf("secret value in error: %v", err)

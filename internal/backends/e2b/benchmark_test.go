@@ -36,7 +36,7 @@ func BenchmarkOpenRunClose(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := b.Context()
 	n := 0
 	adapter := func() error {
 		n++

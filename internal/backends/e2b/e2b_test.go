@@ -59,11 +59,11 @@ func spec(mods ...func(*model.Spec)) model.Spec {
 
 func create(t *testing.T, b backends.Backend, s model.Spec, secrets map[string]string) backends.Sandbox {
 	t.Helper()
-	sb, err := b.Create(context.Background(), backends.CreateRequest{Spec: s, Secrets: secrets})
+	sb, err := b.Create(t.Context(), backends.CreateRequest{Spec: s, Secrets: secrets})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	t.Cleanup(func() { _ = sb.Close(context.Background()) })
+	t.Cleanup(func() { _ = sb.Close(context.WithoutCancel(t.Context())) })
 	return sb
 }
 
@@ -93,40 +93,40 @@ func TestOpenRunUploadClose(t *testing.T) {
 		t.Errorf("info %+v: tier MICROVM, blocked egress not reported", sb.Info())
 	}
 
-	res, err := sb.Run(context.Background(), []string{"sh", "-c", "echo out $LANG $API_TOKEN; echo err >&2; exit 7"}, backends.RunOptions{})
+	res, err := sb.Run(t.Context(), []string{"sh", "-c", "echo out $LANG $API_TOKEN; echo err >&2; exit 7"}, backends.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.ExitCode != 7 || string(res.Stdout) != "out C.UTF-8 secret-value-123\n" || string(res.Stderr) != "err\n" {
 		t.Errorf("run: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
-	res, err = sb.Run(context.Background(), []string{"cat"}, backends.RunOptions{Stdin: []byte("from stdin")})
+	res, err = sb.Run(t.Context(), []string{"cat"}, backends.RunOptions{Stdin: []byte("from stdin")})
 	if err != nil || string(res.Stdout) != "from stdin" {
 		t.Errorf("stdin: %q, %v", res.Stdout, err)
 	}
-	res, err = sb.RunCode(context.Background(), "sh", "echo code $((6*7))", backends.RunOptions{})
+	res, err = sb.RunCode(t.Context(), "sh", "echo code $((6*7))", backends.RunOptions{})
 	if err != nil || string(res.Stdout) != "code 42\n" {
 		t.Errorf("run code: %q, %v", res.Stdout, err)
 	}
-	if err := sb.Upload(context.Background(), "/work/data/x.sh", []byte("echo uploaded\n"), 0o755); err != nil {
+	if err := sb.Upload(t.Context(), "/work/data/x.sh", []byte("echo uploaded\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	res, err = sb.Run(context.Background(), []string{"sh", "-c", "sh /work/data/x.sh; stat -c %a /work/data/x.sh"}, backends.RunOptions{})
+	res, err = sb.Run(t.Context(), []string{"sh", "-c", "sh /work/data/x.sh; stat -c %a /work/data/x.sh"}, backends.RunOptions{})
 	if err != nil || string(res.Stdout) != "uploaded\n755\n" {
 		t.Errorf("upload: %q, %v", res.Stdout, err)
 	}
 
-	infos, err := b.List(context.Background(), map[string]string{model.LabelTenantID: "acme", model.LabelSessionID: s.SessionID})
+	infos, err := b.List(t.Context(), map[string]string{model.LabelTenantID: "acme", model.LabelSessionID: s.SessionID})
 	if err != nil || len(infos) != 1 || infos[0].ID != sb.ID() {
 		t.Fatalf("list by labels: %+v, %v", infos, err)
 	}
-	if err := sb.Close(context.Background()); err != nil {
+	if err := sb.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := sb.Kill(context.Background()); err != nil {
+	if err := sb.Kill(t.Context()); err != nil {
 		t.Errorf("a second kill: %v (kill is idempotent)", err)
 	}
-	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
+	if _, err := sb.Run(t.Context(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("run after close: %v, want SandboxGone", err)
 	}
 	if rec, _ := srv.Observe(sb.ID()); rec.Ended != "killed" || len(srv.Running()) != 0 {
@@ -144,12 +144,12 @@ func TestAllowListAndCaps(t *testing.T) {
 	if rec.LocalNetwork != "none" || len(rec.Unenforced) == 0 {
 		t.Errorf("the local server must report the allow list it cannot enforce: %v %v", rec.LocalNetwork, rec.Unenforced)
 	}
-	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec(func(s *model.Spec) { s.Resources.MemoryMB = 2048 })})
+	_, err := b.Create(t.Context(), backends.CreateRequest{Spec: spec(func(s *model.Spec) { s.Resources.MemoryMB = 2048 })})
 	var me *model.Error
 	if !errors.As(err, &me) || me.Class != model.ErrConfiguration || !strings.Contains(me.Error(), e2bserver.TestTemplate) {
 		t.Errorf("caps on E2B: %v, want a ConfigurationError naming the template", err)
 	}
-	_, err = b.Create(context.Background(), backends.CreateRequest{Spec: spec(func(s *model.Spec) { s.Image = "no-such-template" })})
+	_, err = b.Create(t.Context(), backends.CreateRequest{Spec: spec(func(s *model.Spec) { s.Image = "no-such-template" })})
 	if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "image" {
 		t.Errorf("unknown template: %v, want a ConfigurationError on image", err)
 	}
@@ -159,7 +159,7 @@ func TestExecTimeoutKillsAndLifetimeEnds(t *testing.T) {
 	srv, b := open(t)
 	sb := create(t, b, spec(func(s *model.Spec) { s.LifetimeSeconds = 6 }), nil)
 	start := time.Now()
-	_, err := sb.Run(context.Background(), []string{"sh", "-c", "echo partial; sleep 37"}, backends.RunOptions{Timeout: 700 * time.Millisecond})
+	_, err := sb.Run(t.Context(), []string{"sh", "-c", "echo partial; sleep 37"}, backends.RunOptions{Timeout: 700 * time.Millisecond})
 	took := time.Since(start)
 	if !errors.Is(err, model.ErrExecutionTimeout) {
 		t.Fatalf("timeout: %v, want ExecutionTimeout", err)
@@ -169,7 +169,7 @@ func TestExecTimeoutKillsAndLifetimeEnds(t *testing.T) {
 	}
 	var ps string
 	for range 50 {
-		res, err := sb.Run(context.Background(), []string{"ps"}, backends.RunOptions{})
+		res, err := sb.Run(t.Context(), []string{"ps"}, backends.RunOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +182,7 @@ func TestExecTimeoutKillsAndLifetimeEnds(t *testing.T) {
 		t.Errorf("the timed-out command still runs:\n%s", ps)
 	}
 	time.Sleep(time.Until(sb.Info().Expires) + 500*time.Millisecond)
-	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
+	if _, err := sb.Run(t.Context(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("after the lifetime: %v, want SandboxGone", err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -210,13 +210,13 @@ func TestVendorSideEnd(t *testing.T) {
 		t.Fatalf("kill from outside: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
+	if _, err := sb.Run(t.Context(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("run in a sandbox E2B ended: %v, want SandboxGone", err)
 	}
-	if err := sb.Upload(context.Background(), "/tmp/x", []byte("x"), 0o644); !errors.Is(err, model.ErrSandboxGone) {
+	if err := sb.Upload(t.Context(), "/tmp/x", []byte("x"), 0o644); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("upload to a sandbox E2B ended: %v, want SandboxGone", err)
 	}
-	if err := sb.Close(context.Background()); err != nil {
+	if err := sb.Close(t.Context()); err != nil {
 		t.Errorf("close of a sandbox already gone: %v", err)
 	}
 }
@@ -226,7 +226,7 @@ func TestFaultsAndCanary(t *testing.T) {
 	// 429 with Retry-After on an idempotent call: retried, honoured.
 	srv.Inject(e2bserver.Fault{Op: e2bserver.OpList, Status: 429, RetryAfter: time.Second, Times: 1})
 	start := time.Now()
-	if _, err := b.List(context.Background(), map[string]string{"x": "y"}); err != nil {
+	if _, err := b.List(t.Context(), map[string]string{"x": "y"}); err != nil {
 		t.Fatalf("list after one 429: %v", err)
 	}
 	if n := srv.Requests(e2bserver.OpList); n != 2 || time.Since(start) < time.Second {
@@ -236,14 +236,14 @@ func TestFaultsAndCanary(t *testing.T) {
 	srv.Inject(e2bserver.Fault{Op: e2bserver.OpCreate, Status: 503, Applied: true})
 	s := spec()
 	sb := create(t, b, s, nil)
-	infos, _ := b.List(context.Background(), map[string]string{model.LabelSessionID: s.SessionID})
+	infos, _ := b.List(t.Context(), map[string]string{model.LabelSessionID: s.SessionID})
 	if len(infos) != 1 || infos[0].ID != sb.ID() || srv.Requests(e2bserver.OpCreate) != 2 {
 		t.Errorf("after an ambiguous create: %d sandboxes for the session, %d creates", len(infos), srv.Requests(e2bserver.OpCreate))
 	}
 	srv.Clear()
 	// A persistent 500 on kill: a clear error, retried.
 	srv.Inject(e2bserver.Fault{Op: e2bserver.OpKill, Status: 500, Times: 100})
-	err := sb.Kill(context.Background())
+	err := sb.Kill(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "500") || srv.Requests(e2bserver.OpKill) < 2 {
 		t.Errorf("kill under 500s: %v after %d requests", err, srv.Requests(e2bserver.OpKill))
 	}
@@ -251,7 +251,7 @@ func TestFaultsAndCanary(t *testing.T) {
 	// A bad key: ConfigurationError, and no key in any error.
 	t.Setenv(e2b.EnvAPIKey, canaryKey+"-wrong")
 	bad, _ := e2b.New(backends.DSN{Scheme: "e2b", Options: map[string]string{}})
-	_, err = bad.Create(context.Background(), backends.CreateRequest{Spec: spec()})
+	_, err = bad.Create(t.Context(), backends.CreateRequest{Spec: spec()})
 	if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), "401") {
 		t.Errorf("bad key: %v", err)
 	}

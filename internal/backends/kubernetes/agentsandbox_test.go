@@ -2,7 +2,6 @@ package kubernetes
 
 import (
 	"bufio"
-	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -27,7 +26,7 @@ func agentSpec(b *k8sBackend, tn string) model.Spec {
 
 func getSandboxObject(t *testing.T, b *k8sBackend, name string) (*unstructured.Unstructured, bool) {
 	t.Helper()
-	u, err := b.dyn.Resource(sandboxGVR).Namespace(b.namespace).Get(context.Background(), name, metav1.GetOptions{})
+	u, err := b.dyn.Resource(sandboxGVR).Namespace(b.namespace).Get(t.Context(), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, false
 	}
@@ -45,7 +44,7 @@ func sandboxObjectsLeft(t *testing.T, b *k8sBackend, lbl map[string]string) int 
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := b.listSandboxObjects(context.Background(), sel)
+	l, err := b.listSandboxObjects(t.Context(), sel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +76,7 @@ func waitNothingLeft(t *testing.T, b *k8sBackend, lbl map[string]string, within 
 func TestAccAgentSandboxObjects(t *testing.T) {
 	b := needAgentSandbox(t)
 	tn := tenant()
-	ctx := context.Background()
+	ctx := t.Context()
 	s, err := b.Create(ctx, backends.CreateRequest{Spec: agentSpec(b, tn)})
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +144,7 @@ func TestAccAgentSandboxLifetime(t *testing.T) {
 	sawDeadline := false
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(context.Background(), s.ID(), metav1.GetOptions{})
+		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(t.Context(), s.ID(), metav1.GetOptions{})
 		if err == nil && pod.Status.Reason == "DeadlineExceeded" && !anyRunning(pod) {
 			sawDeadline = true
 		}
@@ -158,7 +157,7 @@ func TestAccAgentSandboxLifetime(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("the kubelet's deadline was seen before the controller removed the Sandbox: %v", sawDeadline)
-	_, err := s.Run(context.Background(), []string{"true"}, backends.RunOptions{})
+	_, err := s.Run(t.Context(), []string{"true"}, backends.RunOptions{})
 	var me *model.Error
 	if !asModel(err, &me) || me.Class != model.ErrSandboxGone || !strings.Contains(me.Message, "lifetime") {
 		t.Errorf("after the lifetime: %v", err)
@@ -175,7 +174,7 @@ func TestAccAgentSandboxKubeletDeadline(t *testing.T) {
 	spec := agentSpec(b, tenant())
 	spec.LifetimeSeconds = 8
 	s := open(t, b, backends.CreateRequest{Spec: spec})
-	ctx := context.Background()
+	ctx := t.Context()
 	first, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, s.ID(), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +211,7 @@ func TestAccAgentSandboxPodReplaced(t *testing.T) {
 	b := needAgentSandbox(t)
 	tn := tenant()
 	s := open(t, b, backends.CreateRequest{Spec: agentSpec(b, tn)})
-	ctx := context.Background()
+	ctx := t.Context()
 	old, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, s.ID(), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -246,16 +245,16 @@ func TestAccAgentSandboxNotServed(t *testing.T) {
 	saved := sandboxGVR
 	sandboxGVR.Version = "v1alpha9"
 	defer func() { sandboxGVR = saved }()
-	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: agentSpec(b, tenant())})
+	_, err := b.Create(t.Context(), backends.CreateRequest{Spec: agentSpec(b, tenant())})
 	if class(err) != model.ErrConfiguration || !strings.Contains(err.Error(), "does not serve") {
 		t.Errorf("create: got %v", err)
 	}
-	_, err = b.Preflight(context.Background(), agentSpec(b, tenant()))
+	_, err = b.Preflight(t.Context(), agentSpec(b, tenant()))
 	if class(err) != model.ErrConfiguration || !strings.Contains(err.Error(), "does not serve") {
 		t.Errorf("preflight: got %v", err)
 	}
 	sandboxGVR = saved
-	if _, err := b.Preflight(context.Background(), agentSpec(b, tenant())); err != nil {
+	if _, err := b.Preflight(t.Context(), agentSpec(b, tenant())); err != nil {
 		t.Errorf("preflight where v1beta1 is served: %v", err)
 	}
 }
@@ -283,14 +282,14 @@ func TestAccAgentSandboxReap(t *testing.T) {
 	if _, ok := getSandboxObject(t, b, id); !ok {
 		t.Fatalf("the helper's sandbox %s is no Sandbox", id)
 	}
-	if r, err := b.Reap(context.Background(), backends.ReapOptions{Labels: sel}); err != nil || len(r) != 0 {
+	if r, err := b.Reap(t.Context(), backends.ReapOptions{Labels: sel}); err != nil || len(r) != 0 {
 		t.Fatalf("reap with the owner alive: %v %v", r, err)
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
 	// A plain-pod backend reaps it too (`sandboxio reap` knows no api).
 	plain := needCluster(t)
-	r, err := plain.Reap(context.Background(), backends.ReapOptions{Labels: sel})
+	r, err := plain.Reap(t.Context(), backends.ReapOptions{Labels: sel})
 	if err != nil || len(r) != 1 || r[0].Reason != "owner gone" || r[0].Info.ID != id {
 		t.Fatalf("reap after SIGKILL: %+v %v", r, err)
 	}

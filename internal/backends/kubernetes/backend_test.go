@@ -60,7 +60,7 @@ func TestAccHardeningFromInside(t *testing.T) {
 	if total != 64*1024 {
 		t.Errorf("writable volumes total %d KiB, want %d", total, 64*1024)
 	}
-	_, err := s.Run(context.Background(), []string{"sh", "-c", "dd if=/dev/zero of=/tmp/f bs=1k count=40000"}, backends.RunOptions{})
+	_, err := s.Run(t.Context(), []string{"sh", "-c", "dd if=/dev/zero of=/tmp/f bs=1k count=40000"}, backends.RunOptions{})
 	var me *model.Error
 	if !asModel(err, &me) || me.Class != model.ErrResourceLimitExceeded || me.Limit != model.LimitDisk {
 		t.Errorf("writing past /tmp's share of disk_mb: %v, want ResourceLimitExceeded(disk)", err)
@@ -80,7 +80,7 @@ func TestAccHardeningFromInside(t *testing.T) {
 func TestAccRunBasics(t *testing.T) {
 	b := needCluster(t)
 	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant())})
-	res, err := s.Run(context.Background(), []string{"sh", "-c", `pwd; echo "$A"; cat; echo err >&2; exit 3`},
+	res, err := s.Run(t.Context(), []string{"sh", "-c", `pwd; echo "$A"; cat; echo err >&2; exit 3`},
 		backends.RunOptions{Stdin: []byte("from-stdin\n"), Env: map[string]string{"A": "b c"}, Workdir: "/tmp"})
 	if err != nil {
 		t.Fatal(err)
@@ -91,13 +91,13 @@ func TestAccRunBasics(t *testing.T) {
 	if res := run(t, s, "no-such-command"); res.ExitCode != 127 {
 		t.Errorf("missing command: exit %d, %s", res.ExitCode, res.Stderr)
 	}
-	if err := s.Upload(context.Background(), "/work/d/f.txt", []byte("up"), 0o600); err != nil {
+	if err := s.Upload(t.Context(), "/work/d/f.txt", []byte("up"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out := sh(t, s, "cat /work/d/f.txt; stat -c %a /work/d/f.txt"); out != "up600" && out != "up\n600" {
 		t.Errorf("upload: %q", out)
 	}
-	res, err = s.RunCode(context.Background(), "sh", "echo 42", backends.RunOptions{})
+	res, err = s.RunCode(t.Context(), "sh", "echo 42", backends.RunOptions{})
 	if err != nil || strings.TrimSpace(string(res.Stdout)) != "42" {
 		t.Errorf("runcode: %v %q", err, res.Stdout)
 	}
@@ -109,7 +109,7 @@ func TestAccExecTimeout(t *testing.T) {
 	b := needCluster(t)
 	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant())})
 	start := time.Now()
-	_, err := s.Run(context.Background(), []string{"sh", "-c", "sleep 1000 & sleep 1001"}, backends.RunOptions{Timeout: 2 * time.Second})
+	_, err := s.Run(t.Context(), []string{"sh", "-c", "sleep 1000 & sleep 1001"}, backends.RunOptions{Timeout: 2 * time.Second})
 	if class(err) != model.ErrExecutionTimeout {
 		t.Fatalf("got %v, want ExecutionTimeout", err)
 	}
@@ -129,7 +129,7 @@ func TestAccSlowKillerKeepsTheSandbox(t *testing.T) {
 	s.(*sandbox).killWait = time.Nanosecond
 	run(t, s, "sh", "-c", "sleep 1002 >/dev/null 2>&1 &")
 	start := time.Now()
-	_, err := s.Run(context.Background(), []string{"sh", "-c", "sleep 1000 & sleep 1001"}, backends.RunOptions{Timeout: 2 * time.Second})
+	_, err := s.Run(t.Context(), []string{"sh", "-c", "sleep 1000 & sleep 1001"}, backends.RunOptions{Timeout: 2 * time.Second})
 	took := time.Since(start)
 	if class(err) != model.ErrExecutionTimeout || !strings.Contains(err.Error(), "being killed") {
 		t.Fatalf("got %v, want an ExecutionTimeout saying the processes are being killed", err)
@@ -153,7 +153,7 @@ func TestAccSlowKillerKeepsTheSandbox(t *testing.T) {
 func TestAccOutputCap(t *testing.T) {
 	b := needCluster(t)
 	s := open(t, b, backends.CreateRequest{Spec: testSpec(tenant())})
-	_, err := s.Run(context.Background(), []string{"sh", "-c", "yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}, backends.RunOptions{})
+	_, err := s.Run(t.Context(), []string{"sh", "-c", "yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}, backends.RunOptions{})
 	var me *model.Error
 	if !asModel(err, &me) || me.Class != model.ErrResourceLimitExceeded || me.Limit != model.LimitOutput {
 		t.Fatalf("got %v, want ResourceLimitExceeded(output)", err)
@@ -174,7 +174,7 @@ func TestAccEgressUnenforceableRefused(t *testing.T) {
 		{Egress: model.EgressDeny, Allow: []string{"2001:db8::/32"}}, {Egress: model.EgressLearn}} {
 		spec := testSpec(tn)
 		spec.Network = n
-		_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec})
+		_, err := b.Create(t.Context(), backends.CreateRequest{Spec: spec})
 		var me *model.Error
 		if !asModel(err, &me) || me.Class != model.ErrCapabilityNotSupported || (me.Rule != rules.NetAllowKind && me.Rule != rules.NetLearn) {
 			t.Errorf("network %+v: got %v, want CapabilityNotSupported", n, err)
@@ -195,7 +195,7 @@ func TestAccLifetimeAndGone(t *testing.T) {
 	s := open(t, b, backends.CreateRequest{Spec: spec})
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(context.Background(), s.ID(), metav1.GetOptions{})
+		pod, err := b.cs.CoreV1().Pods(b.namespace).Get(t.Context(), s.ID(), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,18 +207,18 @@ func TestAccLifetimeAndGone(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	_, err := s.Run(context.Background(), []string{"true"}, backends.RunOptions{})
+	_, err := s.Run(t.Context(), []string{"true"}, backends.RunOptions{})
 	var me *model.Error
 	if !asModel(err, &me) || me.Class != model.ErrSandboxGone || !strings.Contains(me.Message, "lifetime") || !strings.Contains(me.Fix, "lifetime_seconds") {
 		t.Errorf("after the lifetime: %v", err)
 	}
 
 	s2 := open(t, b, backends.CreateRequest{Spec: testSpec(tenant())})
-	if err := b.deletePod(context.Background(), s2.ID()); err != nil {
+	if err := b.deletePod(t.Context(), s2.ID()); err != nil {
 		t.Fatal(err)
 	}
-	_ = b.stopped(context.Background(), s2.ID())
-	_, err = s2.Run(context.Background(), []string{"true"}, backends.RunOptions{})
+	_ = b.stopped(t.Context(), s2.ID())
+	_, err = s2.Run(t.Context(), []string{"true"}, backends.RunOptions{})
 	if !asModel(err, &me) || me.Class != model.ErrSandboxGone || !strings.Contains(me.Fix, "deleted from outside") {
 		t.Errorf("after a delete from outside: %v", err)
 	}
@@ -229,12 +229,12 @@ func TestAccLifetimeAndGone(t *testing.T) {
 // it is refused (and its pod removed).
 func TestAccGVisorNamedRuncIsContainer(t *testing.T) {
 	b := needCluster(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	rcs := b.cs.NodeV1().RuntimeClasses()
 	_, err := rcs.Create(ctx, &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "gvisor", Labels: map[string]string{model.LabelManaged: "true"}}, Handler: "runc"}, metav1.CreateOptions{})
 	switch {
 	case err == nil:
-		t.Cleanup(func() { _ = rcs.Delete(context.Background(), "gvisor", metav1.DeleteOptions{}) })
+		t.Cleanup(func() { _ = rcs.Delete(context.WithoutCancel(t.Context()), "gvisor", metav1.DeleteOptions{}) })
 	case apierrors.IsAlreadyExists(err):
 		rc, gerr := rcs.Get(ctx, "gvisor", metav1.GetOptions{})
 		if gerr != nil || rc.Handler != "runc" {
@@ -410,12 +410,12 @@ func TestAccReap(t *testing.T) {
 	}
 	sel := map[string]string{model.LabelTenantID: tn}
 	// The owner is alive: nothing to reap.
-	if r, err := b.Reap(context.Background(), backends.ReapOptions{Labels: sel}); err != nil || len(r) != 0 {
+	if r, err := b.Reap(t.Context(), backends.ReapOptions{Labels: sel}); err != nil || len(r) != 0 {
 		t.Fatalf("reap with the owner alive: %v %v", r, err)
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
-	r, err := b.Reap(context.Background(), backends.ReapOptions{Labels: sel})
+	r, err := b.Reap(t.Context(), backends.ReapOptions{Labels: sel})
 	if err != nil || len(r) != 1 || r[0].Reason != "owner gone" || r[0].Info.ID != strings.TrimSpace(line[3:]) {
 		t.Fatalf("reap after SIGKILL: %+v %v", r, err)
 	}
@@ -426,10 +426,10 @@ func TestAccReap(t *testing.T) {
 	tn2 := tenant()
 	s := open(t, b, backends.CreateRequest{Spec: testSpec(tn2)})
 	sel2 := map[string]string{model.LabelTenantID: tn2}
-	if r, _ := b.Reap(context.Background(), backends.ReapOptions{Labels: sel2}); len(r) != 0 {
+	if r, _ := b.Reap(t.Context(), backends.ReapOptions{Labels: sel2}); len(r) != 0 {
 		t.Fatalf("a live sandbox was reaped: %+v", r)
 	}
-	r, err = b.Reap(context.Background(), backends.ReapOptions{Labels: sel2, Now: time.Now().Add(time.Hour)})
+	r, err = b.Reap(t.Context(), backends.ReapOptions{Labels: sel2, Now: time.Now().Add(time.Hour)})
 	if err != nil || len(r) != 1 || r[0].Reason != "expired" || r[0].Info.ID != s.ID() {
 		t.Fatalf("reap past the lifetime: %+v %v", r, err)
 	}
@@ -461,7 +461,7 @@ func TestAccReapSweepsEveryNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	sel := map[string]string{model.LabelTenantID: tn}
-	r, err := sweep.Reap(context.Background(), backends.ReapOptions{Labels: sel})
+	r, err := sweep.Reap(t.Context(), backends.ReapOptions{Labels: sel})
 	if err != nil || len(r) != 1 || r[0].Reason != "owner gone" {
 		t.Fatalf("sweep: %+v %v", r, err)
 	}

@@ -82,7 +82,7 @@ func BenchmarkOpenRunClose(b *testing.B) {
 	for _, api := range []string{APIPod, APIAgentSandbox} {
 		b.Run(api, func(b *testing.B) {
 			be := benchBackend(b, api)
-			ctx := context.Background()
+			ctx := b.Context()
 			spec := testSpec("bench")
 			spec.Backend = be.dsn()
 			p, err := be.validate(backends.CreateRequest{Spec: spec}, true)
@@ -232,7 +232,7 @@ func BenchmarkWarmClaimFirstExec(b *testing.B) {
 	for _, api := range []string{APIPod, APIAgentSandbox} {
 		b.Run(api, func(b *testing.B) {
 			be := benchBackend(b, api)
-			ctx := context.Background()
+			ctx := b.Context()
 			tpl := testSpec("")
 			tpl.Backend, tpl.Name, tpl.SessionID = be.dsn(), "bench-warm", ""
 			spec := claimSpec(tpl, "bench", "s1")

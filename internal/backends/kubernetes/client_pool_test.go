@@ -36,7 +36,7 @@ func TestAccClientWarmPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := kubernetes.NewForConfigOrDie(rc)
-	ctx := context.Background()
+	ctx := t.Context()
 	prefix := os.Getenv("SANDBOXIO_K8S_NS_PREFIX")
 	if prefix == "" {
 		prefix = "sbx-test-"
@@ -45,7 +45,9 @@ func TestAccClientWarmPool(t *testing.T) {
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.CoreV1().Namespaces().Delete(context.WithoutCancel(t.Context()), ns, metav1.DeleteOptions{})
+	})
 	for i := 0; i < 100; i++ {
 		if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
 			break

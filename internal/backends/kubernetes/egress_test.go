@@ -105,13 +105,13 @@ func dockerAddr(t *testing.T) string {
 // listenerPod starts one of the probe's listener pods and returns its IP.
 func listenerPod(t *testing.T, b *k8sBackend) (name, ip string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	name = "sandboxio-test-listen-" + randomHex(3)
 	if err := b.createProbePod(ctx, name, []string{wrapBinInImage, "listen", probePort}, nil); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.discard(context.Background(), name) })
+	t.Cleanup(func() { b.discard(context.WithoutCancel(t.Context()), name) })
 	ip, err := b.waitPodIP(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func listenerPod(t *testing.T, b *k8sBackend) (name, ip string) {
 
 func podAccepted(t *testing.T, b *k8sBackend, name string) []string {
 	t.Helper()
-	out, err := b.logs(context.Background(), name, "probe")
+	out, err := b.logs(t.Context(), name, "probe")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func podAccepted(t *testing.T, b *k8sBackend, name string) []string {
 
 func podIP(t *testing.T, b *k8sBackend, s backends.Sandbox) string {
 	t.Helper()
-	pod, err := b.cs.CoreV1().Pods(b.namespace).Get(context.Background(), s.Info().ID, metav1.GetOptions{})
+	pod, err := b.cs.CoreV1().Pods(b.namespace).Get(t.Context(), s.Info().ID, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,12 +185,12 @@ func TestAccEgressDenyFromInside(t *testing.T) {
 	}
 	// The control: an unlocked pod reaches both listeners.
 	ctl := "sandboxio-test-control-" + randomHex(3)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()
 	if err := b.createProbePod(ctx, ctl, []string{wrapBinInImage, "netprobe", lisIP + ":" + probePort, bHost + ":" + bPort}, nil); err != nil {
 		t.Fatal(err)
 	}
-	defer b.discard(context.Background(), ctl)
+	defer b.discard(t.Context(), ctl)
 	rep, err := b.probeResult(ctx, ctl, "")
 	if err != nil {
 		t.Fatal(err)
@@ -316,7 +316,7 @@ func TestAccEgressCannotUndo(t *testing.T) {
 // nothing is left behind.
 func TestAccEgressForbiddenByAdmission(t *testing.T) {
 	b := needCluster(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	ns := testNSPrefix() + "psa-" + randomHex(3)
 	_, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
@@ -324,7 +324,9 @@ func TestAccEgressForbiddenByAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = b.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = b.cs.CoreV1().Namespaces().Delete(context.WithoutCancel(t.Context()), ns, metav1.DeleteOptions{})
+	})
 	waitSA(ctx, b, ns)
 	pb, err := openTest()
 	if err != nil {
@@ -374,7 +376,7 @@ func TestAccEgressBrokenLockRefused(t *testing.T) {
 	lockBroken = true
 	t.Cleanup(func() { lockBroken = false; forgetProofs() })
 	for _, mode := range []string{lockDeny, lockAllow} {
-		err := b.proven(context.Background(), mode)
+		err := b.proven(t.Context(), mode)
 		var me *model.Error
 		if !asModel(err, &me) || me.Class != model.ErrCapabilityNotSupported || !strings.Contains(me.Message, "egress probe egress/"+mode) {
 			t.Errorf("%s with a broken lock: %v", mode, err)
@@ -383,7 +385,7 @@ func TestAccEgressBrokenLockRefused(t *testing.T) {
 		}
 	}
 	tn := tenant()
-	if _, err := b.Create(context.Background(), backends.CreateRequest{Spec: denySpec(tn)}); class(err) != model.ErrCapabilityNotSupported {
+	if _, err := b.Create(t.Context(), backends.CreateRequest{Spec: denySpec(tn)}); class(err) != model.ErrCapabilityNotSupported {
 		t.Errorf("create under deny with a broken lock: %v", err)
 	}
 	if n := podsLeft(t, b, map[string]string{model.LabelTenantID: tn}); n != 0 {
@@ -403,7 +405,7 @@ func TestAccEgressLockReadBackPerSandbox(t *testing.T) {
 	proofMu.Unlock()
 	lockBroken = true
 	tn := tenant()
-	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: denySpec(tn)})
+	_, err := b.Create(t.Context(), backends.CreateRequest{Spec: denySpec(tn)})
 	var me *model.Error
 	if !asModel(err, &me) || me.Class != model.ErrCapabilityNotSupported || !strings.Contains(me.Message, "network lock is not in place inside the pod") {
 		t.Errorf("create with the lock broken after its proof: %v", err)
@@ -421,7 +423,7 @@ func TestAccEgressProofCache(t *testing.T) {
 	oldTTL, oldFail := proofTTL, failureTTL
 	t.Cleanup(func() { proofTTL, failureTTL, lockBroken = oldTTL, oldFail, false; forgetProofs() })
 	runs := probeRuns.Load
-	ctx := context.Background()
+	ctx := t.Context()
 	n0 := runs()
 	for i := 0; i < 2; i++ {
 		if err := b.proven(ctx, lockAllow); err != nil {

@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -141,7 +140,7 @@ func TestLockoutsLearned(t *testing.T) {
 			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2." + name[1:]}, {Type: corev1.NodeHostName, Address: name}}}}
 	}
 	svc := &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes"}, Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.96.0.0/16", "fd00::/108"}}}
-	ctx := context.Background()
+	ctx := t.Context()
 	b := &k8sBackend{cs: fake.NewClientset(node("n1", "10.244.0.0/24"), node("n2", "10.244.1.0/24"), svc)}
 	lo, err := b.lockouts(ctx)
 	if got := fmt.Sprint(lo); err != nil || got != "[10.244.0.0/24 10.244.1.0/24 10.96.0.0/16 192.0.2.1/32 192.0.2.2/32]" {

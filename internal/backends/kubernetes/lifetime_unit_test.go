@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -32,7 +31,7 @@ func TestLastSecondOfTheLifetime(t *testing.T) {
 			t.Fatalf("want SandboxGone for the lifetime, got %v", err)
 		}
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 
 	t.Run("killed", func(t *testing.T) {
 		s := sb(500 * time.Millisecond)

@@ -75,7 +75,7 @@ func needCluster(t testing.TB) *k8sBackend {
 	if err != nil {
 		fail("no cluster: " + err.Error())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	if _, err := b.cs.Discovery().ServerVersion(); err != nil {
 		fail("the cluster does not answer: " + err.Error())
@@ -137,14 +137,14 @@ func testSpec(tenant string) model.Spec {
 // open creates a sandbox and closes it at the end of the test.
 func open(t *testing.T, b *k8sBackend, req backends.CreateRequest) backends.Sandbox {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	s, err := b.Create(ctx, req)
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := s.Close(context.Background()); err != nil {
+		if err := s.Close(context.WithoutCancel(t.Context())); err != nil {
 			t.Errorf("close: %v", err)
 		}
 	})
@@ -153,7 +153,7 @@ func open(t *testing.T, b *k8sBackend, req backends.CreateRequest) backends.Sand
 
 func run(t *testing.T, s backends.Sandbox, cmd ...string) backends.Result {
 	t.Helper()
-	res, err := s.Run(context.Background(), cmd, backends.RunOptions{})
+	res, err := s.Run(t.Context(), cmd, backends.RunOptions{})
 	if err != nil {
 		t.Fatalf("run %q: %v", cmd, err)
 	}
@@ -179,7 +179,7 @@ func class(err error) model.ErrorClass {
 
 func podsLeft(t *testing.T, b *k8sBackend, lbl map[string]string) int {
 	t.Helper()
-	pods, err := b.listPods(context.Background(), lbl)
+	pods, err := b.listPods(t.Context(), lbl)
 	if err != nil {
 		t.Fatal(err)
 	}

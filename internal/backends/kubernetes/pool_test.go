@@ -30,13 +30,13 @@ func claimSpec(tpl model.Spec, tenant, session string) model.Spec {
 
 func createWarm(t *testing.T, b *k8sBackend, tpl model.Spec, idle time.Duration) backends.Warm {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	w, err := b.CreateWarm(ctx, backends.WarmRequest{Spec: tpl, SpecSHA256: testSpecHash, MaxIdle: idle})
 	if err != nil {
 		t.Fatalf("create warm: %v", err)
 	}
-	t.Cleanup(func() { _ = w.Discard(context.Background()) })
+	t.Cleanup(func() { _ = w.Discard(context.WithoutCancel(t.Context())) })
 	return w
 }
 
@@ -54,7 +54,7 @@ func TestAccWarmPoolClaim(t *testing.T) {
 			tpl := warmTemplate(b, "warm-"+randomHex(3))
 			tpl.SecretNames = []string{"API_TOKEN"}
 			w := createWarm(t, b, tpl, 60*time.Second)
-			ctx := context.Background()
+			ctx := t.Context()
 			pod, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, w.ID(), metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -119,7 +119,7 @@ func TestAccWarmPoolLifetimeFromClaim(t *testing.T) {
 	tpl.LifetimeSeconds = 8
 	w := createWarm(t, b, tpl, 60*time.Second)
 	time.Sleep(6 * time.Second)
-	ctx := context.Background()
+	ctx := t.Context()
 	claimed := time.Now()
 	s, err := w.Claim(ctx, backends.ClaimRequest{Spec: claimSpec(tpl, tenant(), "s1"), SpecSHA256: testSpecHash})
 	if err != nil {
@@ -167,7 +167,7 @@ func TestAccWarmPoolIdleAgentSandbox(t *testing.T) {
 	if time.Now().Before(w.IdleUntil()) {
 		t.Errorf("the warm Sandbox went before its idle time")
 	}
-	if _, err := w.Claim(context.Background(), backends.ClaimRequest{Spec: claimSpec(tpl, tenant(), "s1"), SpecSHA256: testSpecHash}); err == nil {
+	if _, err := w.Claim(t.Context(), backends.ClaimRequest{Spec: claimSpec(tpl, tenant(), "s1"), SpecSHA256: testSpecHash}); err == nil {
 		t.Error("a warm sandbox past its idle time was claimed")
 	}
 }
@@ -177,7 +177,7 @@ func TestAccWarmPoolIdleAgentSandbox(t *testing.T) {
 func TestAccWarmPoolTampered(t *testing.T) {
 	b := needCluster(t)
 	tpl := warmTemplate(b, "warm-"+randomHex(3))
-	ctx := context.Background()
+	ctx := t.Context()
 	w := createWarm(t, b, tpl, 60*time.Second)
 	patch := []byte(`{"spec":{"activeDeadlineSeconds":200}}`)
 	if _, err := b.cs.CoreV1().Pods(b.namespace).Patch(ctx, w.ID(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {

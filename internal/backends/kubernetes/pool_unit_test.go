@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -33,7 +32,7 @@ func TestWarmDiscardConfirmsTheKill(t *testing.T) {
 		cs.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, nil // accepted; the pod stays, running
 		})
-		err := warmOn(cs).Discard(context.Background())
+		err := warmOn(cs).Discard(t.Context())
 		var oe *backends.OrphanedError
 		if !errors.As(err, &oe) {
 			t.Fatalf("want *OrphanedError, got %v", err)
@@ -45,13 +44,13 @@ func TestWarmDiscardConfirmsTheKill(t *testing.T) {
 	t.Run("deleted", func(t *testing.T) {
 		cs := fake.NewClientset(runningPod("sandboxio-w-abc"))
 		w := warmOn(cs)
-		if err := w.Discard(context.Background()); err != nil {
+		if err := w.Discard(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := cs.CoreV1().Pods("ns1").Get(context.Background(), "sandboxio-w-abc", metav1.GetOptions{}); err == nil {
+		if _, err := cs.CoreV1().Pods("ns1").Get(t.Context(), "sandboxio-w-abc", metav1.GetOptions{}); err == nil {
 			t.Fatal("the discarded pod is still there")
 		}
-		if err := w.Discard(context.Background()); err != nil {
+		if err := w.Discard(t.Context()); err != nil {
 			t.Fatalf("a second discard: %v", err)
 		}
 	})

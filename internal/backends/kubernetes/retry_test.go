@@ -52,7 +52,7 @@ func send(t *testing.T, ctx context.Context, method, url string) (int, http.Head
 func TestRetryTransport_RepeatsIdempotentCalls(t *testing.T) {
 	for _, method := range []string{http.MethodGet, http.MethodDelete, http.MethodPatch} {
 		srv, n := scripted(t, 0, 503, 500, 200)
-		if code, _ := send(t, context.Background(), method, srv.URL); code != 200 || n.Load() != 3 {
+		if code, _ := send(t, t.Context(), method, srv.URL); code != 200 || n.Load() != 3 {
 			t.Errorf("%s answered 503, 500, 200: got %d after %d requests, want 200 after 3", method, code, n.Load())
 		}
 	}
@@ -61,7 +61,7 @@ func TestRetryTransport_RepeatsIdempotentCalls(t *testing.T) {
 func TestRetryTransport_WaitsForRetryAfter(t *testing.T) {
 	srv, n := scripted(t, time.Second, 429, 200)
 	start := time.Now()
-	code, _ := send(t, context.Background(), http.MethodGet, srv.URL)
+	code, _ := send(t, t.Context(), http.MethodGet, srv.URL)
 	if code != 200 || n.Load() != 2 {
 		t.Fatalf("got %d after %d requests, want 200 after 2", code, n.Load())
 	}
@@ -74,7 +74,7 @@ func TestRetryTransport_WaitsForRetryAfter(t *testing.T) {
 // Retry-After (it would repeat the create itself); the hint carries it.
 func TestRetryTransport_NeverRepeatsACreate(t *testing.T) {
 	srv, n := scripted(t, 2*time.Second, 429, 200)
-	ctx, hint := withHint(context.Background())
+	ctx, hint := withHint(t.Context())
 	code, header := send(t, ctx, http.MethodPost, srv.URL)
 	if code != 429 || n.Load() != 1 {
 		t.Fatalf("POST answered 429: got %d after %d requests, want 429 after 1", code, n.Load())
@@ -90,7 +90,7 @@ func TestRetryTransport_NeverRepeatsACreate(t *testing.T) {
 func TestRetryTransport_RefusalsAreNotRepeated(t *testing.T) {
 	for _, code := range []int{401, 403, 404, 409, 501} {
 		srv, n := scripted(t, 0, code, 200)
-		if got, _ := send(t, context.Background(), http.MethodGet, srv.URL); got != code || n.Load() != 1 {
+		if got, _ := send(t, t.Context(), http.MethodGet, srv.URL); got != code || n.Load() != 1 {
 			t.Errorf("GET answered %d: got %d after %d requests, want %d after 1", code, got, n.Load(), code)
 		}
 	}
@@ -100,7 +100,7 @@ func TestRetryTransport_RefusalsAreNotRepeated(t *testing.T) {
 // server's last answer, not a bare deadline.
 func TestRetryTransport_PersistentFailureEndsInTime(t *testing.T) {
 	srv, n := scripted(t, 0, 503)
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	code, _ := send(t, ctx, http.MethodGet, srv.URL)
@@ -114,7 +114,7 @@ func TestRetryTransport_PersistentFailureEndsInTime(t *testing.T) {
 
 func TestCreateWithLook(t *testing.T) {
 	busy := apierrors.NewServiceUnavailable("busy")
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, c := range []struct {
 		name      string
 		answers   []error

@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"context"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -33,7 +32,7 @@ current-context: dead
 	}
 	spec := model.Spec{SpecVersion: model.SpecVersion, Backend: "kubernetes://dead/ns1", Image: "x",
 		Network: model.NetworkPolicy{Egress: model.EgressAllow}, Resources: model.DefaultCaps(), TimeoutSeconds: 10, LifetimeSeconds: 60}
-	_, err = b.Create(context.Background(), backends.CreateRequest{Spec: spec})
+	_, err = b.Create(t.Context(), backends.CreateRequest{Spec: spec})
 	if class(err) != model.ErrConfiguration || !strings.Contains(err.Error(), "not reachable") {
 		t.Errorf("got %v", err)
 	}

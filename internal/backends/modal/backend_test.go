@@ -46,12 +46,12 @@ func openBackend(t *testing.T, dsn string) backends.Backend {
 
 func create(t *testing.T, b backends.Backend, req backends.CreateRequest) backends.Sandbox {
 	t.Helper()
-	sb, err := b.Create(context.Background(), req)
+	sb, err := b.Create(t.Context(), req)
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := sb.Close(context.Background()); err != nil {
+		if err := sb.Close(context.WithoutCancel(t.Context())); err != nil {
 			t.Errorf("close: %v", err)
 		}
 	})
@@ -88,7 +88,7 @@ func TestAdapterOpenRunClose(t *testing.T) {
 	if info := sb.Info(); info.ID != rec.ID || info.Tier != model.TierGVisor || info.BlockedEgress != nil || !info.Running {
 		t.Fatalf("info %+v", info)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	res, err := sb.Run(ctx, []string{"sh", "-c", `echo "out $API_KEY $LANG $X"; echo err >&2; exit 7`}, backends.RunOptions{Env: map[string]string{"X": "x1"}})
 	if err != nil || res.ExitCode != 7 || string(res.Stdout) != "out "+secretCanary+" C.UTF-8 x1\n" || string(res.Stderr) != "err\n" {
 		t.Fatalf("run: %v %+v stdout %q stderr %q", err, res, res.Stdout, res.Stderr)
@@ -150,7 +150,7 @@ func TestAdapterDenyIsAnEmptyAllowList(t *testing.T) {
 	if rec.Network != "ALLOWLIST" || len(rec.CIDRs) != 0 || rec.LegacyBlock || rec.LocalNetwork != "none" {
 		t.Fatalf("deny went as %+v; want an allow list with no entries, not the block flag", rec)
 	}
-	res, err := sb.Run(context.Background(), []string{"ls", "/sys/class/net"}, backends.RunOptions{})
+	res, err := sb.Run(t.Context(), []string{"ls", "/sys/class/net"}, backends.RunOptions{})
 	if err != nil || strings.TrimSpace(string(res.Stdout)) != "lo" {
 		t.Fatalf("interfaces inside: %v %q", err, res.Stdout)
 	}
@@ -165,7 +165,7 @@ func TestAdapterTimeoutsAndLifetime(t *testing.T) {
 	s.SetEnv(t)
 	b := openBackend(t, "modal://"+modalserver.TestApp)
 	sb := create(t, b, backends.CreateRequest{Spec: spec(func(s *model.Spec) { s.LifetimeSeconds = 6 })})
-	ctx := context.Background()
+	ctx := t.Context()
 	start := time.Now()
 	res, err := sb.Run(ctx, []string{"sh", "-c", "echo partial; sleep 30"}, backends.RunOptions{Timeout: 1500 * time.Millisecond})
 	took := time.Since(start)
@@ -193,7 +193,7 @@ func TestAdapterTimeoutsAndLifetime(t *testing.T) {
 func TestAdapterTypedErrors(t *testing.T) {
 	s := modalserver.StartForTest(t)
 	s.SetEnv(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, tc := range []struct {
 		code  codes.Code
 		class model.ErrorClass
@@ -243,7 +243,7 @@ func TestAdapterCredentialsNeverLeak(t *testing.T) {
 	s.SetEnv(t)
 	t.Setenv("MODAL_TOKEN_SECRET", "as-canary-wrong-77c1e0b5d2")
 	b := openBackend(t, "modal://"+modalserver.TestApp)
-	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec()})
+	_, err := b.Create(t.Context(), backends.CreateRequest{Spec: spec()})
 	if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), "MODAL_TOKEN_ID") {
 		t.Fatalf("a wrong token: want a ConfigurationError naming the variables, got %v", err)
 	}
@@ -253,7 +253,7 @@ func TestAdapterCredentialsNeverLeak(t *testing.T) {
 		}
 	}
 	t.Setenv("MODAL_TOKEN_SECRET", "")
-	_, err = openBackend(t, "modal://"+modalserver.TestApp).Create(context.Background(), backends.CreateRequest{Spec: spec()})
+	_, err = openBackend(t, "modal://"+modalserver.TestApp).Create(t.Context(), backends.CreateRequest{Spec: spec()})
 	if !errors.Is(err, model.ErrConfiguration) || !strings.Contains(err.Error(), "MODAL_TOKEN_SECRET") {
 		t.Fatalf("no token: %v", err)
 	}
@@ -268,18 +268,18 @@ func TestAdapterReap(t *testing.T) {
 	if !ok {
 		t.Fatal("the Modal backend does not reap")
 	}
-	got, err := r.Reap(context.Background(), backends.ReapOptions{})
+	got, err := r.Reap(t.Context(), backends.ReapOptions{})
 	if err != nil || len(got) != 0 {
 		t.Fatalf("reap of a live sandbox: %v %+v", err, got)
 	}
-	got, err = r.Reap(context.Background(), backends.ReapOptions{Now: time.Now().Add(time.Hour)})
+	got, err = r.Reap(t.Context(), backends.ReapOptions{Now: time.Now().Add(time.Hour)})
 	if err != nil || len(got) != 1 || got[0].Info.ID != sb.ID() {
 		t.Fatalf("reap past the lifetime: %v %+v", err, got)
 	}
 	if rec, _ := s.Sandbox(sb.ID()); rec.ID == "" {
 		t.Fatal("no record")
 	}
-	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
+	if _, err := sb.Run(t.Context(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
 		t.Fatalf("a reaped sandbox still runs: %v", err)
 	}
 }
@@ -304,7 +304,7 @@ func TestAdapterVolumeNeedsTenant(t *testing.T) {
 	t.Setenv("MODAL_TOKEN_SECRET", modalserver.TestTokenSecret)
 	t.Setenv("MODAL_SERVER_URL", "http://127.0.0.1:1") // never called
 	b := openBackend(t, "modal://"+modalserver.TestApp)
-	_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec(func(s *model.Spec) {
+	_, err := b.Create(t.Context(), backends.CreateRequest{Spec: spec(func(s *model.Spec) {
 		s.TenantID, s.SessionID, s.Labels = "", "", nil
 		s.Volume = &model.Volume{Name: "datasets", MountPath: "/data"}
 	})})

@@ -38,7 +38,7 @@ func BenchmarkOpenRunClose(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer be.Close()
-	ctx := context.Background()
+	ctx := b.Context()
 	var adapter, direct []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -83,7 +83,7 @@ func newRaw(b *testing.B, s *modalserver.Server) *rawClient {
 	}
 	b.Cleanup(func() { _ = conn.Close() })
 	r := &rawClient{cp: pb.NewModalClientClient(conn), tcr: pb.NewTaskCommandRouterClient(conn)}
-	base := metadata.AppendToOutgoingContext(context.Background(), "x-modal-client-type", "9", "x-modal-client-version", "1.0.0",
+	base := metadata.AppendToOutgoingContext(b.Context(), "x-modal-client-type", "9", "x-modal-client-version", "1.0.0",
 		"x-modal-token-id", modalserver.TestTokenID, "x-modal-token-secret", modalserver.TestTokenSecret)
 	tok, err := r.cp.AuthTokenGet(base, &pb.AuthTokenGetRequest{})
 	if err != nil {
@@ -129,7 +129,7 @@ func (r *rawClient) openRunClose(b *testing.B, i int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+acc.GetJwt())
+	rctx := metadata.AppendToOutgoingContext(b.Context(), "authorization", "Bearer "+acc.GetJwt())
 	execID := fmt.Sprintf("raw-exec-%d", i)
 	if _, err := r.tcr.TaskExecStart(rctx, pb.TaskExecStartRequest_builder{TaskId: task.GetTaskId(), ExecId: execID, CommandArgs: []string{"echo", "hi"},
 		StdoutConfig: pb.TaskExecStdoutConfig_TASK_EXEC_STDOUT_CONFIG_PIPE, StderrConfig: pb.TaskExecStderrConfig_TASK_EXEC_STDERR_CONFIG_PIPE}.Build()); err != nil {

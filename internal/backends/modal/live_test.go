@@ -1,7 +1,6 @@
 package modal_test
 
 import (
-	"context"
 	"os"
 	"strings"
 	"testing"
@@ -30,11 +29,11 @@ func TestLiveModal(t *testing.T) {
 	}
 	b := openBackend(t, "modal://"+app)
 	sb := create(t, b, backends.CreateRequest{Spec: spec(func(s *model.Spec) { s.Backend, s.Image = "modal://"+app, image })})
-	res, err := sb.Run(context.Background(), []string{"sh", "-c", "echo live; echo err >&2; exit 3"}, backends.RunOptions{})
+	res, err := sb.Run(t.Context(), []string{"sh", "-c", "echo live; echo err >&2; exit 3"}, backends.RunOptions{})
 	if err != nil || res.ExitCode != 3 || strings.TrimSpace(string(res.Stdout)) != "live" || strings.TrimSpace(string(res.Stderr)) != "err" {
 		t.Fatalf("run: %v %+v", err, res)
 	}
-	if _, err := sb.Run(context.Background(), []string{"sleep", "30"}, backends.RunOptions{Timeout: 2e9}); !strings.Contains(err.Error(), string(model.ErrExecutionTimeout)) {
+	if _, err := sb.Run(t.Context(), []string{"sleep", "30"}, backends.RunOptions{Timeout: 2e9}); !strings.Contains(err.Error(), string(model.ErrExecutionTimeout)) {
 		t.Fatalf("timeout: %v", err)
 	}
 }

@@ -36,7 +36,7 @@ func newServer(t *testing.T, answers ...func(w http.ResponseWriter, r *http.Requ
 	s := &server{answers: answers}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
-		s.got = append(s.got, r.Clone(context.Background()))
+		s.got = append(s.got, r.Clone(t.Context()))
 		s.at = append(s.at, time.Now())
 		s.mu.Unlock()
 		i := min(int(s.n.Add(1))-1, len(s.answers)-1)
@@ -122,14 +122,14 @@ func TestAuthHeaderInjected(t *testing.T) {
 	})
 	c := s.client()
 	var out struct{ SandboxID string }
-	if _, err := c.Do(context.Background(), Request{Op: "get sandbox", Method: "GET", Path: "/sandboxes/sb1"}, &out); err != nil {
+	if _, err := c.Do(t.Context(), Request{Op: "get sandbox", Method: "GET", Path: "/sandboxes/sb1"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	if key != canary || out.SandboxID != "sb1" {
 		t.Fatalf("key header %q, decoded %+v", key, out)
 	}
 	c.AuthHeader, c.AuthPrefix = "Authorization", "Bearer "
-	if _, err := c.Do(context.Background(), Request{Op: "get sandbox", Method: "GET", Path: "/sandboxes/sb1"}, nil); err != nil {
+	if _, err := c.Do(t.Context(), Request{Op: "get sandbox", Method: "GET", Path: "/sandboxes/sb1"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if auth != "Bearer "+canary {
@@ -166,7 +166,7 @@ func TestStatusesAreTyped(t *testing.T) {
 			s := newServer(t, echoKey(c.status))
 			cl := s.client()
 			cl.Attempts = 2
-			_, err := cl.Do(context.Background(), Request{Op: "delete sandbox", Method: "DELETE", Path: "/sandboxes/sb1", Sandbox: c.sandbox}, nil)
+			_, err := cl.Do(t.Context(), Request{Op: "delete sandbox", Method: "DELETE", Path: "/sandboxes/sb1", Sandbox: c.sandbox}, nil)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -207,7 +207,7 @@ func TestStatusesAreTyped(t *testing.T) {
 func TestIdempotentRetriedThenSucceeds(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, status(503, "down"), status(500, `{"message":"oops"}`), status(200, `{}`))
-	if _, err := s.client().Do(context.Background(), Request{Op: "list sandboxes", Method: "GET", Path: "/v2/sandboxes"}, nil); err != nil {
+	if _, err := s.client().Do(t.Context(), Request{Op: "list sandboxes", Method: "GET", Path: "/v2/sandboxes"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if s.requests() != 3 {
@@ -225,7 +225,7 @@ func TestCreateNeverRetried(t *testing.T) {
 	t.Parallel()
 	for _, code := range []int{429, 500, 502, 503} {
 		s := newServer(t, status(code, "", "Retry-After", "1"), status(201, `{}`))
-		_, err := s.client().Do(context.Background(), Request{Op: "create sandbox", Method: "POST", Path: "/sandboxes", JSON: map[string]string{"templateID": "base"}}, nil)
+		_, err := s.client().Do(t.Context(), Request{Op: "create sandbox", Method: "POST", Path: "/sandboxes", JSON: map[string]string{"templateID": "base"}}, nil)
 		if err == nil || s.requests() != 1 {
 			t.Fatalf("%d: err %v after %d requests, want an error after 1", code, err, s.requests())
 		}
@@ -235,7 +235,7 @@ func TestCreateNeverRetried(t *testing.T) {
 	}
 	// Unless the vendor documents it as safe to repeat.
 	s := newServer(t, status(503, ""), status(200, `{}`))
-	if _, err := s.client().Do(context.Background(), Request{Op: "refresh", Method: "POST", Path: "/sandboxes/x/refreshes", Idempotent: true}, nil); err != nil || s.requests() != 2 {
+	if _, err := s.client().Do(t.Context(), Request{Op: "refresh", Method: "POST", Path: "/sandboxes/x/refreshes", Idempotent: true}, nil); err != nil || s.requests() != 2 {
 		t.Fatalf("idempotent POST: %v after %d requests", err, s.requests())
 	}
 }
@@ -252,7 +252,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 				w.Header().Set("Retry-After", header())
 				w.WriteHeader(429)
 			}, status(200, `{}`))
-			if _, err := s.client().Do(context.Background(), Request{Op: "list", Method: "GET", Path: "/v2/sandboxes"}, nil); err != nil {
+			if _, err := s.client().Do(t.Context(), Request{Op: "list", Method: "GET", Path: "/v2/sandboxes"}, nil); err != nil {
 				t.Fatal(err)
 			}
 			// An HTTP date has one-second resolution: 2 s ahead is at least 1 s.
@@ -284,7 +284,7 @@ func TestBoundedByContext(t *testing.T) {
 	s := newServer(t, status(503, "", "Retry-After", "30"))
 	c := s.client()
 	c.Attempts = 100
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	_, err := c.Do(ctx, Request{Op: "list", Method: "GET", Path: "/v2/sandboxes"}, nil)
@@ -298,7 +298,7 @@ func TestBoundedByContext(t *testing.T) {
 	s = newServer(t, status(503, ""))
 	c = s.client()
 	c.Attempts, c.Backoff = 1000, 50*time.Millisecond
-	ctx, cancel = context.WithTimeout(context.Background(), 700*time.Millisecond)
+	ctx, cancel = context.WithTimeout(t.Context(), 700*time.Millisecond)
 	defer cancel()
 	start = time.Now()
 	_, err = c.Do(ctx, Request{Op: "list", Method: "GET", Path: "/v2/sandboxes"}, nil)
@@ -315,13 +315,13 @@ func TestBodyBounded(t *testing.T) {
 	s := newServer(t, status(200, strings.Repeat("x", 4096)))
 	c := s.client()
 	c.MaxBody = 1024
-	_, err := c.Do(context.Background(), Request{Op: "get", Method: "GET", Path: "/x"}, nil)
+	_, err := c.Do(t.Context(), Request{Op: "get", Method: "GET", Path: "/x"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "larger than 1024 bytes") {
 		t.Fatalf("want a size error, got %v", err)
 	}
 	// The vendor's message in an error is clipped.
 	s = newServer(t, status(400, `{"message":"`+strings.Repeat("y", 10000)+`"}`))
-	_, err = s.client().Do(context.Background(), Request{Op: "create", Method: "POST", Path: "/x"}, nil)
+	_, err = s.client().Do(t.Context(), Request{Op: "create", Method: "POST", Path: "/x"}, nil)
 	if err == nil || len(err.Error()) > 2000 {
 		t.Fatalf("error of %d bytes, want the message clipped", len(err.Error()))
 	}
@@ -335,7 +335,7 @@ func TestTransportErrors(t *testing.T) {
 	c := s.client()
 	c.BaseURL.User = url.UserPassword("user", canary)
 	s.Close()
-	_, err := c.Do(context.Background(), Request{Op: "list", Method: "GET", Path: "/v2/sandboxes"}, nil)
+	_, err := c.Do(t.Context(), Request{Op: "list", Method: "GET", Path: "/v2/sandboxes"}, nil)
 	if err == nil {
 		t.Fatal("no error from a closed server")
 	}

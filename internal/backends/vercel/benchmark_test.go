@@ -3,7 +3,6 @@ package vercel_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -144,7 +143,7 @@ func bench(b *testing.B, variants []func(int) error, names []string) {
 func BenchmarkOpenRunClose(b *testing.B) {
 	srv, be := open(b)
 	r := raw{url: srv.URL, hc: &http.Client{}}
-	ctx := context.Background()
+	ctx := b.Context()
 	s := spec()
 	adapter := func(int) error {
 		sb, err := be.Create(ctx, backends.CreateRequest{Spec: s})
@@ -168,7 +167,7 @@ func BenchmarkOpenRunClose(b *testing.B) {
 func BenchmarkRun(b *testing.B) {
 	srv, be := open(b)
 	r := raw{url: srv.URL, hc: &http.Client{}}
-	ctx := context.Background()
+	ctx := b.Context()
 	sb, err := be.Create(ctx, backends.CreateRequest{Spec: spec()})
 	if err != nil {
 		b.Fatal(err)

@@ -21,11 +21,11 @@ var dsn = backends.DSN{Scheme: "vercel", Team: vercelserver.TestTeam, Project: v
 
 func create(t *testing.T, b backends.Backend, s model.Spec, secrets map[string]string) backends.Sandbox {
 	t.Helper()
-	sb, err := b.Create(context.Background(), backends.CreateRequest{Spec: s, Secrets: secrets})
+	sb, err := b.Create(t.Context(), backends.CreateRequest{Spec: s, Secrets: secrets})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
-	t.Cleanup(func() { _ = sb.Close(context.Background()) })
+	t.Cleanup(func() { _ = sb.Close(context.WithoutCancel(t.Context())) })
 	return sb
 }
 
@@ -52,22 +52,22 @@ func TestCreateAsVercelTakesIt(t *testing.T) {
 	if rec.Env["LANG"] != "C.UTF-8" || rec.Env["API_TOKEN"] != "" {
 		t.Errorf("create env %v: the secret must not be in it", rec.Env)
 	}
-	res, err := sb.Run(context.Background(), []string{"sh", "-c", "echo out $LANG $API_TOKEN; echo err >&2; exit 7"}, backends.RunOptions{})
+	res, err := sb.Run(t.Context(), []string{"sh", "-c", "echo out $LANG $API_TOKEN; echo err >&2; exit 7"}, backends.RunOptions{})
 	if err != nil || res.ExitCode != 7 || string(res.Stdout) != "out C.UTF-8 secret-value-123\n" || string(res.Stderr) != "err\n" {
 		t.Errorf("run: %+v, %v", res, err)
 	}
-	res, err = sb.Run(context.Background(), []string{"cat"}, backends.RunOptions{Stdin: []byte("from stdin")})
+	res, err = sb.Run(t.Context(), []string{"cat"}, backends.RunOptions{Stdin: []byte("from stdin")})
 	if err != nil || string(res.Stdout) != "from stdin" {
 		t.Errorf("stdin: %q, %v", res.Stdout, err)
 	}
-	res, err = sb.Run(context.Background(), []string{"sh", "-c", "ls /tmp/.sandboxio-stdin-* 2>/dev/null | wc -l"}, backends.RunOptions{})
+	res, err = sb.Run(t.Context(), []string{"sh", "-c", "ls /tmp/.sandboxio-stdin-* 2>/dev/null | wc -l"}, backends.RunOptions{})
 	if err != nil || strings.TrimSpace(string(res.Stdout)) != "0" {
 		t.Errorf("the stdin file was left behind: %q, %v", res.Stdout, err)
 	}
 	if info := sb.Info(); info.Tier != model.TierMicroVM || info.BlockedEgress != nil || !info.Running {
 		t.Errorf("info %+v: tier MICROVM, blocked egress not reported, running", info)
 	}
-	if err := sb.Close(context.Background()); err != nil {
+	if err := sb.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if rec, _ := srv.Observe(sb.ID()); rec.Ended != "stopped" || !rec.Deleted {
@@ -107,7 +107,7 @@ func TestRefusedBeforeAnyCall(t *testing.T) {
 		{"learn", func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: model.EgressLearn} }, rules.NetLearn},
 		{"six labels", func(s *model.Spec) { s.Labels["a"], s.Labels["b"] = "1", "2" }, rules.LblTooMany},
 	} {
-		_, err := b.Create(context.Background(), backends.CreateRequest{Spec: spec(c.mod)})
+		_, err := b.Create(t.Context(), backends.CreateRequest{Spec: spec(c.mod)})
 		var me *model.Error
 		if !errors.As(err, &me) || me.Rule != c.rule || me.Class != model.ErrCapabilityNotSupported && me.Class != model.ErrConfiguration {
 			t.Errorf("%s: %v, want a typed refusal under %q", c.what, err, c.rule)
@@ -125,19 +125,19 @@ func TestExecTimeoutAndLifetime(t *testing.T) {
 	srv, b := open(t)
 	sb := create(t, b, spec(func(s *model.Spec) { s.LifetimeSeconds = 12 }), nil)
 	start := time.Now()
-	_, err := sb.Run(context.Background(), []string{"sh", "-c", "echo partial; sleep 37"}, backends.RunOptions{Timeout: 700 * time.Millisecond})
+	_, err := sb.Run(t.Context(), []string{"sh", "-c", "echo partial; sleep 37"}, backends.RunOptions{Timeout: 700 * time.Millisecond})
 	if !errors.Is(err, model.ErrExecutionTimeout) || time.Since(start) > 700*time.Millisecond+time.Second {
 		t.Fatalf("timeout: %v after %s, want ExecutionTimeout within 1 s", err, time.Since(start))
 	}
-	res, err := sb.Run(context.Background(), []string{"sh", "-c", "ps | grep -c 'sleep 3[7]'"}, backends.RunOptions{})
+	res, err := sb.Run(t.Context(), []string{"sh", "-c", "ps | grep -c 'sleep 3[7]'"}, backends.RunOptions{})
 	if err != nil || strings.TrimSpace(string(res.Stdout)) != "0" {
 		t.Errorf("the timed-out command still runs: %q, %v", res.Stdout, err)
 	}
-	_, err = sb.Run(context.Background(), []string{"sleep", "30"}, backends.RunOptions{Timeout: 20 * time.Second})
+	_, err = sb.Run(t.Context(), []string{"sleep", "30"}, backends.RunOptions{Timeout: 20 * time.Second})
 	if !errors.Is(err, model.ErrSandboxGone) {
 		t.Fatalf("a command at the lifetime: %v, want SandboxGone", err)
 	}
-	if err := sb.Upload(context.Background(), "/tmp/x", []byte("x"), 0o644); !errors.Is(err, model.ErrSandboxGone) {
+	if err := sb.Upload(t.Context(), "/tmp/x", []byte("x"), 0o644); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("upload after the lifetime: %v, want SandboxGone", err)
 	}
 	if rec, _ := srv.Observe(sb.ID()); rec.Ended != "timeout" {
@@ -153,7 +153,7 @@ func TestVendorSideStop(t *testing.T) {
 	s := spec()
 	sb := create(t, b, s, nil)
 	labels := map[string]string{model.LabelTenantID: "acme", model.LabelSessionID: s.SessionID}
-	infos, err := b.List(context.Background(), labels)
+	infos, err := b.List(t.Context(), labels)
 	if err != nil || len(infos) != 1 || infos[0].ID != sb.ID() {
 		t.Fatalf("list: %+v, %v", infos, err)
 	}
@@ -165,23 +165,23 @@ func TestVendorSideStop(t *testing.T) {
 		t.Fatalf("stop from outside: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	if _, err := sb.Run(context.Background(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
+	if _, err := sb.Run(t.Context(), []string{"true"}, backends.RunOptions{}); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("run in a stopped session: %v, want SandboxGone", err)
 	}
-	if err := sb.Upload(context.Background(), "/tmp/x", []byte("x"), 0o644); !errors.Is(err, model.ErrSandboxGone) {
+	if err := sb.Upload(t.Context(), "/tmp/x", []byte("x"), 0o644); !errors.Is(err, model.ErrSandboxGone) {
 		t.Errorf("upload to a stopped session: %v, want SandboxGone", err)
 	}
-	if infos, err := b.List(context.Background(), labels); err != nil || len(infos) != 0 {
+	if infos, err := b.List(t.Context(), labels); err != nil || len(infos) != 0 {
 		t.Errorf("a stopped sandbox is still listed: %+v, %v", infos, err)
 	}
-	reaped, err := b.(backends.Reaper).Reap(context.Background(), backends.ReapOptions{Labels: labels})
+	reaped, err := b.(backends.Reaper).Reap(t.Context(), backends.ReapOptions{Labels: labels})
 	if err != nil || len(reaped) != 1 || reaped[0].Info.ID != sb.ID() {
 		t.Errorf("reap of the stopped sandbox: %+v, %v", reaped, err)
 	}
 	if rec, _ := srv.Observe(sb.ID()); !rec.Deleted {
 		t.Errorf("reap did not delete the stopped sandbox")
 	}
-	if err := sb.Close(context.Background()); err != nil {
+	if err := sb.Close(t.Context()); err != nil {
 		t.Errorf("close of a sandbox already gone: %v", err)
 	}
 }
@@ -196,7 +196,7 @@ func TestCredentialsAndCanary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = bad.Create(context.Background(), backends.CreateRequest{Spec: spec()})
+	_, err = bad.Create(t.Context(), backends.CreateRequest{Spec: spec()})
 	var me *model.Error
 	if !errors.As(err, &me) || me.Class != model.ErrConfiguration || me.Attribute != "credentials" || !strings.Contains(err.Error(), "403") {
 		t.Errorf("bad token: %v", err)
@@ -204,7 +204,7 @@ func TestCredentialsAndCanary(t *testing.T) {
 	forms := []string{err.Error(), fmt.Sprintf("%+v %#v %v %#v", err, bad, b, b)}
 	t.Setenv(vercel.EnvToken, canaryToken)
 	other, _ := vercel.New(backends.DSN{Scheme: "vercel", Team: vercelserver.TestTeam, Project: "prj_other", Options: map[string]string{}})
-	_, err = other.Create(context.Background(), backends.CreateRequest{Spec: spec()})
+	_, err = other.Create(t.Context(), backends.CreateRequest{Spec: spec()})
 	if !errors.As(err, &me) || me.Class != model.ErrConfiguration || !strings.Contains(me.Message, "prj_other") {
 		t.Errorf("unknown project: %v, want a ConfigurationError naming it", err)
 	}
@@ -223,7 +223,7 @@ func TestCredentialsAndCanary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ob.List(context.Background(), map[string]string{"x": "y"}); !errors.Is(err, model.ErrConfiguration) {
+	if _, err := ob.List(t.Context(), map[string]string{"x": "y"}); !errors.Is(err, model.ErrConfiguration) {
 		t.Errorf("the server accepts only the canary token, so the OIDC token is refused: %v", err)
 	}
 	forms = append(forms, fmt.Sprintf("%v %+v %#v", ob, ob, ob))

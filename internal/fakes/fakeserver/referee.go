@@ -41,7 +41,7 @@ func NeedReferee(t testing.TB, vendor, sdk string) string {
 // named by its "step"). The test fails when the referee exits non-zero.
 func RunReferee(t testing.TB, dir string, env ...string) map[string]map[string]any {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	steps, out, stderr, err := Referee(ctx, dir, env)
 	if err != nil {

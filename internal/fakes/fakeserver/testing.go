@@ -48,7 +48,7 @@ func LocalImage(ctx context.Context) error {
 func (p *Probe) Need(t testing.TB) {
 	t.Helper()
 	p.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
 		p.err = p.Prepare(ctx)
 	})

@@ -37,7 +37,7 @@ func sdkClient(t *testing.T, s *modalserver.Server, id, secret string, intercept
 
 func exec(t *testing.T, sb *modal.Sandbox, params *modal.SandboxExecParams, args ...string) (string, string, int, error) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	p, err := sb.Exec(ctx, args, params)
 	if err != nil {
 		return "", "", 0, err
@@ -80,7 +80,7 @@ func TestRefereeAppAndObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := c.Apps.FromName(ctx, modalserver.TestApp, nil); err != nil {
 		t.Fatalf("app lookup: %v", err)
 	}
@@ -123,7 +123,7 @@ func TestRefereeSandboxLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	app, err := c.Apps.FromName(ctx, modalserver.TestApp, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +250,7 @@ func TestRefereeSandboxLifecycle(t *testing.T) {
 
 func list(t *testing.T, c *modal.Client, tags map[string]string) []string {
 	t.Helper()
-	it, err := c.Sandboxes.List(context.Background(), &modal.SandboxListParams{Tags: tags})
+	it, err := c.Sandboxes.List(t.Context(), &modal.SandboxListParams{Tags: tags})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +270,7 @@ func TestRefereeLifetimeAndBlockedNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	app, _ := c.Apps.FromName(ctx, modalserver.TestApp, nil)
 	sb, err := c.Sandboxes.Create(ctx, app, c.Images.FromRegistry(modalserver.Image, nil), &modal.SandboxCreateParams{
 		Timeout: 3 * time.Second, BlockNetwork: true})
@@ -318,7 +318,7 @@ func TestRefereeEmptyAllowListDenies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	app, _ := c.Apps.FromName(ctx, modalserver.TestApp, nil)
 	sb, err := c.Sandboxes.Create(ctx, app, c.Images.FromRegistry(modalserver.Image, nil), nil)
 	if err != nil {

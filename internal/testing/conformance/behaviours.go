@@ -71,7 +71,7 @@ func ids(infos []backends.Info) []string {
 // stdin and env, and streams to writers when asked.
 func runStreams(t *testing.T, e *env) {
 	o := e.open(t)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	res, err := o.sb.Run(ctx, []string{"sh", "-c", `printf 'out-%s' "$CONF_X"; printf 'err-line' >&2; exit 3`},
 		backends.RunOptions{Env: map[string]string{"CONF_X": "x1"}})
@@ -119,7 +119,7 @@ func runCode(t *testing.T, e *env) {
 		c = Code{Lang: "sh", Program: "x=6; echo $((x*7))\n", Want: "42"}
 	}
 	o := e.open(t)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	res, err := o.sb.RunCode(ctx, c.Lang, c.Program, backends.RunOptions{})
 	if err != nil {
@@ -134,7 +134,7 @@ func runCode(t *testing.T, e *env) {
 // byte with its mode, and a second upload replaces it whole.
 func upload(t *testing.T, e *env) {
 	o := e.open(t)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	content := bytes.Repeat([]byte("conformance \x00\x01\xfe\xff\n"), 8192) // 160 KiB, binary
 	const p = "/tmp/conformance/sub dir/file.bin"
@@ -186,7 +186,7 @@ func execTimeout(t *testing.T, e *env) {
 	}
 	limit := e.execTimeout()
 	start := time.Now()
-	res, err := o.sb.Run(context.Background(), []string{"sh", "-c", "echo partial; echo partial-err >&2; sleep 3131 & sleep 3132"},
+	res, err := o.sb.Run(t.Context(), []string{"sh", "-c", "echo partial; echo partial-err >&2; sleep 3131 & sleep 3132"},
 		backends.RunOptions{Timeout: limit})
 	took := time.Since(start)
 	e.wantClass(t, err, model.ErrExecutionTimeout, "a command past its timeout")
@@ -196,7 +196,7 @@ func execTimeout(t *testing.T, e *env) {
 	if res.ExitCode != 0 || len(res.Stdout) != 0 || len(res.Stderr) != 0 {
 		t.Errorf("a timed-out command returned a partial result: exit %d stdout %q stderr %q", res.ExitCode, res.Stdout, res.Stderr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	// A process SIGKILLed a moment ago may still be exiting: only one that
 	// stays is a survivor. The count is taken until it is 0, for up to 1 s.
@@ -231,7 +231,7 @@ func lifetime(t *testing.T, e *env) {
 	} else {
 		t.Logf("the create took %s of the %s lifetime; not checking the sandbox alive first", time.Since(start).Round(time.Millisecond), lt)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	_, err := o.sb.Run(ctx, []string{"sleep", "60"}, backends.RunOptions{Timeout: 30 * time.Second})
 	e.wantClass(t, err, model.ErrSandboxGone, "a command running at the end of the lifetime")
@@ -255,7 +255,7 @@ func lifetime(t *testing.T, e *env) {
 // after it; the sandbox is gone and unlisted.
 func killIdempotent(t *testing.T, e *env) {
 	o := e.open(t)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	for i := range 2 {
 		if err := o.sb.Kill(ctx); err != nil {
@@ -275,15 +275,15 @@ func killIdempotent(t *testing.T, e *env) {
 func closeIdempotent(t *testing.T, e *env) {
 	o := e.open(t)
 	sh(t, o.sb, "true")
-	cancelled, cancel := context.WithCancel(context.Background())
+	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
 	if err := o.sb.Close(cancelled); err != nil {
 		t.Fatalf("close with a cancelled context: %v", err)
 	}
-	if err := o.sb.Close(context.Background()); err != nil {
+	if err := o.sb.Close(t.Context()); err != nil {
 		t.Fatalf("second close: %v", err)
 	}
-	_, err := o.sb.Run(context.Background(), []string{"true"}, backends.RunOptions{})
+	_, err := o.sb.Run(t.Context(), []string{"true"}, backends.RunOptions{})
 	e.wantClass(t, err, model.ErrSandboxGone, "a run after Close")
 	e.waitNone(t, o.labels, "a closed sandbox")
 }
@@ -300,7 +300,7 @@ func secrets(t *testing.T, e *env) {
 	if got := sh(t, o.sb, `printf '%s|%s' "$`+name+`" "$CONF_PLAIN"`); got != canary+"|plain-value" {
 		t.Fatalf("the command saw %q, want the secret and the plain env (%d chars, then |plain-value)", got, len(canary))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	var seen []string
 	note := func(what string, err error) {
@@ -379,7 +379,7 @@ func networkAllow(t *testing.T, e *env) {
 		spec, labels := e.spec(t, func(s *model.Spec) {
 			s.Network = model.NetworkPolicy{Egress: model.EgressDeny, Allow: []string{"192.0.2.1/32"}}
 		})
-		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 		defer cancel()
 		sb, err := e.h.Backend.Create(ctx, backends.CreateRequest{Spec: spec})
 		if err == nil {
@@ -519,7 +519,7 @@ func pidsFill(t *testing.T, e *env, sb backends.Sandbox) bool {
 		t.Errorf("pids: the backend reports no process ceiling: %v", err)
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	var out, errb bytes.Buffer
 	res, err := sb.Run(ctx, []string{"sh", "-c", fillScript}, backends.RunOptions{Stdout: &out, Stderr: &errb})
@@ -546,7 +546,7 @@ func pidsFill(t *testing.T, e *env, sb backends.Sandbox) bool {
 // create leaves nothing behind.
 func typedErrors(t *testing.T, e *env) {
 	o := e.open(t)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	_, err := o.sb.Run(ctx, nil, backends.RunOptions{})
 	e.wantClass(t, err, model.ErrConfiguration, "an empty command")

@@ -27,7 +27,7 @@ func (e *env) reap(t *testing.T, labels map[string]string) {
 	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	if _, err := r.Reap(ctx, backends.ReapOptions{Labels: labels, Now: time.Now().Add(1000 * time.Hour)}); err != nil {
 		t.Logf("reap %v: %v", labels, err)
@@ -39,11 +39,11 @@ func (e *env) reap(t *testing.T, labels map[string]string) {
 func (e *env) tryCreate(t *testing.T, timeout time.Duration) (backends.Sandbox, map[string]string, error) {
 	t.Helper()
 	spec, labels := e.spec(t)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	sb, err := e.h.Backend.Create(ctx, backends.CreateRequest{Spec: spec, Timeout: timeout})
 	if err == nil {
-		t.Cleanup(func() { _ = sb.Close(context.Background()) })
+		t.Cleanup(func() { _ = sb.Close(context.WithoutCancel(t.Context())) })
 	} else {
 		e.noLeak(t, "create error", err.Error())
 	}
@@ -74,7 +74,7 @@ func faultNotFound(t *testing.T, e *env) {
 	o := e.open(t)
 	sh(t, o.sb, "true")
 	e.inject(t, Fault{Op: OpRun, Status: 404, Times: 100})
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	_, err := o.sb.Run(ctx, []string{"true"}, backends.RunOptions{})
 	e.wantClass(t, err, model.ErrSandboxGone, "a run answered 404")
@@ -122,7 +122,7 @@ func faultRetry5xx(t *testing.T, e *env) {
 	}
 	o := e.open(t)
 	e.inject(t, Fault{Op: OpKill, Status: 500, Times: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	if err := o.sb.Kill(ctx); err != nil {
 		t.Fatalf("kill answered 500 once: %v, want a retry that succeeds", err)
@@ -139,7 +139,7 @@ func faultRetry5xx(t *testing.T, e *env) {
 func faultPersistent(t *testing.T, e *env) {
 	e.inject(t, Fault{Op: OpList, Status: 503, Times: 1 << 20})
 	const bound = 4 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithTimeout(t.Context(), bound)
 	defer cancel()
 	start := time.Now()
 	_, err := e.h.Backend.List(ctx, map[string]string{LabelRun: e.runID})

@@ -56,7 +56,7 @@ func lifetimeLocked(t *testing.T, e *env) {
 	lt := e.lifetime()
 	secs := int64((lt + time.Second - 1) / time.Second)
 	spec, labels := e.spec(t, func(s *model.Spec) { s.LifetimeSeconds = secs; s.TimeoutSeconds = secs })
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	var out string
 	switch {
@@ -74,7 +74,7 @@ func lifetimeLocked(t *testing.T, e *env) {
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}
-		t.Cleanup(func() { _ = sb.Close(context.Background()) })
+		t.Cleanup(func() { _ = sb.Close(context.WithoutCancel(t.Context())) })
 		res, err := sb.Run(ctx, []string{"sh", "-c", SwitchOffScript}, backends.RunOptions{Timeout: 30 * time.Second})
 		if err != nil {
 			t.Fatalf("run the script: %v", err)

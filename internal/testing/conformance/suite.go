@@ -186,7 +186,7 @@ func (e *env) open(t *testing.T, mods ...func(*model.Spec)) opened {
 func (e *env) openWith(t *testing.T, secrets map[string]string, mods ...func(*model.Spec)) opened {
 	t.Helper()
 	spec, labels := e.spec(t, mods...)
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	// The create has its own bound, not the spec's timeout_seconds, which
 	// the lifetime behaviour makes short.
@@ -196,7 +196,7 @@ func (e *env) openWith(t *testing.T, secrets map[string]string, mods ...func(*mo
 		t.Fatalf("create: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := sb.Close(context.Background()); err != nil {
+		if err := sb.Close(context.WithoutCancel(t.Context())); err != nil {
 			t.Errorf("close %s: %v", sb.ID(), err)
 		}
 	})
@@ -206,7 +206,7 @@ func (e *env) openWith(t *testing.T, secrets map[string]string, mods ...func(*mo
 // run runs a shell script and fails the test on an error.
 func run(t *testing.T, sb backends.Sandbox, script string, args ...string) backends.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	res, err := sb.Run(ctx, append([]string{"sh", "-c", script, "sh"}, args...), backends.RunOptions{Timeout: 30 * time.Second})
 	if err != nil {
@@ -228,7 +228,7 @@ func sh(t *testing.T, sb backends.Sandbox, script string, args ...string) string
 // list lists by labels, failing the test on an error.
 func (e *env) list(t *testing.T, labels map[string]string) []backends.Info {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	infos, err := e.h.Backend.List(ctx, labels)
 	if err != nil {
@@ -279,7 +279,7 @@ func (e *env) observe(t *testing.T, id string) (Observed, bool) {
 	if e.h.Observe == nil {
 		return Observed{}, false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(t.Context(), callTimeout)
 	defer cancel()
 	o, err := e.h.Observe(ctx, id)
 	if err != nil {

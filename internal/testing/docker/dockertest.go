@@ -68,7 +68,7 @@ func Need(t testing.TB) *client.Client {
 	t.Helper()
 	probe.once.Do(func() {
 		probe.done = true
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 		defer cancel()
 		cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 		if err != nil {
@@ -155,7 +155,7 @@ func Left(t testing.TB, labels ...string) int {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cs, err := settled(ctx, cli, labels...)
 	if err != nil {
@@ -167,6 +167,7 @@ func Left(t testing.TB, labels ...string) int {
 // CheckStopped fails the test for any of the containers that still runs
 // 30 s on: the local sandboxes of a vendor conformance server, once the
 // server has closed.
+// It runs in the server's t.Cleanup, after t.Context is cancelled.
 func CheckStopped(t testing.TB, ids []string) {
 	t.Helper()
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
@@ -175,7 +176,7 @@ func CheckStopped(t testing.TB, ids []string) {
 		return
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 30*time.Second)
 	defer cancel()
 	for _, id := range ids {
 		for {
