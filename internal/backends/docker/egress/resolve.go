@@ -150,9 +150,9 @@ const dnsTTL = 5
 // NXDOMAIN when the listed name has no usable address of any type).
 func answer(q query, addrs []netip.Addr, rcode dnsmessage.RCode) []byte {
 	var p dnsmessage.Parser
-	h, err := p.Start(append(make([]byte, 12), q.question...))
-	_ = h
-	if err != nil {
+	hdr := make([]byte, 12, 12+len(q.question))
+	hdr[5] = 1 // one question
+	if _, err := p.Start(append(hdr, q.question...)); err != nil {
 		return q.refused()
 	}
 	qs, err := p.Question()
