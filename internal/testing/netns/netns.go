@@ -23,7 +23,7 @@ import (
 
 // Addresses of the lab.
 var (
-	Host4    = netip.MustParseAddr("198.18.0.1")  // the host side of the veth (/32)
+	Host4    = netip.MustParseAddr("198.18.0.1") // the host side of the veth (/32)
 	Outside4 = netip.MustParsePrefix("198.18.1.0/24")
 	Host6    = netip.MustParseAddr("2001:2::1")
 	Outside6 = netip.MustParsePrefix("2001:2:0:1::/64")
