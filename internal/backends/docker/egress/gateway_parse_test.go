@@ -102,6 +102,7 @@ func TestRequestHost(t *testing.T) {
 		"GET / HTTP/1.1\r\nHost: allowed.test",
 		"get / HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
 		"GET / SPDY\r\nHost: allowed.test\r\n\r\n",
+		"GET  HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
 	} {
 		if got, ok := requestHost([]byte(in)); ok {
 			t.Errorf("%q: read %q", in, got)

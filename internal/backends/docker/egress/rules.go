@@ -370,7 +370,7 @@ func requestHost(head []byte) (string, bool) {
 			return "", false
 		}
 	}
-	if string(parts[0]) == "CONNECT" || !(parts[1][0] == '/' || string(parts[1]) == "*") {
+	if string(parts[0]) == "CONNECT" || (!bytes.HasPrefix(parts[1], []byte("/")) && string(parts[1]) != "*") {
 		return "", false
 	}
 	host, found := "", false
