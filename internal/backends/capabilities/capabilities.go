@@ -21,6 +21,10 @@ type Capabilities struct {
 	Backend string     `json:"backend"`
 	Runtime string     `json:"runtime"`
 	Tier    model.Tier `json:"tier"`
+	// Variant names the DSN option value that selects this descriptor over
+	// the plain SCHEME/RUNTIME one (gateway: docker://?egress=gateway); the
+	// key is then SCHEME/RUNTIME+VARIANT.
+	Variant string `json:"variant,omitempty"`
 	Network struct {
 		Deny          bool     `json:"deny"`
 		OpenEgress    bool     `json:"open_egress"` // egress = "allow" can be given (not runsc on Docker)
@@ -31,6 +35,9 @@ type Capabilities struct {
 		// IPv4Only: allow-list entries must be IPv4 (Kubernetes routes
 		// IPv4 only and cuts IPv6 in every mode).
 		IPv4Only bool `json:"ipv4_only,omitempty"`
+		// AllowPorts: a CIDR or IP entry may name one port
+		// (198.18.1.0/24:443, [2001:db8::1]:443).
+		AllowPorts bool `json:"allow_ports,omitempty"`
 	} `json:"network"`
 	Caps struct {
 		Mode             string   `json:"mode"` // per_sandbox | template | none

@@ -106,8 +106,12 @@ func (s *sandbox) Info() backends.Info {
 	if s.gw != nil {
 		n, dests := s.gw.Record().Snapshot()
 		in.BlockedEgress, in.BlockedEgressDestinations = &n, dests
-		a, to := s.gw.Allowed().Snapshot()
-		in.AllowedEgress, in.AllowedEgressDestinations = &a, to
+		a := s.gw.Allowed()
+		to := make([]model.BlockedDestination, len(a.Destinations))
+		for i, d := range a.Destinations {
+			to[i] = model.BlockedDestination{Kind: d.Kind, Name: d.Name, Address: d.Address, Port: d.Port, Protocol: d.Protocol, Count: d.Count}
+		}
+		in.AllowedEgress, in.AllowedEgressDestinations = &a.Total, to
 	}
 	return in
 }
