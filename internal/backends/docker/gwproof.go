@@ -20,7 +20,6 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -249,7 +248,7 @@ func judgeProbe(out string, steps []probeStep, want []probeWant) error {
 }
 
 func gatewayProofError(why string, err error) error {
-	return &model.Error{Class: model.ErrCapabilityNotSupported, Rule: rules.NetAllowList, Attribute: "network.allow",
+	return &model.Error{Class: model.ErrCapabilityNotSupported, Attribute: "network.allow",
 		Message: "the egress gateway is not proven on this Docker daemon: " + why + ", so an allow list there would not be known to hold",
 		Fix:     "run the sandbox as root on a Linux daemon host with /dev/net/tun and the runc runtime (the gateway's device lives in the container's namespace), or remove allow and keep egress denied",
 		Err:     err}

@@ -34,11 +34,12 @@ var (
 // lab is one gateway with its outside world.
 type lab struct {
 	*netns.Lab
-	gw     *Gateway
-	ca     *netns.CA
-	dns    *netns.DNS
-	never  *netns.Never
-	dialed sync.Map // every address the gateway dialled, to check none is never-reachable
+	gw      *Gateway
+	ca      *netns.CA
+	dns     *netns.DNS
+	never   *netns.Never
+	dialed  sync.Map    // every address the gateway dialled, to check none is never-reachable
+	rebound atomic.Bool // rebind.test answers neverHost once set
 }
 
 func newLab(t *testing.T, rules Rules) *lab {
@@ -60,12 +61,13 @@ func newLab(t *testing.T, rules Rules) *lab {
 	l.dns.Set("meta.test", netns.Static(netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254")))
 	l.dns.Set("host.test", netns.Static(netns.Host4))
 	l.dns.Set("never.test", netns.Static(neverHost))
-	var n atomic.Int64
+	// rebind.test answers otherHost until the test rebinds it (a flag, not
+	// a count of queries: a lookup asks for A and AAAA in either order).
 	l.dns.Set("rebind.test", func() []netip.Addr {
-		if n.Add(1) == 1 {
-			return []netip.Addr{otherHost}
+		if l.rebound.Load() {
+			return []netip.Addr{neverHost}
 		}
-		return []netip.Addr{neverHost}
+		return []netip.Addr{otherHost}
 	})
 	d := &net.Dialer{Timeout: 3 * time.Second}
 	gw, err := attachGatewayNetns(l.SandboxFD, GatewayConfig{
@@ -347,6 +349,7 @@ func TestGatewayBypasses(t *testing.T) {
 		if err != nil || len(addrs) != 1 || addrs[0] != otherHost.String() {
 			t.Fatalf("resolve: %v %v", addrs, err)
 		}
+		l.rebound.Store(true)
 		code, body, err := l.get(t, otherHost.String(), "http://rebind.test/")
 		if err != nil || code != 403 {
 			t.Fatalf("got %d %q %v", code, body, err)
