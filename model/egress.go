@@ -111,17 +111,39 @@ var nameLookup = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.StrictDomai
 // asciiName is the policy's domain pattern, applied after normalisation.
 var asciiName = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
+// typedName is the policy's pattern for a name as typed, Unicode labels
+// included (lib.domain_pattern without the wildcard), so that the gateway
+// never takes a name the plan refuses.
+var typedName = regexp.MustCompile(`^([\p{L}\p{N}]([\p{L}\p{M}\p{N}-]{0,61}[\p{L}\p{M}\p{N}])?\.)+\p{L}([\p{L}\p{M}\p{N}-]{0,61}[\p{L}\p{M}\p{N}])?$`)
+
 func normaliseName(s string) (string, error) {
 	wild := ""
 	if rest, ok := strings.CutPrefix(s, "*."); ok {
 		wild, s = "*.", rest
 	}
-	a, err := nameLookup.ToASCII(s)
-	if err != nil {
-		return "", fmt.Errorf("not a domain name (%v)", err)
+	// An ASCII name is only lowercased, as the plan reads it: IDNA would
+	// refuse labels the plan takes (ab--c.example).
+	a := strings.ToLower(s)
+	if !isASCII(s) {
+		if len(s) > 253 || !typedName.MatchString(s) {
+			return "", errors.New("not a domain name of two labels or more")
+		}
+		var err error
+		if a, err = nameLookup.ToASCII(s); err != nil {
+			return "", fmt.Errorf("not a domain name (%w)", err)
+		}
 	}
 	if len(a) > 253 || !asciiName.MatchString(a) {
 		return "", errors.New("not a domain name of two labels or more")
 	}
 	return wild + a, nil
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

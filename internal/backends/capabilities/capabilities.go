@@ -6,6 +6,7 @@ package capabilities
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"sort"
 	"sync"
 
@@ -84,6 +85,39 @@ type capabilityData struct {
 		MaxIdleSecondsMin int64 `json:"max_idle_seconds_min"`
 	} `json:"warm_pool_bounds"`
 	SecretTokens []SecretToken `json:"secret_tokens"`
+	NeverEgress  struct {
+		Blocks   map[string]string `json:"blocks"`
+		Names    map[string]string `json:"names"`
+		Suffixes map[string]string `json:"suffixes"`
+	} `json:"never_egress"`
+}
+
+// NeverEgress are the destinations no sandbox may reach whatever its allow
+// list says (never_egress in the data): the plan refuses entries inside
+// them (SBX-NET-014) and the egress gateway refuses them at run time.
+type NeverEgress struct {
+	Blocks   []netip.Prefix
+	Names    []string // exact names
+	Suffixes []string // the name itself and every name below it
+}
+
+// Never returns the never-reachable destinations, sorted.
+func Never() NeverEgress {
+	d := data()
+	var n NeverEgress
+	for b := range d.NeverEgress.Blocks {
+		n.Blocks = append(n.Blocks, netip.MustParsePrefix(b)) // checked at load
+	}
+	sort.Slice(n.Blocks, func(i, j int) bool { return n.Blocks[i].String() < n.Blocks[j].String() })
+	for k := range d.NeverEgress.Names {
+		n.Names = append(n.Names, k)
+	}
+	for k := range d.NeverEgress.Suffixes {
+		n.Suffixes = append(n.Suffixes, k)
+	}
+	sort.Strings(n.Names)
+	sort.Strings(n.Suffixes)
+	return n
 }
 
 // SecretToken is one well-known key or token format: the one list both the
@@ -125,6 +159,15 @@ func load() {
 		return
 	}
 	raw = whole.Backends
+	for b := range loaded.NeverEgress.Blocks {
+		if pf, err := netip.ParsePrefix(b); err != nil || pf != pf.Masked() {
+			loadErr = fmt.Errorf("capabilities: never_egress block %q is not a canonical CIDR block", b)
+			return
+		}
+	}
+	if len(loaded.NeverEgress.Blocks) == 0 {
+		loadErr = fmt.Errorf("capabilities: never_egress has no blocks")
+	}
 }
 
 func data() capabilityData {

@@ -228,6 +228,9 @@ func gatewayRules(allow []string) (egress.Rules, error) {
 		if err != nil {
 			return r, gap(rules.NetAllowKind, "network.allow", fmt.Sprintf("allow[%d], which is no entry the gateway takes (%v)", i, err))
 		}
+		if egress.NeverEntry(e.Prefix, e.Name) {
+			return r, gap(rules.NetNever, "network.allow", fmt.Sprintf("allow[%d], which no sandbox may reach", i))
+		}
 		switch e.Kind {
 		case "domain":
 			r.Names = append(r.Names, e.Name)

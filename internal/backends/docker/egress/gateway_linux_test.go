@@ -193,7 +193,7 @@ func TestGatewayAllowedNameHTTPSAndHTTP(t *testing.T) {
 func TestGatewayCIDRBlocks(t *testing.T) {
 	l := newLab(t, defaultRules)
 	echo := func(addr string) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
 		c, err := l.dial(ctx, "tcp", addr)
 		if err != nil {
@@ -324,7 +324,7 @@ func TestGatewayBypasses(t *testing.T) {
 	})
 	t.Run("UDP and QUIC", func(t *testing.T) {
 		for _, addr := range []string{"198.18.1.99:443", "198.18.1.11:9001", "198.18.1.99:9001"} {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 			c, err := l.dial(ctx, "udp", addr)
 			cancel()
 			if err != nil {
@@ -394,7 +394,7 @@ func TestGatewayFlood(t *testing.T) {
 	l := newLab(t, defaultRules)
 	base := runtime.NumGoroutine()
 	var wg sync.WaitGroup
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	var held []net.Conn
 	var mu sync.Mutex

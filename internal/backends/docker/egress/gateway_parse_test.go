@@ -195,3 +195,22 @@ func FuzzDNSAnswer(f *testing.F) {
 		}
 	})
 }
+
+// A never-reachable name is refused at run time even when the list holds
+// it (the plan refuses such an entry first, SBX-NET-014).
+func TestListedRefusesNeverNames(t *testing.T) {
+	p := newPolicy(GatewayConfig{Rules: Rules{Names: []string{"a.localhost", "*.localhost", "metadata.google.internal", "ok.example", "*.ok.example"}}})
+	for _, n := range []string{"a.localhost", "b.a.localhost", "localhost", "metadata.google.internal", "METADATA.google.internal.", "x.localhost."} {
+		if p.listed(n) {
+			t.Errorf("%q listed", n)
+		}
+	}
+	for _, n := range []string{"ok.example", "OK.example.", "a.ok.example"} {
+		if !p.listed(n) {
+			t.Errorf("%q not listed", n)
+		}
+	}
+	if !p.neverReachable(netip.MustParseAddr("169.254.169.254")) || !p.neverReachable(netip.MustParseAddr("fd00:ec2::254")) {
+		t.Error("metadata addresses reachable")
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/capabilities"
 )
 
 // Block is an allowed CIDR destination of the gateway. Port 0: any port.
@@ -97,21 +99,14 @@ const (
 )
 
 var (
-	// fixedNever are never reachable whatever the rules say.
-	fixedNever = []netip.Prefix{
-		netip.MustParsePrefix("0.0.0.0/8"),
-		netip.MustParsePrefix("127.0.0.0/8"),
-		netip.MustParsePrefix("169.254.0.0/16"),
-		netip.MustParsePrefix("224.0.0.0/3"), // multicast, reserved and broadcast
-		netip.MustParsePrefix("100.100.100.200/32"),
-		netip.MustParsePrefix("192.0.0.8/32"), // the sandbox's own
-		netip.MustParsePrefix("::/128"),
-		netip.MustParsePrefix("::1/128"),
-		netip.MustParsePrefix("fe80::/10"),
-		netip.MustParsePrefix("ff00::/8"),
-		netip.MustParsePrefix("fd00:ec2::254/128"),
+	// fixedNever are never reachable whatever the rules say: the capability
+	// data's never_egress, which the plan refuses entries inside, and the
+	// sandbox's own addresses in the gateway's stack.
+	fixedNever = append(capabilities.Never().Blocks,
+		netip.MustParsePrefix("192.0.0.8/32"),
 		netip.MustParsePrefix("2001:db8::2/128"),
-	}
+	)
+	neverNames = capabilities.Never()
 	// private are reachable only through a Block lying entirely inside one.
 	private = []netip.Prefix{
 		netip.MustParsePrefix("10.0.0.0/8"),
@@ -155,11 +150,15 @@ func (p *policy) host() []netip.Prefix {
 		return p.hostNets
 	}
 	nets := []netip.Prefix{}
-	ifs, _ := net.Interfaces()
+	ifs, err := net.Interfaces()
+	if err != nil {
+		// The host's addresses unknown: nothing is reachable (fail closed).
+		return []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
+	}
 	for _, ifc := range ifs {
 		addrs, err := ifc.Addrs()
 		if err != nil {
-			continue
+			return []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
 		}
 		_, err = os.Stat("/sys/class/net/" + ifc.Name + "/bridge")
 		bridge := err == nil
@@ -247,8 +246,8 @@ func (p *policy) usable(a netip.Addr, port uint16) bool {
 
 // listed reports whether name (lowercase, as read off the wire) is allowed.
 func (p *policy) listed(name string) bool {
-	name = strings.TrimSuffix(name, ".")
-	if name == "" || strings.ContainsAny(name, "\\ ") {
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	if name == "" || strings.ContainsAny(name, "\\ ") || neverName(name) {
 		return false
 	}
 	for _, n := range p.rules.Names {
@@ -257,6 +256,35 @@ func (p *policy) listed(name string) bool {
 				return true
 			}
 		} else if name == n {
+			return true
+		}
+	}
+	return false
+}
+
+// NeverEntry reports whether an allow-list block lies wholly inside a range
+// no sandbox may reach (the capability data's never_egress), or a name is
+// one: such an entry would never work, so it is refused, not ignored.
+func NeverEntry(pf netip.Prefix, name string) bool {
+	if name != "" {
+		return neverName(strings.ToLower(strings.TrimPrefix(name, "*.")))
+	}
+	for _, n := range capabilities.Never().Blocks {
+		if n.Addr().Is4() == pf.Addr().Is4() && n.Bits() <= pf.Bits() && n.Contains(pf.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// neverName: a name no sandbox may reach (never_egress names and suffixes),
+// whatever the list says; the plan refuses such entries (SBX-NET-014).
+func neverName(name string) bool {
+	if slices.Contains(neverNames.Names, name) {
+		return true
+	}
+	for _, s := range neverNames.Suffixes {
+		if name == s || strings.HasSuffix(name, "."+s) {
 			return true
 		}
 	}
