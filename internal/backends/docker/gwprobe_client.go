@@ -22,7 +22,8 @@ import (
 // in the image.
 const probeProto = "sandboxio-egress-probe-v1"
 
-// probeStep is one check of the probe client: kind dns, tcp, http or tls,
+// probeStep is one check of the probe client: kind dns, tcp, http, tls or
+// https (a request over TLS),
 // a target (a DNS server or an address and port) and a name (asked for, or
 // sent as Host or server name).
 type probeStep struct{ kind, target, name string }
@@ -73,6 +74,10 @@ func runProbeStep(s probeStep) string {
 		return probeHTTP(s.target, s.name)
 	case "tls":
 		return probeTLS(s.target, s.name)
+	case "https":
+		return probeHTTPS(s.target, s.name)
+	case "udp":
+		return probeUDP(s.target)
 	}
 	return "error: unknown step"
 }
@@ -176,6 +181,44 @@ func probeTLS(target, name string) string {
 
 // firstLines reads at most 4 KiB and returns the first line, and the first
 // body line of an HTTP answer, joined by " / ".
+// probeHTTPS sends a request over TLS: name is the server name, or
+// "SNI>HOST" for a Host header that differs from it.
+func probeHTTPS(target, name string) string {
+	sni, host, ok := strings.Cut(name, ">")
+	if !ok {
+		host = sni
+	}
+	d := &net.Dialer{Timeout: probeStepTimeout}
+	c, err := tls.DialWithDialer(d, "tcp", target, &tls.Config{ServerName: sni, InsecureSkipVerify: true}) //nolint:gosec // as in probeTLS
+	if err != nil {
+		return outcomeOf(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(probeStepTimeout))
+	if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host); err != nil {
+		return outcomeOf(err)
+	}
+	return firstLines(c)
+}
+
+// probeUDP sends one datagram shaped like a QUIC Initial and waits for
+// any answer.
+func probeUDP(target string) string {
+	c, err := net.DialTimeout("udp", target, probeStepTimeout)
+	if err != nil {
+		return outcomeOf(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(probeStepTimeout))
+	if _, err := c.Write(append([]byte{0xc3, 0, 0, 0, 1}, make([]byte, 1200)...)); err != nil {
+		return outcomeOf(err)
+	}
+	if _, err := c.Read(make([]byte, 64)); err != nil {
+		return outcomeOf(err)
+	}
+	return "answer"
+}
+
 func firstLines(r io.Reader) string {
 	b, err := io.ReadAll(io.LimitReader(r, 4096))
 	if len(b) == 0 {

@@ -100,7 +100,13 @@ type gatewayProbe struct {
 	serve    map[string]func(net.Conn) // address:port -> in-process server
 }
 
-func (g *gatewayProbe) dial(_ context.Context, _, addr string) (net.Conn, error) {
+func (g *gatewayProbe) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if addr == g.resolver.String() {
+		// The gateway's own resolution, from the probe's DNS server on
+		// this process's loopback.
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
 	g.mu.Lock()
 	g.dialled = append(g.dialled, addr)
 	srv := g.serve[addr]
@@ -141,8 +147,8 @@ func (b *dockerBackend) proveGateway(ctx context.Context, spec model.Spec) error
 	for _, a := range hostAddrs {
 		allow = append(allow, a.String()) // listed, and still never reached
 	}
-	ps := model.Spec{Name: "sandboxio-gateway-probe", Backend: spec.Backend, Image: spec.Image, Runtime: spec.Runtime,
-		Resources: model.DefaultCaps(), TimeoutSeconds: 60,
+	ps := model.Spec{SpecVersion: model.SpecVersion, Name: "sandboxio-gateway-probe", Backend: spec.Backend, Image: spec.Image, Runtime: spec.Runtime,
+		Resources: model.DefaultCaps(), TimeoutSeconds: 60, LifetimeSeconds: 120,
 		Network: model.NetworkPolicy{Egress: model.EgressDeny, Allow: allow}}
 	p, err := validate(backends.CreateRequest{Spec: ps}, false)
 	if err != nil {
