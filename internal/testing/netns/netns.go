@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package netns makes network namespaces for tests: an empty "sandbox"
 // namespace and an "outside" one reached from the host over a veth, where
 // tests run their servers. Only addresses from the benchmarking ranges
