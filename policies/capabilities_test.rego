@@ -90,8 +90,16 @@ test_allow_kinds_consistent if {
 
 # Every backend gives open egress but Docker with runsc, which daemons
 # register with --network=none (SBX-NET-010).
+# Open egress everywhere but runsc and the egress gateway, which forwards
+# listed destinations only.
 test_open_egress_everywhere_but_runsc if {
-	{key | some key, d in backends; d.network.open_egress == false} == {"docker/runsc"}
+	{key | some key, d in backends; d.network.open_egress == false} == {"docker/runsc"} | gateway_keys
+}
+
+gateway_keys := {key | some key, d in backends; d.variant == "gateway"}
+
+test_gateway_on_every_docker_runtime if {
+	gateway_keys == {concat("", [k, "+gateway"]) | some k, d in backends; d.backend == "docker"; not d.variant}
 }
 
 test_settable_caps_known if {
@@ -102,7 +110,8 @@ test_settable_caps_known if {
 	}
 }
 
-# Keys are docker/<runtime> for Docker and the scheme for everything else.
+# Keys are docker/<runtime> for Docker (docker/<runtime>+<variant> through a
+# DSN variant such as the egress gateway) and the scheme for everything else.
 test_keys_follow_backend_and_runtime if {
 	every key, d in backends {
 		key_ok(key, d)
@@ -111,7 +120,13 @@ test_keys_follow_backend_and_runtime if {
 
 key_ok(key, d) if {
 	d.backend == "docker"
+	not d.variant
 	key == concat("/", ["docker", d.runtime])
+}
+
+key_ok(key, d) if {
+	d.backend == "docker"
+	key == concat("", ["docker/", d.runtime, "+", d.variant])
 }
 
 key_ok(key, d) if {

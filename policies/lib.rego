@@ -171,28 +171,67 @@ backend_key := input.backend.key if not input.capabilities.key
 # address_kind classifies an allow-list entry as "cidr", "ip" or "domain" and
 # is undefined for anything else. The three cases exclude each other: a CIDR
 # has a "/", an IP has none and a ":" or all-digit labels, and a domain ends
-# in a label that starts with a letter.
+# in a label that starts with a letter. A CIDR or IP entry may name one port
+# (see entry_parts); a domain entry names none, since a name is reached on
+# 443 (TLS) and 80 (HTTP) only.
 # ---------------------------------------------------------------------------
 
-address_kind(entry) := "cidr" if {
-	is_string(entry)
-	contains(entry, "/")
-	net.cidr_is_valid(entry)
+address_kind(entry) := kind if {
+	[host, port] := entry_parts(entry)
+	kind := host_kind(host)
+	port_fits(kind, port)
 }
 
-address_kind(entry) := "ip" if {
+port_fits(_, "")
+
+port_fits(kind, port) if {
+	kind != "domain"
+	valid_port(port)
+}
+
+# valid_port: a decimal port from 1 to 65535 without leading zeros.
+valid_port(port) if {
+	regex.match(`^[1-9][0-9]{0,4}$`, port)
+	to_number(port) <= 65535
+}
+
+# entry_parts splits an entry into its host and its port ("" for none):
+# 198.51.100.0/24:443, 198.51.100.7:443 and [2001:db8::/32]:443 name port
+# 443. An IPv6 entry names a port only in brackets, since its own colons
+# would be ambiguous. Anything else is all host.
+entry_parts(entry) := [m[1], m[2]] if {
 	is_string(entry)
-	not contains(entry, "/")
-	net.cidr_is_valid(concat("/", [entry, "32"]))
+	[m] := regex.find_all_string_submatch_n(`^\[([0-9A-Fa-f.]*:[0-9A-Fa-f:./]*)\]:([0-9]+)$`, entry, 1)
+} else := [m[1], m[2]] if {
+	is_string(entry)
+	[m] := regex.find_all_string_submatch_n(`^([^:\[\]]+):([0-9]+)$`, entry, 1)
+} else := [entry, ""]
+
+# entry_port is the port an entry names, "" for none.
+entry_port(entry) := entry_parts(entry)[1]
+
+host_kind(host) := "cidr" if {
+	is_string(host)
+	contains(host, "/")
+	net.cidr_is_valid(host)
+}
+
+host_kind(host) := "ip" if {
+	is_string(host)
+	not contains(host, "/")
+	net.cidr_is_valid(concat("/", [host, "32"]))
 }
 
 # A host name of at least two labels, optionally behind one "*." wildcard.
-domain_pattern := `^(\*\.)?([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`
+# Labels may be internationalised (bücher.example): the backend normalises
+# them to A-labels (xn--bcher-kva.example) before it resolves or compares a
+# name. The last label starts with a letter, so no IP address matches.
+domain_pattern := `^(\*\.)?([\p{L}\p{N}]([\p{L}\p{M}\p{N}-]{0,61}[\p{L}\p{M}\p{N}])?\.)+\p{L}([\p{L}\p{M}\p{N}-]{0,61}[\p{L}\p{M}\p{N}])?$`
 
-address_kind(entry) := "domain" if {
-	is_string(entry)
-	count(entry) <= 253
-	regex.match(domain_pattern, entry)
+host_kind(host) := "domain" if {
+	is_string(host)
+	count(host) <= 253
+	regex.match(domain_pattern, host)
 }
 
 # ---------------------------------------------------------------------------
@@ -209,7 +248,9 @@ address_kind(entry) := "domain" if {
 
 ip_block(entry) := b if {
 	is_string(entry)
-	cidr := as_cidr(entry)
+	host := entry_parts(entry)[0]
+	not contains(host, "[")
+	cidr := as_cidr(host)
 	net.cidr_is_valid(cidr)
 	some b in net.cidr_merge([cidr])
 }
@@ -229,9 +270,25 @@ as_cidr(entry) := entry if {
 # block already parsed.
 canonical_entry(entry) := canonical_form(entry, ip_block(entry))
 
-canonical_form(entry, block) := block if {
-	contains(entry, "/")
+canonical_form(entry, block) := with_port(host_form(host, block), port) if {
+	[host, port] := entry_parts(entry)
+}
+
+host_form(host, block) := block if {
+	contains(host, "/")
 } else := split(block, "/")[0]
+
+with_port(host, "") := host
+
+with_port(host, port) := sprintf("[%s]:%s", [host, port]) if {
+	port != ""
+	contains(host, ":")
+}
+
+with_port(host, port) := sprintf("%s:%s", [host, port]) if {
+	port != ""
+	not contains(host, ":")
+}
 
 # A canonical block is IPv6 when it has a ":" (IPv4-mapped blocks have
 # become IPv4 by then).
@@ -315,6 +372,13 @@ satisfies(have, want) if {
 # runsc", "e2b".
 describe_backend(key) := sprintf("docker with runtime %s", [data.capabilities.backends[key].runtime]) if {
 	data.capabilities.backends[key].backend == "docker"
+	not data.capabilities.backends[key].variant
+}
+
+describe_backend(key) := sprintf("docker with runtime %s through the egress gateway", [d.runtime]) if {
+	d := data.capabilities.backends[key]
+	d.backend == "docker"
+	d.variant == "gateway"
 }
 
 describe_backend(key) := key if {

@@ -93,9 +93,11 @@ msg_bad_egress := sprintf(
 # METADATA
 # title: the backend cannot enforce an egress allow list
 # description: >-
-#   Some backends can only block all egress: Docker has no per-host egress
-#   filter, and Daytona's allow list is unverified. A non-empty allow list
-#   there would be accepted and not enforced, so it is refused.
+#   Some backends can only block all egress: plain Docker (docker://) has no
+#   per-host egress filter, gVisor's own network stack never reaches the
+#   egress gateway's device, and Daytona's allow list is unverified. A
+#   non-empty allow list there would be accepted and not enforced, so it is
+#   refused.
 # custom:
 #   id: SBX-NET-003
 #   class: CapabilityNotSupported
@@ -232,7 +234,8 @@ msg_kind_not_taken(i, entry, kind) := sprintf(
 #   attribute: network.allow
 #   fix: >-
 #     Write the entry as a CIDR block, an IP address or a host name: no
-#     scheme, port, path or credentials.
+#     scheme, path or credentials, and a port only after a block or address
+#     (198.51.100.7:443, [2001:db8::1]:443).
 deny contains f if {
 	_ = input.network.allow[0]
 	some i, entry in input.network.allow
@@ -252,8 +255,12 @@ entry_hint(entry) := sprintf(" (it is a %s, not a string)", [type_name(entry)]) 
 	not is_string(entry)
 } else := " (it looks like a URL: give the host name only)" if {
 	contains(entry, "://")
-} else := " (it contains a port or a path: give the host or block only)" if {
-	regex.match(`^[A-Za-z0-9.*-]+(:[0-9]+|/[^0-9])`, entry)
+} else := " (a domain name names no port: a name is reached on 443 and 80 only)" if {
+	lib.host_kind(lib.entry_parts(entry)[0]) == "domain"
+} else := " (its port is not a number from 1 to 65535 without leading zeros)" if {
+	lib.host_kind(lib.entry_parts(entry)[0])
+} else := " (it contains a path: give the host or block only)" if {
+	regex.match(`^[A-Za-z0-9.*-]+(:[0-9]+)?/[^0-9]`, entry)
 } else := leading_zero_hint(entry) if {
 	regex.match(`^[0-9]+(\.[0-9]+){3}(/[0-9]+)?$`, entry)
 	regex.match(`(^|\.)0[0-9]`, entry)
@@ -266,7 +273,7 @@ entry_hint(entry) := sprintf(" (it is a %s, not a string)", [type_name(entry)]) 
 } else := " (a wildcard is allowed only as one leading \"*.\" label before a domain of at least two labels, as in *.example.com)" if {
 	contains(entry, "*")
 } else := " (a domain name holds only letters, digits, hyphens and dots)" if {
-	regex.match(`[^A-Za-z0-9.-]`, entry)
+	regex.match(`[^\p{L}\p{M}\p{N}.-]`, entry)
 } else := " (it ends in a dot: leave the final dot out)" if {
 	endswith(entry, ".")
 } else := " (it is longer than 253 characters, the most a domain name can have)" if {
@@ -456,15 +463,18 @@ noncanonical_reason(entry, canonical) := "its prefix length has a leading zero" 
 # description: >-
 #   Some backends cannot give a sandbox an open network. Docker daemons
 #   register the runsc runtime with --network=none, so a runsc container has
-#   no network to open: a bridge network cannot be given to it. egress =
-#   "allow" there would be accepted and not honoured, so it is refused.
+#   no network to open: a bridge network cannot be given to it. The egress
+#   gateway forwards listed destinations only, so it has no open mode.
+#   egress = "allow" there would be accepted and not honoured, so it is
+#   refused.
 # custom:
 #   id: SBX-NET-010
 #   class: CapabilityNotSupported
 #   attribute: network.egress
 #   fix: >-
-#     Use the runc runtime for a sandbox that needs open egress, or keep
-#     egress = "deny" (the default) on this backend.
+#     Use the runc runtime without the egress gateway (docker://) for a
+#     sandbox that needs open egress, or keep egress = "deny" (the default)
+#     on this backend, with an allow list where it enforces one.
 deny contains f if {
 	input.network.egress == "allow"
 	input.capabilities.network.open_egress == false
@@ -484,3 +494,87 @@ open_egress_backends := [lib.describe_backend(key) |
 	some key, d in data.capabilities.backends
 	d.network.open_egress
 ]
+
+# METADATA
+# title: the backend cannot limit an allow-list entry to one port
+# description: >-
+#   A CIDR or IP entry may name one port (198.51.100.7:443,
+#   198.51.100.0/24:443, [2001:db8::/32]:443), which limits it to that
+#   port. Only a backend that filters by port can enforce that:
+#   elsewhere the block would be reachable on every port, which is more than
+#   the entry says. Refused there, never widened.
+# custom:
+#   id: SBX-NET-013
+#   class: CapabilityNotSupported
+#   attribute: network.allow
+#   fix: >-
+#     Remove the port from the entry, which then admits every port of the
+#     block, or use a backend that filters by port (${allow_ports}).
+deny contains f if {
+	_ = input.network.allow[0]
+	input.capabilities.network.allowlist == true
+	not input.capabilities.network.allow_ports == true
+	some i, entry in input.network.allow
+	lib.address_kind(entry)
+	port := lib.entry_port(entry)
+	port != ""
+	f := lib.finding(rego.metadata.rule(), sprintf(
+		"allow[%d] %q limits its block to port %s, but backend %s cannot filter by port (%s)",
+		[i, entry, port, lib.backend_key, input.capabilities.network.allowlist_note],
+	))
+}
+
+# METADATA
+# title: allow-list entry that no sandbox may reach
+# description: >-
+#   Some destinations are never reachable from a sandbox, whatever its allow
+#   list says: loopback, link-local addresses and the cloud metadata
+#   services that answer there, the unspecified and multicast ranges, and
+#   names such as localhost. An entry that lies wholly inside one of them
+#   could only be an attempt to reach the host or its credentials, or a
+#   mistake; either way it would never work, so it is refused instead of
+#   being accepted and silently ignored. A wider block that merely overlaps
+#   one (0.0.0.0/1 holds 127.0.0.0/8) is accepted: the part it may not
+#   reach stays unreachable. The list is never_egress in the capability
+#   data, which the egress gateway enforces at run time too, together with
+#   the host's own addresses and networks.
+# custom:
+#   id: SBX-NET-014
+#   class: ConfigurationError
+#   attribute: network.allow
+#   fix: >-
+#     Remove the entry. A sandbox cannot be given the host, loopback or a
+#     metadata service; a service the code needs belongs on an address of
+#     its own, listed explicitly.
+deny contains f if {
+	_ = input.network.allow[0]
+	entries_checked
+	some i, entry in input.network.allow
+	why := never_reason(entry)
+	f := lib.finding(rego.metadata.rule(), sprintf("allow[%d] %q is %s, which no sandbox may reach", [i, entry, why]))
+}
+
+never := data.capabilities.never_egress
+
+# never_reason says why an entry may never be reached; undefined for an
+# entry that may.
+never_reason(entry) := sprintf("inside %s (%s)", [block, never.blocks[block]]) if {
+	b := lib.ip_block(entry)
+	some block in sort(object.keys(never.blocks))
+	lib.block_family(block) == lib.block_family(b)
+	net.cidr_contains(block, b)
+} else := sprintf("%s", [never.names[name]]) if {
+	name := never_name(entry)
+	never.names[name]
+} else := sprintf("one of %s", [never.suffixes[suffix]]) if {
+	name := never_name(entry)
+	some suffix, _ in never.suffixes
+	name_under(name, suffix)
+}
+
+# never_name is a domain entry's name in lowercase, without its wildcard.
+never_name(entry) := lower(trim_prefix(entry, "*.")) if lib.address_kind(entry) == "domain"
+
+name_under(name, suffix) if name == suffix
+
+name_under(name, suffix) if endswith(name, concat("", [".", suffix]))

@@ -1,9 +1,11 @@
 package sandboxio.network_test
 
 import data.sandboxio.fixtures as fx
+import data.sandboxio.lib
 import data.sandboxio.network
 
-docker_runtimes := {key | some key, d in data.capabilities.backends; d.backend == "docker"}
+# Plain Docker (docker://) on every runtime: no allow list there.
+docker_runtimes := {key | some key, d in data.capabilities.backends; d.backend == "docker"; not d.variant}
 
 allowlist_keys := {key | some key, d in data.capabilities.backends; d.network.allowlist}
 
@@ -143,7 +145,7 @@ test_allow_on_daytona_refused if {
 }
 
 test_allow_accepted_where_enforced if {
-	allowlist_keys == {"e2b", "kubernetes", "modal", "vercel"}
+	allowlist_keys == {"docker/runc+gateway", "e2b", "kubernetes", "modal", "vercel"}
 	every key in allowlist_keys {
 		fs := network.deny with input as fx.network_input(key, {"allow": ["151.101.0.0/16"]})
 		fx.lacks(fs, "SBX-NET-003")
@@ -589,10 +591,152 @@ test_noncanonical_refused_without_backend if {
 
 test_canonical_accepted if {
 	fs := network.deny with input as fx.network_only({"allow": [
-		"10.0.0.0/8", "1.2.3.4", "1.2.3.4/32", "0.0.0.0/8", "2001:db8::/32", "2001:db8::1",
-		"2001:db8::1/128", "::1", "fe80::/10", "2001:db8:0:1::/64", "::/96",
+		"10.0.0.0/8", "1.2.3.4", "1.2.3.4/32", "1.0.0.0/8", "2001:db8::/32", "2001:db8::1",
+		"2001:db8::1/128", "::2", "fec0::/10", "2001:db8:0:1::/64", "::/96",
 		"pypi.org", "PyPI.org",
 	]})
 	fx.lacks(fs, "SBX-NET-011")
 	count(fs) == 0
+}
+
+# --- ports on CIDR and IP entries (SBX-NET-013) ---------------------------
+
+port_entries := ["198.51.100.7:443", "198.51.100.0/24:443", "[2001:db8::/32]:443", "[2001:db8::1]:8443"]
+
+test_port_entries_accepted_through_the_gateway if {
+	fs := network.deny with input as fx.network_input("docker/runc+gateway", {"allow": port_entries})
+	count(fs) == 0
+}
+
+test_port_entries_parsed if {
+	[lib.address_kind(e) | some e in port_entries] == ["ip", "cidr", "cidr", "ip"]
+	[lib.entry_port(e) | some e in port_entries] == ["443", "443", "443", "8443"]
+	[lib.ip_block(e) | some e in port_entries] == ["198.51.100.7/32", "198.51.100.0/24", "2001:db8::/32", "2001:db8::1/128"]
+	lib.entry_port("2001:db8::1") == ""
+}
+
+test_port_entries_refused_where_no_port_filter if {
+	keys := {key | some key, d in data.capabilities.backends; d.network.allowlist; not d.network.allow_ports}
+	keys == {"e2b", "kubernetes", "modal", "vercel"}
+	every key in keys {
+		fs := network.deny with input as fx.network_input(key, {"allow": ["198.51.100.7:443"]})
+		fx.has(fs, "SBX-NET-013", "CapabilityNotSupported", "network.allow")
+		fx.mentions(fs, "SBX-NET-013", "port 443")
+		fx.fix_mentions(fs, "SBX-NET-013", "docker://?egress=gateway")
+	}
+}
+
+test_port_entry_on_plain_docker_left_to_net_003 if {
+	fs := network.deny with input as fx.network_input("docker/runc", {"allow": ["198.51.100.7:443"]})
+	fx.has(fs, "SBX-NET-003", "CapabilityNotSupported", "network.allow")
+	fx.fix_mentions(fs, "SBX-NET-003", "docker://?egress=gateway")
+	fx.lacks(fs, "SBX-NET-013")
+}
+
+test_bad_ports_refused if {
+	every entry in ["198.51.100.7:0", "198.51.100.7:65536", "198.51.100.7:0443", "198.51.100.7:", "[2001:db8::1]:", "[198.51.100.7]:443", "2001:db8::1]:443"] {
+		fs := network.deny with input as fx.network_input("docker/runc+gateway", {"allow": [entry, "pypi.org"]})
+		fx.has(fs, "SBX-NET-006", "ConfigurationError", "network.allow")
+	}
+	fs := network.deny with input as fx.network_input("docker/runc+gateway", {"allow": ["198.51.100.7:65536"]})
+	fx.mentions(fs, "SBX-NET-006", "port is not a number from 1 to 65535")
+}
+
+test_domain_with_port_refused if {
+	fs := network.deny with input as fx.network_input("docker/runc+gateway", {"allow": ["pypi.org:443"]})
+	fx.has(fs, "SBX-NET-006", "ConfigurationError", "network.allow")
+	fx.mentions(fs, "SBX-NET-006", "a domain name names no port")
+}
+
+test_port_entries_canonical if {
+	fs := network.deny with input as fx.network_input("docker/runc+gateway", {"allow": ["[2001:DB8::1]:443", "198.51.100.9/24:80", "[::ffff:198.51.100.7]:22"]})
+	fx.fix_mentions(fs, "SBX-NET-011", `"[2001:db8::1]:443"`)
+	fx.fix_mentions(fs, "SBX-NET-011", `"198.51.100.0/24:80"`)
+	fx.fix_mentions(fs, "SBX-NET-011", `"198.51.100.7:22"`)
+}
+
+test_port_entries_open_egress_in_disguise if {
+	fs := network.deny with input as fx.network_input("docker/runc+gateway", {"allow": ["0.0.0.0/0:443"]})
+	fx.has(fs, "SBX-NET-009", "ConfigurationError", "network.allow")
+}
+
+# --- never-reachable entries (SBX-NET-014) ---------------------------------
+
+never_entries := [
+	"127.0.0.1", "127.0.0.0/8", "169.254.169.254", "169.254.169.254:80", "169.254.0.0/16",
+	"0.0.0.0", "224.0.0.1", "255.255.255.255", "100.100.100.200", "::1", "[::1]:22", "::",
+	"fe80::1", "fe80::/64", "ff02::1", "fd00:ec2::254", "foo.localhost", "*.dev.localhost",
+	"metadata.google.internal", "METADATA.Google.Internal", "metadata.goog",
+]
+
+test_never_reachable_entries_refused_everywhere if {
+	every key in allowlist_keys {
+		every entry in never_entries {
+			fs := network.deny with input as fx.network_input(key, {"allow": [entry]})
+			fx.has(fs, "SBX-NET-014", "ConfigurationError", "network.allow")
+		}
+	}
+}
+
+test_never_reachable_mapped_form_refused if {
+	fs := network.deny with input as fx.network_input("docker/runc+gateway", {"allow": ["::ffff:127.0.0.1"]})
+	fx.has(fs, "SBX-NET-014", "ConfigurationError", "network.allow")
+	fx.mentions(fs, "SBX-NET-014", "loopback")
+}
+
+test_never_reachable_says_why if {
+	fs := network.deny with input as fx.network_input("docker/runc+gateway", {"allow": ["169.254.169.254", "metadata.google.internal", "a.localhost"]})
+	fx.mentions(fs, "SBX-NET-014", `allow[0] "169.254.169.254" is inside 169.254.0.0/16 (link-local`)
+	fx.mentions(fs, "SBX-NET-014", "Google Cloud")
+	fx.mentions(fs, "SBX-NET-014", "loopback names")
+}
+
+test_overlapping_blocks_accepted if {
+	every entry in ["0.0.0.0/1", "169.0.0.0/8", "fd00:ec2::/32", "localhost.example.com", "metadata.google.internal.example.com", "fe00::/7"] {
+		fs := network.deny with input as fx.network_input("docker/runc+gateway", {"allow": [entry]})
+		fx.lacks(fs, "SBX-NET-014")
+	}
+}
+
+test_never_reachable_not_judged_where_no_list if {
+	fs := network.deny with input as fx.network_input("docker/runc", {"allow": ["127.0.0.1"]})
+	fx.has(fs, "SBX-NET-003", "CapabilityNotSupported", "network.allow")
+	fx.lacks(fs, "SBX-NET-014")
+}
+
+# --- internationalised names ------------------------------------------------
+
+test_idn_entries_accepted if {
+	every entry in ["bücher.example", "*.müller.example", "xn--bcher-kva.example", "пример.рф", "Bücher.Example"] {
+		lib.address_kind(entry) == "domain"
+		fs := network.deny with input as fx.network_input("docker/runc+gateway", {"allow": [entry]})
+		count(fs) == 0
+	}
+}
+
+test_idn_entries_malformed_refused if {
+	every entry in ["bü cher.example", "bücher..example", "*.bücher", "-bücher.example", "bücher.1example"] {
+		fs := network.deny with input as fx.network_input("docker/runc+gateway", {"allow": [entry]})
+		fx.has(fs, "SBX-NET-006", "ConfigurationError", "network.allow")
+	}
+}
+
+test_gateway_variant_described if {
+	lib.describe_backend("docker/runc+gateway") == "docker with runtime runc through the egress gateway"
+	lib.describe_backend("docker/runc") == "docker with runtime runc"
+}
+
+test_gateway_refuses_open_egress if {
+	fs := network.deny with input as fx.network_input("docker/runc+gateway", {"egress": "allow"})
+	fx.has(fs, "SBX-NET-010", "CapabilityNotSupported", "network.egress")
+	fx.fix_mentions(fs, "SBX-NET-010", "without the egress gateway")
+}
+
+test_never_suffix_holds_the_name_itself if {
+	never := object.union(data.capabilities.never_egress, {"suffixes": {"home.arpa": "names of a home network"}})
+	every entry in ["home.arpa", "printer.home.arpa"] {
+		fs := network.deny with input as fx.network_input("docker/runc+gateway", {"allow": [entry]})
+			with data.capabilities.never_egress as never
+		fx.mentions(fs, "SBX-NET-014", "names of a home network")
+	}
 }

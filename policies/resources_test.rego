@@ -288,7 +288,7 @@ test_daytona_memory_cap_bounds_swap if {
 
 test_memory_cap_bounding_swap_accepted if {
 	bounding := {key | some key, d in data.capabilities.backends; d.caps.memory_bounds_swap == true}
-	count(bounding) == 8
+	count(bounding) == 11
 	every key in bounding {
 		fs := resources.deny with input as fx.template_input(key)
 		fx.lacks(fs, "SBX-RES-006")

@@ -61,6 +61,11 @@ type Record struct {
 	// those attempts (at most 32), each with its count; names and addresses
 	// chosen by the sandboxed code, redacted like every string here.
 	BlockedEgressDestinations []model.BlockedDestination `json:"blocked_egress_destinations,omitempty"`
+	// AllowedEgress counts the connections and flows an egress gateway let
+	// out so far, with their first distinct destinations (at most 32);
+	// absent where no gateway forwards for the sandbox.
+	AllowedEgress             *int64                     `json:"allowed_egress,omitempty"`
+	AllowedEgressDestinations []model.BlockedDestination `json:"allowed_egress_destinations,omitempty"`
 	ExitCode                  *int                       `json:"exit_code"`
 	DurationMS                float64                    `json:"duration_ms"`
 	AgeMS                     *float64                   `json:"sandbox_age_ms,omitempty"`
@@ -201,6 +206,7 @@ func (c *Client) trail(s *Sandbox) {
 		// Rendered now, written later by a watcher that observes nothing:
 		// a count of now would be taken for the final one.
 		r.BlockedEgress, r.BlockedEgressDestinations = nil, nil
+		r.AllowedEgress, r.AllowedEgressDestinations = nil, nil
 		_, b := a.render(r, s.secrets)
 		return b
 	}
@@ -271,14 +277,19 @@ func redactRecord(r Record, s Secrets) Record {
 		n.Allow = list(n.Allow)
 		r.Network = &n
 	}
-	if r.BlockedEgressDestinations != nil {
-		ds := make([]model.BlockedDestination, len(r.BlockedEgressDestinations))
-		for i, d := range r.BlockedEgressDestinations {
+	dests := func(in []model.BlockedDestination) []model.BlockedDestination {
+		if in == nil {
+			return nil
+		}
+		ds := make([]model.BlockedDestination, len(in))
+		for i, d := range in {
 			d.Kind, d.Name, d.Address = str(d.Kind), redactName(d.Name, s), str(d.Address)
 			ds[i] = d
 		}
-		r.BlockedEgressDestinations = ds
+		return ds
 	}
+	r.BlockedEgressDestinations = dests(r.BlockedEgressDestinations)
+	r.AllowedEgressDestinations = dests(r.AllowedEgressDestinations)
 	r.DiskCapStrategy = str(r.DiskCapStrategy)
 	r.PidsCapStrategy = str(r.PidsCapStrategy)
 	r.SecretNames = list(r.SecretNames)

@@ -696,7 +696,7 @@ func (c *Client) bind(ctx context.Context, s *Sandbox, created backends.Sandbox,
 		ID: in.ID, Backend: in.Backend, Tier: in.Tier, TenantID: p.spec.TenantID, SessionID: p.spec.SessionID,
 		Template: p.spec.Name, SpecSHA256: p.digest, Labels: in.Labels, Network: p.spec.Network.Normalized(),
 		Caps: p.spec.Resources, DiskCapStrategy: in.DiskCapStrategy, PidsCapStrategy: in.PidsCapStrategy,
-		CallTimeout: p.callTimeout, Lifetime: p.lifetime, Created: in.Created, Expires: in.Expires, BlockedEgress: in.BlockedEgress,
+		CallTimeout: p.callTimeout, Lifetime: p.lifetime, Created: in.Created, Expires: in.Expires, BlockedEgress: in.BlockedEgress, AllowedEgress: in.AllowedEgress,
 	}
 	return nil
 }

@@ -43,6 +43,10 @@ type Info struct {
 	// BlockedEgressDestinations are the first distinct destinations of the
 	// blocked attempts, with counts.
 	BlockedEgressDestinations []model.BlockedDestination
+	// AllowedEgress counts what an egress gateway let out (nil without
+	// one), with the first distinct destinations.
+	AllowedEgress             *int64
+	AllowedEgressDestinations []model.BlockedDestination
 }
 
 // RunOptions bound and shape one command.
@@ -120,18 +124,26 @@ func (s *Sandbox) ID() string { return s.info.ID }
 func (s *Sandbox) Info() Info {
 	in := s.info
 	in.Labels = maps.Clone(in.Labels)
-	in.BlockedEgress, in.BlockedEgressDestinations = s.blockedEgress()
+	e := s.egressNow()
+	in.BlockedEgress, in.BlockedEgressDestinations = e.BlockedEgress, e.BlockedEgressDestinations
+	in.AllowedEgress, in.AllowedEgressDestinations = e.AllowedEgress, e.AllowedEgressDestinations
 	return in
 }
 
-// blockedEgress is what the backend reports of the sandbox's blocked egress
-// now (it counts as long as the sandbox runs).
-func (s *Sandbox) blockedEgress() (*int64, []model.BlockedDestination) {
+// egressNow is what the backend reports of the sandbox's blocked and
+// allowed egress now (it counts as long as the sandbox runs).
+func (s *Sandbox) egressNow() backends.Info {
 	if s.b == nil {
-		return s.info.BlockedEgress, nil
+		return backends.Info{BlockedEgress: s.info.BlockedEgress, AllowedEgress: s.info.AllowedEgress}
 	}
-	in := s.b.Info()
-	return in.BlockedEgress, in.BlockedEgressDestinations
+	return s.b.Info()
+}
+
+// setEgress copies the egress counts of now into an audit record.
+func (s *Sandbox) setEgress(r *Record) {
+	e := s.egressNow()
+	r.BlockedEgress, r.BlockedEgressDestinations = e.BlockedEgress, e.BlockedEgressDestinations
+	r.AllowedEgress, r.AllowedEgressDestinations = e.AllowedEgress, e.AllowedEgressDestinations
 }
 
 // Run runs a command to completion within its timeout.
@@ -315,7 +327,7 @@ func (s *Sandbox) onBackendWarning(w model.Warning) {
 // finish audits a call that ended, successfully or not.
 func (s *Sandbox) finish(r Record, start time.Time, err error) {
 	r.DurationMS = ms(time.Since(start))
-	r.BlockedEgress, r.BlockedEgressDestinations = s.blockedEgress()
+	s.setEgress(&r)
 	if err != nil {
 		r.Event = eventOf(err, s.info.Expires)
 		setError(&r, err)
@@ -333,7 +345,7 @@ func (s *Sandbox) record(event, op string) Record {
 	r.SandboxID = ptr(s.info.ID)
 	r.Tier = s.info.Tier
 	r.DiskCapStrategy, r.PidsCapStrategy = s.info.DiskCapStrategy, s.info.PidsCapStrategy
-	r.BlockedEgress, r.BlockedEgressDestinations = s.blockedEgress()
+	s.setEgress(&r)
 	if !s.info.Created.IsZero() {
 		r.AgeMS = ptr(ms(time.Since(s.info.Created)))
 	}

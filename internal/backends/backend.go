@@ -62,6 +62,11 @@ type Info struct {
 	// BlockedEgressDestinations are the first distinct destinations of
 	// those attempts, with counts (nil where BlockedEgress is).
 	BlockedEgressDestinations []model.BlockedDestination
+	// AllowedEgress counts the connections and datagram flows an egress
+	// gateway let out, with their first distinct destinations; nil where
+	// no gateway forwards for the sandbox.
+	AllowedEgress             *int64
+	AllowedEgressDestinations []model.BlockedDestination
 	Running                   bool
 }
 

@@ -21,8 +21,12 @@ func TestCapabilitiesDescriptorKeys(t *testing.T) {
 		if c.Key != key {
 			t.Errorf("descriptor %q: key field %q", key, c.Key)
 		}
-		if got := backends.CapabilityKey(c.Backend, c.Runtime); got != key {
-			t.Errorf("descriptor %q: backends.CapabilityKey(%q, %q) = %q", key, c.Backend, c.Runtime, got)
+		want := backends.CapabilityKey(c.Backend, c.Runtime)
+		if c.Variant != "" {
+			want += "+" + c.Variant
+		}
+		if want != key {
+			t.Errorf("descriptor %q: backends.CapabilityKey(%q, %q) with variant %q is %q", key, c.Backend, c.Runtime, c.Variant, want)
 		}
 		if (c.Backend == "docker") != (c.Runtime != "") {
 			t.Errorf("descriptor %q: runtime %q; Docker descriptors name a runtime, others none", key, c.Runtime)

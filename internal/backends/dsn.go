@@ -659,12 +659,21 @@ func (d DSN) Target() DSN {
 
 // CapabilityKey returns the capability key for a sandbox on this backend.
 // runtime is the template's runtime; when it is empty the DSN's runtime
-// option applies, and then the backend's default runtime.
+// option applies, and then the backend's default runtime. A variant option
+// the DSN sets (egress=gateway) is appended: docker/runc+gateway.
 func (d DSN) CapabilityKey(runtime string) string {
 	if runtime == "" {
 		runtime = d.Options["runtime"]
 	}
-	return CapabilityKey(d.Scheme, runtime)
+	key := CapabilityKey(d.Scheme, runtime)
+	if r, ok := Registered(d.Scheme); ok {
+		for _, o := range r.Variants {
+			if v := d.Options[o]; v != "" {
+				key += "+" + v
+			}
+		}
+	}
+	return key
 }
 
 // Runtime returns the runtime a sandbox on this backend runs with: the

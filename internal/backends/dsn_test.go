@@ -138,7 +138,11 @@ func TestParseDSNDockerRuntimesFromCapabilities(t *testing.T) {
 			continue
 		}
 		n++
-		d, err := backends.ParseDSN("docker://?runtime=" + rt)
+		dsn := "docker://?runtime=" + rt
+		if r, variant, ok := strings.Cut(rt, "+"); ok {
+			dsn = "docker://?egress=" + variant + "&runtime=" + r
+		}
+		d, err := backends.ParseDSN(dsn)
 		if err != nil {
 			t.Fatalf("runtime %s: %v", rt, err)
 		}

@@ -53,6 +53,9 @@ type Registration struct {
 	// Unreachable is the fix given when the live checks cannot reach the
 	// backend.
 	Unreachable string
+	// Variants are the DSN options whose value selects a capability
+	// variant: docker://?egress=gateway is described by docker/runc+gateway.
+	Variants []string
 	// Lists says that the backends Open returns find their sandboxes by
 	// label and implement Reaper: `sandboxio reap` sweeps them.
 	Lists bool
@@ -190,7 +193,7 @@ func (r *Registration) Runtimes() []string {
 	}
 	var out []string
 	for _, k := range Keys() {
-		if rt, ok := strings.CutPrefix(k, r.Scheme+"/"); ok {
+		if rt, ok := strings.CutPrefix(k, r.Scheme+"/"); ok && !strings.Contains(rt, "+") {
 			out = append(out, rt)
 		}
 	}

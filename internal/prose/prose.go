@@ -70,6 +70,7 @@ var lists = map[string]func(backends.Capabilities) bool{
 	"domain_allowlist": func(c backends.Capabilities) bool {
 		return c.Network.Allowlist && slices.Contains(c.Network.AllowKinds, "domain")
 	},
+	"allow_ports": func(c backends.Capabilities) bool { return c.Network.Allowlist && c.Network.AllowPorts },
 }
 
 func init() {
@@ -105,14 +106,32 @@ func entries(pick func(backends.Capabilities) bool) []string {
 	return out
 }
 
-// runtimes lists the descriptors' runtimes by tier, lowest first.
+// runtimes lists the descriptors' runtimes by tier, lowest first. A
+// variant (runc+gateway) is named only when its plain runtime is not picked
+// too: "runc through the egress gateway (`docker://?egress=gateway`)".
 func runtimes(cs []backends.Capabilities) []string {
 	sort.SliceStable(cs, func(i, j int) bool { return rank(cs[i].Tier) < rank(cs[j].Tier) })
-	out := make([]string, len(cs))
-	for i, c := range cs {
-		out[i] = c.Runtime
+	plain := map[string]bool{}
+	for _, c := range cs {
+		if c.Variant == "" {
+			plain[c.Runtime] = true
+		}
+	}
+	var out []string
+	for _, c := range cs {
+		switch {
+		case c.Variant == "":
+			out = append(out, c.Runtime)
+		case !plain[c.Runtime]:
+			out = append(out, c.Runtime+variantLabel[c.Variant])
+		}
 	}
 	return out
+}
+
+// variantLabel is how prose names a capability variant after its runtime.
+var variantLabel = map[string]string{
+	"gateway": " through the egress gateway (`docker://?egress=gateway`)",
 }
 
 func rank(t model.Tier) int { r, _ := t.Rank(); return r }
@@ -146,7 +165,7 @@ func items(name string) ([]string, bool) {
 	case "docker_runtimes":
 		var cs []backends.Capabilities
 		for _, key := range backends.Keys() {
-			if c, _ := backends.Lookup(key); c.Backend == "docker" {
+			if c, _ := backends.Lookup(key); c.Backend == "docker" && c.Variant == "" {
 				cs = append(cs, c)
 			}
 		}

@@ -63,6 +63,7 @@ const (
 	NetAllowKind       = "SBX-NET-005" // an allow-list entry of a kind the backend does not take
 	NetOpenEgress      = "SBX-NET-007" // open egress (warning)
 	NetOpenUnsupported = "SBX-NET-010" // open egress on a backend that cannot give it
+	NetNever           = "SBX-NET-014" // an allow-list entry no sandbox may reach
 
 	ResCap         = "SBX-RES-001" // a cap unset, zero, negative or out of range
 	ResTemplateCap = "SBX-RES-002" // a cap set per sandbox on a backend whose template fixes it

@@ -6,6 +6,7 @@ package capabilities
 import (
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"sort"
 	"sync"
 
@@ -21,6 +22,10 @@ type Capabilities struct {
 	Backend string     `json:"backend"`
 	Runtime string     `json:"runtime"`
 	Tier    model.Tier `json:"tier"`
+	// Variant names the DSN option value that selects this descriptor over
+	// the plain SCHEME/RUNTIME one (gateway: docker://?egress=gateway); the
+	// key is then SCHEME/RUNTIME+VARIANT.
+	Variant string `json:"variant,omitempty"`
 	Network struct {
 		Deny          bool     `json:"deny"`
 		OpenEgress    bool     `json:"open_egress"` // egress = "allow" can be given (not runsc on Docker)
@@ -31,6 +36,9 @@ type Capabilities struct {
 		// IPv4Only: allow-list entries must be IPv4 (Kubernetes routes
 		// IPv4 only and cuts IPv6 in every mode).
 		IPv4Only bool `json:"ipv4_only,omitempty"`
+		// AllowPorts: a CIDR or IP entry may name one port
+		// (198.18.1.0/24:443, [2001:db8::1]:443).
+		AllowPorts bool `json:"allow_ports,omitempty"`
 	} `json:"network"`
 	Caps struct {
 		Mode             string   `json:"mode"` // per_sandbox | template | none
@@ -77,6 +85,39 @@ type capabilityData struct {
 		MaxIdleSecondsMin int64 `json:"max_idle_seconds_min"`
 	} `json:"warm_pool_bounds"`
 	SecretTokens []SecretToken `json:"secret_tokens"`
+	NeverEgress  struct {
+		Blocks   map[string]string `json:"blocks"`
+		Names    map[string]string `json:"names"`
+		Suffixes map[string]string `json:"suffixes"`
+	} `json:"never_egress"`
+}
+
+// NeverEgress are the destinations no sandbox may reach whatever its allow
+// list says (never_egress in the data): the plan refuses entries inside
+// them (SBX-NET-014) and the egress gateway refuses them at run time.
+type NeverEgress struct {
+	Blocks   []netip.Prefix
+	Names    []string // exact names
+	Suffixes []string // the name itself and every name below it
+}
+
+// Never returns the never-reachable destinations, sorted.
+func Never() NeverEgress {
+	d := data()
+	var n NeverEgress
+	for b := range d.NeverEgress.Blocks {
+		n.Blocks = append(n.Blocks, netip.MustParsePrefix(b)) // checked at load
+	}
+	sort.Slice(n.Blocks, func(i, j int) bool { return n.Blocks[i].String() < n.Blocks[j].String() })
+	for k := range d.NeverEgress.Names {
+		n.Names = append(n.Names, k)
+	}
+	for k := range d.NeverEgress.Suffixes {
+		n.Suffixes = append(n.Suffixes, k)
+	}
+	sort.Strings(n.Names)
+	sort.Strings(n.Suffixes)
+	return n
 }
 
 // SecretToken is one well-known key or token format: the one list both the
@@ -118,6 +159,15 @@ func load() {
 		return
 	}
 	raw = whole.Backends
+	for b := range loaded.NeverEgress.Blocks {
+		if pf, err := netip.ParsePrefix(b); err != nil || pf != pf.Masked() {
+			loadErr = fmt.Errorf("capabilities: never_egress block %q is not a canonical CIDR block", b)
+			return
+		}
+	}
+	if len(loaded.NeverEgress.Blocks) == 0 {
+		loadErr = fmt.Errorf("capabilities: never_egress has no blocks")
+	}
 }
 
 func data() capabilityData {

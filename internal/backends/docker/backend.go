@@ -98,6 +98,7 @@ type dockerBackend struct {
 }
 
 type daemonFacts struct {
+	id            string // the daemon's ID: the gateway proof is cached by it
 	runtimes      map[string]system.RuntimeWithStatus
 	driver        string
 	cgroupVersion string
@@ -164,7 +165,7 @@ func (b *dockerBackend) daemon(ctx context.Context) (*daemonFacts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker info: %w", err)
 	}
-	d := &daemonFacts{runtimes: in.Runtimes, driver: in.Driver, cgroupVersion: in.CgroupVersion, arch: in.Architecture}
+	d := &daemonFacts{id: in.ID, runtimes: in.Runtimes, driver: in.Driver, cgroupVersion: in.CgroupVersion, arch: in.Architecture}
 	b.mu.Lock()
 	b.info, b.infoAt = d, time.Now()
 	b.mu.Unlock()
@@ -534,6 +535,11 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 	if p.initPath, err = initBinary(d.arch); err != nil {
 		return nil, err
 	}
+	if p.forward && p.gwProbe == nil {
+		if err := b.gatewayProven(ctx, p.spec, d); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.ensureBackstop(ctx, d.arch); err != nil {
 		// Under gVisor the init can be stopped from inside (the sandbox's
 		// kernel delivers SIGSTOP to its PID 1): the backstop is what
@@ -630,6 +636,9 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 // just reports no count (blocked_egress null). Learn promises a record, so a
 // learn sandbox without its observer is removed and the create fails.
 func (b *dockerBackend) attachObserver(ctx context.Context, s *sandbox, p createPlan) error {
+	if p.forward {
+		return b.attachGateway(ctx, s, p)
+	}
 	if !p.observe || (!p.learn && b.cfg.noObserver) {
 		return nil
 	}
@@ -1150,6 +1159,11 @@ func (b *dockerBackend) Preflight(ctx context.Context, spec model.Spec) (backend
 			return backends.Preflight{}, createError(err, p)
 		}
 		return backends.Preflight{}, fmt.Errorf("image inspect: %w", err)
+	}
+	if p.forward {
+		if err := b.gatewayProven(ctx, spec, d); err != nil {
+			return backends.Preflight{}, err
+		}
 	}
 	strategy := b.diskStrategy(p)
 	if strategy == DiskAuto || strategy == DiskStorageOpt {

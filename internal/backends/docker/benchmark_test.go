@@ -126,8 +126,8 @@ func openRunClose(ctx context.Context, be *dockerBackend, spec model.Spec) error
 	if err != nil {
 		return err
 	}
-	if sb.(*sandbox).egress == nil && !be.cfg.noObserver {
-		err = fmt.Errorf("no egress observer")
+	if s := sb.(*sandbox); s.egress == nil && s.gw == nil && !be.cfg.noObserver {
+		err = fmt.Errorf("no egress observer or gateway")
 	}
 	res, rerr := sb.Run(ctx, []string{"true"}, backends.RunOptions{})
 	if err == nil && rerr != nil {

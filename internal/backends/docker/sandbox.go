@@ -69,6 +69,9 @@ type sandbox struct {
 	// egress observes what the sandbox tries to send under deny (nil where
 	// it is not observed: open egress, gVisor). See package egress.
 	egress *egress.Observer
+	// gw forwards what the allow list permits (nil without the egress
+	// gateway); it records refusals as the observer does. See gateway.go.
+	gw *egress.Gateway
 	// hostPids is the sandbox's host pids cgroup, watched under gVisor (nil
 	// where this process cannot see it). See hostpids.go.
 	hostPids *hostPids
@@ -100,6 +103,16 @@ func (s *sandbox) Info() backends.Info {
 		n, dests := s.egress.Record().Snapshot()
 		in.BlockedEgress, in.BlockedEgressDestinations = &n, dests
 	}
+	if s.gw != nil {
+		n, dests := s.gw.Record().Snapshot()
+		in.BlockedEgress, in.BlockedEgressDestinations = &n, dests
+		a := s.gw.Allowed()
+		to := make([]model.BlockedDestination, len(a.Destinations))
+		for i, d := range a.Destinations {
+			to[i] = model.BlockedDestination{Kind: d.Kind, Name: d.Name, Address: d.Address, Port: d.Port, Protocol: d.Protocol, Count: d.Count}
+		}
+		in.AllowedEgress, in.AllowedEgressDestinations = &a.Total, to
+	}
 	return in
 }
 
@@ -108,6 +121,9 @@ func (s *sandbox) Info() backends.Info {
 func (s *sandbox) stopObserver() {
 	if s.egress != nil {
 		s.egress.Close()
+	}
+	if s.gw != nil {
+		s.gw.Close()
 	}
 	if s.hostPids != nil {
 		s.hostPids.close()
@@ -168,7 +184,7 @@ func (s *sandbox) usable() error {
 		s.markGone(err)
 		return err
 	}
-	return nil
+	return s.gatewayUp()
 }
 
 func (s *sandbox) execEnv(extra map[string]string) []string {

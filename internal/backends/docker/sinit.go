@@ -40,6 +40,9 @@ const (
 // another thread to hand its P to. At the process ceiling there is none to
 // start, and the Go runtime dies of it, taking the sandbox down with it.
 func init() {
+	if len(os.Args) > 1 && os.Args[0] == initTarget && os.Args[1] == probeProto {
+		os.Exit(probeMain(os.Args[2:]))
+	}
 	if os.Getpid() == 1 && len(os.Args) > 1 && os.Args[0] == initTarget && os.Args[1] == initProto {
 		code := make(chan int, 1)
 		go func() { code <- initMain(os.Args[2:]) }()

@@ -10,6 +10,7 @@ import (
 	"github.com/docker/docker/api/types/system"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -36,6 +37,16 @@ type createPlan struct {
 	// and learn under runc); learn: the report was asked for, so a sandbox
 	// whose observer cannot be attached is not created.
 	observe, learn bool
+	// gateway: the DSN asks for the egress gateway (egress=gateway);
+	// forward: this sandbox gets one (deny under runc), with gwRules from
+	// its allow list and the resolver option's DNS server (empty: the
+	// host's, found at create).
+	gateway, forward bool
+	gwRules          egress.Rules
+	resolver         string
+	// gwProbe replaces the gateway's resolver and dialer for the gateway's
+	// own proof (gwproof.go); nil for every other sandbox.
+	gwProbe *gatewayProbe
 	// A warm sandbox of a pool (CreateWarm): how long it waits for a claim,
 	// and the digest of its template spec.
 	warmIdle     time.Duration
@@ -132,6 +143,12 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 	// under --network=none has loopback only: nothing reaches the
 	// namespace the observer would watch (docs/design/docker-backend.md).
 	p.observe = p.networkMode == "none" && p.tier == model.TierContainer
+	// The gateway's device lives in the container's namespace, which only
+	// runc's sandboxes use (as for the observer); learn stays observed.
+	p.forward = p.gateway && p.observe && !p.learn
+	if len(p.gwRules.Blocks)+len(p.gwRules.Names) > 0 && !p.forward {
+		return p, gap(rules.NetAllowList, "network.allow", fmt.Sprintf("an allow list on runtime %s, where the egress gateway cannot see the sandbox's traffic", p.runtime))
+	}
 	if p.learn && !p.observe {
 		return p, gap(rules.NetLearn, "network.egress", fmt.Sprintf(`egress "learn" on runtime %s, where blocked egress is not observed`, p.runtime))
 	}
@@ -154,6 +171,8 @@ func (p *createPlan) resolveBackend() (string, error) {
 			Fix:     "open the sandbox with the backend the spec names"}
 	}
 	p.diskStrategy = d.Options["disk_strategy"]
+	p.gateway = d.Options["egress"] == egressGateway
+	p.resolver = d.Options["resolver"]
 	return d.Options["runtime"], nil
 }
 
@@ -177,10 +196,49 @@ func (p *createPlan) planNetwork() error {
 	default:
 		return gap(rules.NetEgressMode, "network.egress", fmt.Sprintf("egress %q", n.Egress))
 	}
-	if len(n.Allow) > 0 {
+	if p.gateway && n.Egress == model.EgressAllow {
+		return gap(rules.NetOpenUnsupported, "network.egress", `egress "allow" with the egress gateway, which forwards listed destinations only`)
+	}
+	if len(n.Allow) == 0 {
+		return nil
+	}
+	if !p.gateway {
 		return gap(rules.NetAllowList, "network.allow", fmt.Sprintf("an allow list of %d entries", len(n.Allow)))
 	}
+	if n.Egress != model.EgressDeny {
+		return gap(rules.NetAllowList, "network.allow", fmt.Sprintf("an allow list with egress %q", n.Egress))
+	}
+	r, err := gatewayRules(n.Allow)
+	if err != nil {
+		return err
+	}
+	p.gwRules = r
 	return nil
+}
+
+// egressGateway is the DSN's egress option value that turns the gateway on.
+const egressGateway = "gateway"
+
+// gatewayRules parses an allow list into the gateway's rules, with the
+// parser the policy uses: an entry the plan would refuse is a Backstop.
+func gatewayRules(allow []string) (egress.Rules, error) {
+	var r egress.Rules
+	for i, a := range allow {
+		e, err := model.ParseEgressEntry(a)
+		if err != nil {
+			return r, gap(rules.NetAllowKind, "network.allow", fmt.Sprintf("allow[%d], which is no entry the gateway takes (%v)", i, err))
+		}
+		if egress.NeverEntry(e.Prefix, e.Name) {
+			return r, gap(rules.NetNever, "network.allow", fmt.Sprintf("allow[%d], which no sandbox may reach", i))
+		}
+		switch e.Kind {
+		case "domain":
+			r.Names = append(r.Names, e.Name)
+		default:
+			r.Blocks = append(r.Blocks, egress.Block{Prefix: e.Prefix, Port: e.Port})
+		}
+	}
+	return r, nil
 }
 
 // planRuntime resolves the runtime (the spec's, the DSN's, then runc) and

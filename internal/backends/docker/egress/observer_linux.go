@@ -65,18 +65,31 @@ func Attach(pid int, id string) (*Observer, error) {
 		return nil, err
 	}
 	defer unix.Close(nsfd)
-	tmp := "sbxe" + randomHex(5)
-	f, err := openTUN(tmp)
+	f, v6, err := attachNetns(nsfd)
 	if err != nil {
 		return nil, err
 	}
-	o := &Observer{f: f, rec: NewRecord(), done: make(chan struct{})}
-	if err := o.configure(tmp, nsfd); err != nil {
-		f.Close()
-		return nil, err
-	}
+	o := &Observer{f: f, rec: NewRecord(), done: make(chan struct{}), IPv6: v6}
 	go o.read()
 	return o, nil
+}
+
+// attachNetns gives the network namespace nsfd a TUN device named Interface
+// holding its default routes, and returns the device's file (non-blocking)
+// and whether IPv6 is routed into it too. The observer and the gateway share
+// it; nsfd stays the caller's.
+func attachNetns(nsfd int) (*os.File, bool, error) {
+	tmp := "sbxe" + randomHex(5)
+	f, err := openTUN(tmp)
+	if err != nil {
+		return nil, false, err
+	}
+	v6, err := configure(tmp, nsfd)
+	if err != nil {
+		f.Close()
+		return nil, false, err
+	}
+	return f, v6, nil
 }
 
 // sandboxNetns opens the network namespace of pid after checking that pid
@@ -132,28 +145,28 @@ func openTUN(name string) (*os.File, error) {
 
 // configure moves the device tmp into the namespace and gives it the
 // sandbox's default routes.
-func (o *Observer) configure(tmp string, nsfd int) error {
+func configure(tmp string, nsfd int) (bool, error) {
 	ifc, err := net.InterfaceByName(tmp)
 	if err != nil {
-		return fmt.Errorf("egress observer: %w", err)
+		return false, fmt.Errorf("egress observer: %w", err)
 	}
 	host, err := socket(-1)
 	if err != nil {
-		return err
+		return false, err
 	}
 	err = host.moveTo(int32(ifc.Index), nsfd)
 	host.close()
 	if err != nil {
-		return fmt.Errorf("egress observer: move into the sandbox: %w", err)
+		return false, fmt.Errorf("egress observer: move into the sandbox: %w", err)
 	}
 	nl, err := socket(nsfd)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer nl.close()
 	links, err := nl.links()
 	if err != nil {
-		return fmt.Errorf("egress observer: list interfaces: %w", err)
+		return false, fmt.Errorf("egress observer: list interfaces: %w", err)
 	}
 	idx := int32(-1)
 	var names []string
@@ -167,30 +180,29 @@ func (o *Observer) configure(tmp string, nsfd int) error {
 	// The sandbox must have had nothing but loopback: an interface that
 	// reaches the host or another container would make this no deny.
 	if idx < 0 || len(names) != 2 || !slices.Contains(names, "lo") {
-		return fmt.Errorf("egress observer: the sandbox's namespace holds %s, not only lo and the observer", strings.Join(names, ", "))
+		return false, fmt.Errorf("egress observer: the sandbox's namespace holds %s, not only lo and the observer", strings.Join(names, ", "))
 	}
 	if err := nl.rename(idx, Interface); err != nil {
-		return fmt.Errorf("egress observer: rename: %w", err)
+		return false, fmt.Errorf("egress observer: rename: %w", err)
 	}
 	// Best effort: without it the kernel's own IPv6 chatter on the link is
 	// still told apart from attempts (see Inspect).
 	_ = nl.noAddrGen(idx)
 	if err := nl.up(idx); err != nil {
-		return fmt.Errorf("egress observer: link up: %w", err)
+		return false, fmt.Errorf("egress observer: link up: %w", err)
 	}
 	if err := nl.addAddr(idx, sandboxAddr4); err != nil {
-		return fmt.Errorf("egress observer: address: %w", err)
+		return false, fmt.Errorf("egress observer: address: %w", err)
 	}
 	if err := nl.defaultRoute(idx, false); err != nil {
-		return fmt.Errorf("egress observer: route: %w", err)
+		return false, fmt.Errorf("egress observer: route: %w", err)
 	}
 	// Docker disables IPv6 in a container without an IPv6 network. On the
 	// observer's device it is enabled again, so that IPv6 attempts are
 	// observed too (they can reach nothing else either way); where that
 	// fails the sandbox has no IPv6 route, its IPv6 attempts fail in its own
 	// kernel and are not counted (IPv6 false).
-	o.IPv6 = enableIPv6(nsfd, Interface) == nil && nl.addAddr(idx, sandboxAddr6) == nil && nl.defaultRoute(idx, true) == nil
-	return nil
+	return enableIPv6(nsfd, Interface) == nil && nl.addAddr(idx, sandboxAddr6) == nil && nl.defaultRoute(idx, true) == nil, nil
 }
 
 // socket opens a route netlink socket in the namespace nsfd (-1: this
