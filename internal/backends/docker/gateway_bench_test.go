@@ -4,7 +4,6 @@ package docker
 
 import (
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -44,20 +43,7 @@ func BenchmarkGateway(b *testing.B) {
 	})}
 	go func() { _ = srv.Serve(ln) }()
 	b.Cleanup(func() { srv.Close() })
-	echo, err := lab.ListenOutside("tcp", net.JoinHostPort(host.String(), "9000"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { echo.Close() })
-	go func() {
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
-		}
-	}()
+	lab.WebHost(b, "bench", host, netns.NewCA(b, "bench.test")) // its 9000 is the connections' echo
 	lab.DNSServer(b, gwDNS)
 
 	be := newTestBackend(b, WithDiskStrategy(DiskTmpfs))

@@ -102,11 +102,12 @@ var (
 	// fixedNever are never reachable whatever the rules say: the capability
 	// data's never_egress, which the plan refuses entries inside, and the
 	// sandbox's own addresses in the gateway's stack.
-	fixedNever = append(capabilities.Never().Blocks,
+	fixedNever = append(slices.Clone(neverData.Blocks),
 		netip.MustParsePrefix("192.0.0.8/32"),
 		netip.MustParsePrefix("2001:db8::2/128"),
 	)
-	neverNames = capabilities.Never()
+	// neverData is the capability data's never_egress, read once.
+	neverData = capabilities.Never()
 	// private are reachable only through a Block lying entirely inside one.
 	private = []netip.Prefix{
 		netip.MustParsePrefix("10.0.0.0/8"),
@@ -269,7 +270,7 @@ func NeverEntry(pf netip.Prefix, name string) bool {
 	if name != "" {
 		return neverName(strings.ToLower(strings.TrimPrefix(name, "*.")))
 	}
-	for _, n := range capabilities.Never().Blocks {
+	for _, n := range neverData.Blocks {
 		if n.Addr().Is4() == pf.Addr().Is4() && n.Bits() <= pf.Bits() && n.Contains(pf.Addr()) {
 			return true
 		}
@@ -280,10 +281,10 @@ func NeverEntry(pf netip.Prefix, name string) bool {
 // neverName: a name no sandbox may reach (never_egress names and suffixes),
 // whatever the list says; the plan refuses such entries (SBX-NET-014).
 func neverName(name string) bool {
-	if slices.Contains(neverNames.Names, name) {
+	if slices.Contains(neverData.Names, name) {
 		return true
 	}
-	for _, s := range neverNames.Suffixes {
+	for _, s := range neverData.Suffixes {
 		if name == s || strings.HasSuffix(name, "."+s) {
 			return true
 		}
