@@ -10,17 +10,17 @@ package netns
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/nsthread"
 )
 
 // Addresses of the lab.
@@ -136,22 +136,11 @@ func New(t testing.TB, outside ...netip.Addr) *Lab {
 	return l
 }
 
-// In runs f on an OS thread moved into the namespace fd and waits for it.
-// The thread is never unlocked: the runtime discards it afterwards rather
-// than run anything else in that namespace. Sockets f creates stay in the
-// namespace and may be used from any goroutine.
-func In(fd int, f func() error) error {
-	ch := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-			ch <- fmt.Errorf("setns: %w", err)
-			return
-		}
-		ch <- f()
-	}()
-	return <-ch
-}
+// In runs f on an OS thread moved into the namespace fd and waits for it
+// (see nsthread: the thread is returned to this process's namespace after).
+// Sockets f creates stay in the namespace and may be used from any
+// goroutine.
+func In(fd int, f func() error) error { return nsthread.Run(fd, f) }
 
 // InSandbox runs f in the sandbox namespace (see In).
 func (l *Lab) InSandbox(f func() error) error { return In(l.SandboxFD, f) }

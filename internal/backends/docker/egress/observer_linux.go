@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/nsthread"
 )
 
 // Interface is the observer's device as the sandbox sees it.
@@ -32,10 +33,13 @@ var (
 	sandboxAddr6 = netip.MustParseAddr("2001:db8::2")
 )
 
-// readBuf bounds one read. The device's MTU is 1500 and the sandbox cannot
-// raise it (it has no CAP_NET_ADMIN); a longer packet would be cut and then
-// refused by the parser's length checks.
-const readBuf = 4096
+// The observer's device keeps Ethernet's MTU, and readBuf bounds one of its
+// reads. The sandbox cannot raise the MTU (it has no CAP_NET_ADMIN); a
+// longer packet would be cut and then refused by the parser's length checks.
+const (
+	observerMTU = 1500
+	readBuf     = 4096
+)
 
 // closeWait bounds how long Close waits for the reader to notice.
 const closeWait = 200 * time.Millisecond
@@ -65,7 +69,7 @@ func Attach(pid int, id string) (*Observer, error) {
 		return nil, err
 	}
 	defer unix.Close(nsfd)
-	f, v6, err := attachNetns(nsfd)
+	f, v6, err := attachNetns(nsfd, observerMTU)
 	if err != nil {
 		return nil, err
 	}
@@ -77,14 +81,14 @@ func Attach(pid int, id string) (*Observer, error) {
 // attachNetns gives the network namespace nsfd a TUN device named Interface
 // holding its default routes, and returns the device's file (non-blocking)
 // and whether IPv6 is routed into it too. The observer and the gateway share
-// it; nsfd stays the caller's.
-func attachNetns(nsfd int) (*os.File, bool, error) {
+// it, each with its own MTU; nsfd stays the caller's.
+func attachNetns(nsfd int, mtu uint32) (*os.File, bool, error) {
 	tmp := "sbxe" + randomHex(5)
 	f, err := openTUN(tmp)
 	if err != nil {
 		return nil, false, err
 	}
-	v6, err := configure(tmp, nsfd)
+	v6, err := configure(tmp, nsfd, mtu)
 	if err != nil {
 		f.Close()
 		return nil, false, err
@@ -145,7 +149,7 @@ func openTUN(name string) (*os.File, error) {
 
 // configure moves the device tmp into the namespace and gives it the
 // sandbox's default routes.
-func configure(tmp string, nsfd int) (bool, error) {
+func configure(tmp string, nsfd int, mtu uint32) (bool, error) {
 	ifc, err := net.InterfaceByName(tmp)
 	if err != nil {
 		return false, fmt.Errorf("egress observer: %w", err)
@@ -188,6 +192,9 @@ func configure(tmp string, nsfd int) (bool, error) {
 	// Best effort: without it the kernel's own IPv6 chatter on the link is
 	// still told apart from attempts (see Inspect).
 	_ = nl.noAddrGen(idx)
+	if err := nl.setMTU(idx, mtu); err != nil {
+		return false, fmt.Errorf("egress observer: mtu: %w", err)
+	}
 	if err := nl.up(idx); err != nil {
 		return false, fmt.Errorf("egress observer: link up: %w", err)
 	}
@@ -206,48 +213,32 @@ func configure(tmp string, nsfd int) (bool, error) {
 }
 
 // socket opens a route netlink socket in the namespace nsfd (-1: this
-// process's). Only the socket is made there, on a thread locked for the
-// purpose and never unlocked, so the runtime discards that thread rather than
-// run anything else in the sandbox's namespace.
+// process's). Only the socket is made there (see nsthread).
 func socket(nsfd int) (*rtnl, error) {
-	type result struct {
-		fd  int
-		err error
+	fd := -1
+	mk := func() (err error) {
+		fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+		return err
 	}
-	ch := make(chan result, 1)
-	go func() {
-		if nsfd >= 0 {
-			runtime.LockOSThread()
-			if err := unix.Setns(nsfd, unix.CLONE_NEWNET); err != nil {
-				ch <- result{-1, fmt.Errorf("egress observer: setns: %w", err)}
-				return
-			}
-		}
-		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
-		ch <- result{fd, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		return nil, fmt.Errorf("egress observer: netlink: %w", r.err)
+	var err error
+	if nsfd >= 0 {
+		err = nsthread.Run(nsfd, mk)
+	} else {
+		err = mk()
 	}
-	return newRtnl(r.fd)
+	if err != nil {
+		return nil, fmt.Errorf("egress observer: netlink: %w", err)
+	}
+	return newRtnl(fd)
 }
 
 // enableIPv6 clears disable_ipv6 for the interface name in the namespace
-// nsfd. The net sysctls a process opens are those of its network namespace,
-// so the file is opened from a thread moved into it (and discarded after, as
-// in socket).
+// nsfd. The net sysctls a thread opens are those of its network namespace,
+// so the file is opened from a thread moved into it.
 func enableIPv6(nsfd int, name string) error {
-	ch := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := unix.Setns(nsfd, unix.CLONE_NEWNET); err != nil {
-			ch <- err
-			return
-		}
-		ch <- os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("0\n"), 0)
-	}()
-	return <-ch
+	return nsthread.Run(nsfd, func() error {
+		return os.WriteFile("/proc/sys/net/ipv6/conf/"+name+"/disable_ipv6", []byte("0\n"), 0)
+	})
 }
 
 // read records and answers packets until the device goes: Close, or the
