@@ -38,7 +38,17 @@ const (
 	dialTimeout  = 5 * time.Second
 	spliceBuffer = 32 << 10
 	linkQueue    = 512
-	mtu          = 1500
+)
+
+// The gateway's device carries the largest packets a TUN device takes, as
+// slirp4netns does: the cost of the user-space stack is per packet, so a
+// download moves in a few dozen times fewer of them than at Ethernet's MTU.
+// The stack sends nothing longer; the sandbox cannot raise it (it has no
+// CAP_NET_ADMIN), and a longer packet would be cut at gatewayRead and
+// refused by the parser's length checks.
+const (
+	gatewayMTU  = 65520
+	gatewayRead = 65536
 )
 
 // Gateway terminates one sandbox's traffic in a user-space network stack
@@ -89,7 +99,7 @@ func attachGatewayNetns(nsfd int, cfg GatewayConfig) (*Gateway, error) {
 	if err := g.newStack(); err != nil {
 		return nil, err
 	}
-	f, v6, err := attachNetns(nsfd)
+	f, v6, err := attachNetns(nsfd, gatewayMTU)
 	if err != nil {
 		g.s.Close()
 		return nil, err
@@ -104,7 +114,7 @@ func (g *Gateway) newStack() error {
 		NetworkProtocols:   []stack.NetworkProtocolFactory{ipv4.NewProtocol, ipv6.NewProtocol},
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol},
 	})
-	g.ep = channel.New(linkQueue, mtu, "")
+	g.ep = channel.New(linkQueue, gatewayMTU, "")
 	if err := g.s.CreateNIC(1, g.ep); err != nil {
 		return fmt.Errorf("egress gateway: netstack: %s", err)
 	}
@@ -150,7 +160,7 @@ func (g *Gateway) run() {
 			}
 		}
 	}()
-	buf := make([]byte, readBuf)
+	buf := make([]byte, gatewayRead)
 	for {
 		n, err := g.f.Read(buf)
 		if err != nil {

@@ -179,6 +179,11 @@ func (r *rtnl) noAddrGen(index int32) error {
 	return r.do(newMsg(unix.RTM_NEWLINK, unix.NLM_F_ACK, ifinfo(index, 0, 0)).attr(unix.IFLA_AF_SPEC|unix.NLA_F_NESTED, af), nil)
 }
 
+// setMTU sets the interface's MTU.
+func (r *rtnl) setMTU(index int32, mtu uint32) error {
+	return r.do(newMsg(unix.RTM_NEWLINK, unix.NLM_F_ACK, ifinfo(index, 0, 0)).attr(unix.IFLA_MTU, u32(mtu)), nil)
+}
+
 func (r *rtnl) up(index int32) error {
 	return r.do(newMsg(unix.RTM_NEWLINK, unix.NLM_F_ACK, ifinfo(index, unix.IFF_UP, unix.IFF_UP)), nil)
 }
