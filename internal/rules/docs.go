@@ -17,7 +17,8 @@ type Doc struct {
 // Docs are the Go-side rules: the refusals made in Go before an input
 // document exists (the DSN and spec parsers, policy and waiver loading), the
 // run-time helper's refusals of what its caller passes beside the spec
-// (SBX-RUN-*), and the check's own reports of what a plan cannot show.
+// (SBX-RUN-*), the egress gateway's refusals at run time (SBX-EGW-*), and
+// the check's own reports of what a plan cannot show.
 var Docs = []Doc{
 	{ID: DSNUnknown, Title: "no backend, not a DSN, or an unknown scheme", Class: "ConfigurationError", Attribute: "backend",
 		Description: "A template needs a backend to be checked against; a DSN the parser does not recognise names no backend whose capabilities are known.",
@@ -61,6 +62,21 @@ var Docs = []Doc{
 	{ID: OneSandbox, Title: "a second sandbox for a tenant and session", Class: "ConfigurationError", Attribute: "session_id",
 		Description: "A tenant's session has one sandbox at a time, so that what one call leaves in it is what the next call of that session finds, and no session's sandboxes pile up. The run-time helper refuses a second open for a tenant and session while one is open or opening, in the same client and across processes and hosts that share a backend: on Docker the container's name is derived from the tenant and session (hashed), and the daemon refuses a second container of that name. A container that holds the name but is no sandbox any more (its lifetime ended, it exited, or its owner is verifiably gone: same boot and PID namespace as the process that looks, and no such process any more) is removed and the open goes ahead; an owner that cannot be judged from here (another PID namespace, such as a container, or another machine) counts as alive, and the refusal names it.",
 		Fix:         "Use the open sandbox, or close it first, or open the new sandbox under another session id. If the process that opened it was killed, its watcher removes it within seconds, and `sandboxio reap` run on the same host and in the same PID namespace as that process removes it once the process is gone; otherwise its lifetime ends it."},
+	{ID: GatewayNotListed, Title: "a destination the egress gateway's allow list does not hold", Class: "EgressDenied", Attribute: "network.allow",
+		Description: "The Docker egress gateway forwards a connection only to a listed block (and its port, where the entry names one) or, on 443 and 80, to a listed name that the TLS server name or the HTTP Host asks for. Anything else is refused at run time and recorded in blocked_egress with its destination; a plain-HTTP request gets a 403 naming this rule, a TLS connection is reset.",
+		Fix:         "If the destination is needed, add it to network.allow (`sandboxio egress report` prints the list a learning run saw, ready to paste) and apply; otherwise the code in the sandbox must do without it."},
+	{ID: GatewayNever, Title: "a listed name that resolves only to never-reachable addresses", Class: "EgressDenied", Attribute: "network.allow",
+		Description: "Loopback, link-local and metadata addresses, the host's own addresses and the Docker networks' gateways are never reached through the gateway, whatever the list says. A listed name whose resolution holds only such addresses (a DNS rebinding, or a name pointed at the host) is refused at run time, as its entry would be at plan if it were an address.",
+		Fix:         "Point the name at an address a sandbox may reach, or remove it from network.allow."},
+	{ID: GatewayNoAddress, Title: "a listed name that does not resolve", Class: "EgressDenied", Attribute: "network.allow",
+		Description: "The gateway resolves a listed name itself, through its own resolver, and connects only to that resolution; a name it cannot resolve is refused rather than sent to the address the sandbox chose.",
+		Fix:         "Check the name, and the resolver the gateway uses (the DSN's resolver option, or the host's)."},
+	{ID: GatewayMalformed, Title: "a request that names no single host", Class: "EgressDenied", Attribute: "network.allow",
+		Description: "On 443 the gateway reads the TLS ClientHello's server name, on 80 the HTTP request's Host. A ClientHello without exactly one host name, an HTTP head without a single valid Host, or one that did not arrive in time names nothing the list could allow, and is refused.",
+		Fix:         "Send a server name (SNI) or Host header naming a listed host; clients that connect by address need the address listed as a block instead."},
+	{ID: GatewayNotProven, Title: "the egress gateway is not proven on this daemon", Class: "CapabilityNotSupported", Attribute: "network.allow",
+		Description: "Before a gateway template is accepted on a Docker daemon (at apply, and before the first open in a process), probe sandboxes show on that daemon that an allowed destination is reached and an unlisted one is not, that an unlisted name does not resolve, that a spoofed server name fails, and that the host, loopback and the bridges are unreachable. The verdict is cached per daemon for ten minutes (a failure for one). A failed probe refuses the template, naming the probe, since an allow list there would not be known to hold.",
+		Fix:         "Run the sandbox as root on a Linux daemon host with /dev/net/tun and the runc runtime, or remove network.allow and keep egress denied."},
 	{ID: PolicyLoad, Title: "team policies cannot be loaded", Class: "ConfigurationError", Attribute: "policy_paths",
 		Description: "A team policy that does not parse or compile, sits in the reserved sandboxio or capabilities namespace, claims a reserved SBX- rule ID, declares an unknown enforcement level, or writes deny or warn as anything but a partial set rule (`deny contains msg if { ... }`) is refused as a whole, so that no bundle is half-loaded. A complete rule (`deny := ...`), a function or a default could be undefined, and an undefined decision must never read as no findings.",
 		Fix:         "Fix the policy the message names; run `sandboxio policy test` on its directory."},

@@ -1,8 +1,8 @@
 // Package rules declares, once, every rule ID that Go code names. IDs are
 // stable: never reuse one. The Rego rules (SBX-NET, -RES, -TMO, -ISO, -LBL,
 // -SEC, -VOL, -WRM) take their text from the bundle's METADATA; the Go-side
-// rules (SBX-DSN, -SPC, -RUN, -POL, -CHK) are refusals made before an input
-// document exists, with their text in Go (Docs). No other Go file writes an
+// rules (SBX-DSN, -SPC, -RUN, -EGW, -POL, -CHK) are refusals made before an
+// input document exists or at run time, with their text in Go (Docs). No other Go file writes an
 // SBX- ID literally: TestIDsDeclaredOnce in internal/policycheck checks that.
 package rules
 
@@ -32,6 +32,16 @@ const (
 	CallTimeout  = "SBX-RUN-003" // a call timeout above the spec's timeout_seconds
 	ExtraLabels  = "SBX-RUN-004" // extra labels on a spec already rendered for a tenant
 	OneSandbox   = "SBX-RUN-005" // a second sandbox for a tenant and session
+)
+
+// Go-side rules: the Docker egress gateway's refusals at run time (the 403
+// a denied plain-HTTP request gets names them) and its proof on a daemon.
+const (
+	GatewayNotListed = "SBX-EGW-001" // a destination the allow list does not hold
+	GatewayNever     = "SBX-EGW-002" // a listed name that resolves only to never-reachable addresses
+	GatewayNoAddress = "SBX-EGW-003" // a listed name that does not resolve
+	GatewayMalformed = "SBX-EGW-004" // a request that names no single host
+	GatewayNotProven = "SBX-EGW-005" // the gateway's proof failed on this daemon
 )
 
 // Go-side rules: loading and evaluating the policies and waivers.

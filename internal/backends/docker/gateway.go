@@ -37,6 +37,10 @@ func (b *dockerBackend) attachGateway(ctx context.Context, s *sandbox, p createP
 	return nil
 }
 
+// editGatewayConfig, set only by tests, edits each gateway's configuration:
+// the proof's own test makes a gateway that forwards what it must not.
+var editGatewayConfig func(*egress.GatewayConfig)
+
 func (b *dockerBackend) startGateway(ctx context.Context, id string, p createPlan) (*egress.Gateway, error) {
 	cfg := egress.GatewayConfig{Rules: p.gwRules}
 	if p.gwProbe != nil {
@@ -53,6 +57,9 @@ func (b *dockerBackend) startGateway(ctx context.Context, id string, p createPla
 		return nil, err
 	}
 	cfg.Never = never
+	if editGatewayConfig != nil {
+		editGatewayConfig(&cfg)
+	}
 	ins, err := b.cli.ContainerInspect(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("container inspect: %w", err)

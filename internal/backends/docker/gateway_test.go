@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/netns"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -227,7 +228,7 @@ func TestGatewayDeniedHTTPIsA403(t *testing.T) {
 	sb := open(t, b, gatewaySpec(t, "allowed.test"))
 	a := gwAllowed.String()
 	got := probe(t, sb, probeStep{"http", a + ":80", "other.test"})["http|"+a+":80|other.test"]
-	if !strings.HasPrefix(got, "answer HTTP/1.1 403") || !strings.Contains(got, "other.test") {
+	if !strings.HasPrefix(got, "answer HTTP/1.1 403") || !strings.Contains(got, "other.test:80") || !strings.Contains(got, rules.GatewayNotListed) {
 		t.Fatalf("denied HTTP: %q", got)
 	}
 	t.Log(got)

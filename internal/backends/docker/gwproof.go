@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -254,7 +255,7 @@ func judgeProbe(out string, steps []probeStep, want []probeWant) error {
 }
 
 func gatewayProofError(why string, err error) error {
-	return &model.Error{Class: model.ErrCapabilityNotSupported, Attribute: "network.allow",
+	return &model.Error{Class: model.ErrCapabilityNotSupported, Rule: rules.GatewayNotProven, Attribute: "network.allow",
 		Message: "the egress gateway is not proven on this Docker daemon: " + why + ", so an allow list there would not be known to hold",
 		Fix:     "run the sandbox as root on a Linux daemon host with /dev/net/tun and the runc runtime (the gateway's device lives in the container's namespace), or remove allow and keep egress denied",
 		Err:     err}

@@ -320,7 +320,7 @@ func (g *Gateway) named(c sConn, dst netip.Addr, port uint16) {
 			name, ok = requestHost(raw)
 		}
 	}
-	deny := func(reason string) {
+	deny := func(why denial) {
 		g.rec.Add(Attempt{Kind: model.EgressKindTCP, Dst: dst, Port: port, Proto: protoTCP})
 		if name != "" {
 			g.rec.Add(Attempt{Kind: kind, Dst: dst, Port: port, Proto: protoTCP, Name: name})
@@ -330,7 +330,7 @@ func (g *Gateway) named(c sConn, dst netip.Addr, port uint16) {
 			if what == "" {
 				what = dst.String()
 			}
-			body := "sandboxio egress gateway: " + what + ":" + strconv.Itoa(int(port)) + " refused: " + reason + "\n"
+			body := "sandboxio egress gateway: refused " + net.JoinHostPort(what, strconv.Itoa(int(port))) + ": " + why.reason + " (" + why.rule + ")\n"
 			_ = c.SetWriteDeadline(time.Now().Add(peekTimeout))
 			_, _ = io.WriteString(c, "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: "+
 				strconv.Itoa(len(body))+"\r\n\r\n"+body)
@@ -342,16 +342,16 @@ func (g *Gateway) named(c sConn, dst netip.Addr, port uint16) {
 		abort(c)
 	}
 	if !ok {
-		deny(reasonMalformed)
+		deny(denyMalformed)
 		return
 	}
 	if !g.pol.listed(name) {
-		deny(reasonNotListed)
+		deny(denyNotListed)
 		return
 	}
 	addrs, err := g.res.lookup(g.ctx, name)
 	if err != nil || len(addrs) == 0 {
-		deny(reasonNoAddress)
+		deny(denyNoAddress)
 		return
 	}
 	var up net.Conn
@@ -371,7 +371,7 @@ func (g *Gateway) named(c sConn, dst netip.Addr, port uint16) {
 		}
 	}
 	if !usable {
-		deny(reasonNever)
+		deny(denyNever)
 		return
 	}
 	if up == nil {

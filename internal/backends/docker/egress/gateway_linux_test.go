@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/netns"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -240,11 +241,11 @@ func TestGatewayCIDRBlocks(t *testing.T) {
 func TestGatewayDeniedHTTPGets403(t *testing.T) {
 	l := newLab(t, defaultRules)
 	code, body, err := l.get(t, otherHost.String(), "http://other.test/")
-	if err != nil || code != 403 || !strings.Contains(body, "not on the allow list") || !strings.Contains(body, "other.test") {
+	if err != nil || code != 403 || !strings.Contains(body, rules.GatewayNotListed) || !strings.Contains(body, "not on the allow list") || !strings.Contains(body, "other.test:80") {
 		t.Fatalf("got %d %q %v", code, body, err)
 	}
 	code, body, err = l.get(t, otherHost.String(), "http://loop.test/")
-	if err != nil || code != 403 || !strings.Contains(body, "never-reachable") || !strings.Contains(body, "loop.test") {
+	if err != nil || code != 403 || !strings.Contains(body, rules.GatewayNever) || !strings.Contains(body, "never-reachable") || !strings.Contains(body, "loop.test:80") {
 		t.Fatalf("got %d %q %v", code, body, err)
 	}
 	if !blocked(l.gw, model.EgressKindHTTP, "other.test") {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/capabilities"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 )
 
 // Block is an allowed CIDR destination of the gateway. Port 0: any port.
@@ -90,12 +91,15 @@ func (a *allowed) snapshot() AllowedSnapshot {
 	return AllowedSnapshot{Total: a.total, Destinations: slices.Clone(a.list)}
 }
 
-// Denial reasons, as the 403 body names them.
-const (
-	reasonNotListed = "not on the allow list"
-	reasonNever     = "resolves only to never-reachable addresses"
-	reasonNoAddress = "does not resolve"
-	reasonMalformed = "request names no single host"
+// denial is why a connection was refused: its rule and, as the 403 body
+// gives it, the reason in a few words.
+type denial struct{ rule, reason string }
+
+var (
+	denyNotListed = denial{rules.GatewayNotListed, "not on the allow list"}
+	denyNever     = denial{rules.GatewayNever, "resolves only to never-reachable addresses"}
+	denyNoAddress = denial{rules.GatewayNoAddress, "does not resolve"}
+	denyMalformed = denial{rules.GatewayMalformed, "the request names no single host"}
 )
 
 var (
