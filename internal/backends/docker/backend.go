@@ -1164,6 +1164,9 @@ func (b *dockerBackend) Preflight(ctx context.Context, spec model.Spec) (backend
 		if err := b.gatewayProven(ctx, spec, d); err != nil {
 			return backends.Preflight{}, err
 		}
+		if err := b.checkGatewayEntries(ctx, p); err != nil {
+			return backends.Preflight{}, err
+		}
 	}
 	strategy := b.diskStrategy(p)
 	if strategy == DiskAuto || strategy == DiskStorageOpt {

@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -68,6 +69,31 @@ func (b *dockerBackend) startGateway(ctx context.Context, id string, p createPla
 		return nil, fmt.Errorf("the container is not running in network mode none")
 	}
 	return egress.AttachGateway(ins.State.Pid, id, cfg)
+}
+
+// checkGatewayEntries refuses, at apply, the allow-list entries the gateway
+// on this host would never forward to (egress.CheckEntries): they would be
+// accepted and then never work.
+func (b *dockerBackend) checkGatewayEntries(ctx context.Context, p createPlan) error {
+	res, err := gatewayResolver(p.resolver)
+	if err != nil {
+		return err
+	}
+	never, err := b.networkSubnets(ctx)
+	if err != nil {
+		return err
+	}
+	bad := egress.CheckEntries(ctx, egress.GatewayConfig{Rules: p.gwRules, Resolver: res, Never: never})
+	if len(bad) == 0 {
+		return nil
+	}
+	var each []string
+	for _, u := range bad {
+		each = append(each, fmt.Sprintf("%q: %s", u.Entry, u.Why))
+	}
+	return &model.Error{Class: model.ErrConfiguration, Rule: rules.NetNever, Attribute: "network.allow",
+		Message: "the egress gateway on this host would never forward to " + strings.Join(each, "; "),
+		Fix:     "remove the entries; list a private address as an explicit block where it is meant, and point a name at an address a sandbox may reach"}
 }
 
 // gatewayResolver is the DNS server the gateway asks: the DSN's resolver

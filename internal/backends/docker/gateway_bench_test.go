@@ -17,7 +17,7 @@ import (
 )
 
 // downloadBytes is the size of the benchmark's download.
-const downloadBytes = 32 << 20
+const downloadBytes = 256 << 20
 
 // BenchmarkGateway compares, in one run and interleaved, the egress
 // gateway with what it replaces: a large download through the gateway

@@ -275,3 +275,42 @@ func TestGatewayRefusedOnRunsc(t *testing.T) {
 	_, err := validate(backends.CreateRequest{Spec: spec}, false)
 	wantClass(t, err, model.ErrCapabilityNotSupported, "")
 }
+
+// The proof can fail: a gateway that forwards an address the probe did not
+// list (as a gateway failing open would) is caught, and the template is
+// refused with the rule and the probe's finding.
+func TestGatewayProofRefusesAGatewayThatForwardsTooMuch(t *testing.T) {
+	needDocker(t)
+	newGatewayLab(t)
+	forgetGatewayProofs()
+	editGatewayConfig = func(c *egress.GatewayConfig) {
+		c.Rules.Blocks = append(c.Rules.Blocks, egress.Block{Prefix: netip.PrefixFrom(probeOther, 32)})
+	}
+	t.Cleanup(func() {
+		editGatewayConfig = nil
+		forgetGatewayProofs()
+	})
+	b := newTestBackend(t)
+	_, err := b.Preflight(t.Context(), gatewaySpec(t, "allowed.test"))
+	e := classError(t, err, model.ErrCapabilityNotSupported, "")
+	if e.Rule != rules.GatewayNotProven || !strings.Contains(e.Message, "198.18.255.2") {
+		t.Fatalf("refusal %q (rule %s) names neither the rule nor the unlisted address", e.Message, e.Rule)
+	}
+	t.Log(e.Message)
+}
+
+// The gateway's device carries 64 KiB packets (the throughput depends on
+// it), read from the sandbox's own /sys.
+func TestGatewayDeviceMTU(t *testing.T) {
+	needDocker(t)
+	newGatewayLab(t)
+	b := newTestBackend(t)
+	sb := open(t, b, gatewaySpec(t, "allowed.test"))
+	res, err := sb.Run(t.Context(), []string{"cat", "/sys/class/net/" + egress.Interface + "/mtu"}, backends.RunOptions{Timeout: 30 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("cat mtu: %v %+v", err, res)
+	}
+	if got := strings.TrimSpace(string(res.Stdout)); got != "65520" {
+		t.Fatalf("the gateway's device has MTU %s in the sandbox", got)
+	}
+}

@@ -235,7 +235,7 @@ func gatewayRules(allow []string) (egress.Rules, error) {
 		case "domain":
 			r.Names = append(r.Names, e.Name)
 		default:
-			r.Blocks = append(r.Blocks, egress.Block{Prefix: e.Prefix, Port: e.Port})
+			r.Blocks = append(r.Blocks, egress.Block{Prefix: e.Prefix, Port: e.Port, Entry: a})
 		}
 	}
 	return r, nil

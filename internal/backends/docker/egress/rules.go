@@ -20,6 +20,7 @@ import (
 type Block struct {
 	Prefix netip.Prefix
 	Port   uint16
+	Entry  string // the allow-list entry, as written, for messages
 }
 
 // Rules is what the gateway forwards; everything else is refused.
