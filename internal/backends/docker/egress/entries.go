@@ -39,7 +39,7 @@ func CheckEntries(ctx context.Context, cfg GatewayConfig) []Unreachable {
 	}
 	dial := cfg.Dialer
 	if dial == nil {
-		d := &net.Dialer{Timeout: dialTimeout}
+		d := &net.Dialer{Timeout: resolveTimeout}
 		dial = d.DialContext
 	}
 	res := resolver{server: cfg.Resolver, dial: dial}

@@ -1,0 +1,77 @@
+package resources_test
+
+import (
+	"net/netip"
+	"regexp"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/netns"
+)
+
+// labResolver is the gateway's resolver in the apply tests: a DNS server in
+// a network namespace the test makes, so that no name is asked of anyone
+// else when apply resolves the listed names.
+var labResolver = netip.MustParseAddr("198.18.1.53")
+
+func gatewayLab(t *testing.T) *netns.DNS {
+	lab := netns.New(t, labResolver)
+	return lab.DNSServer(t, labResolver)
+}
+
+// TestAccTemplate_EgressGatewayApply applies the gateway template, which
+// runs the gateway's proof on the live daemon and resolves the listed
+// names. (The proof moves threads into the probe sandbox's namespace; it
+// once ended one that had started the Terraform CLI, which then died of
+// terraform-exec's parent-death signal: see nsthread.)
+func TestAccTemplate_EgressGatewayApply(t *testing.T) {
+	requireDocker(t)
+	addr := "sandboxio_template.agent"
+	dsn := "docker://?egress=gateway&resolver=" + netip.AddrPortFrom(labResolver, 53).String()
+	specRe := regexp.MustCompile(`"backend":"docker://\?egress=gateway&resolver=198.18.1.53%3A53".*"allow":\["pypi.org","\*.pythonhosted.org","198.51.100.0/24:443","\[2001:db8::10\]:443"\]`)
+	resource.Test(t, resource.TestCase{
+		PreCheck: func() {
+			testAccPreCheck(t)
+			gatewayLab(t).Set("pypi.org", netns.Static(netip.MustParseAddr("198.51.100.7")))
+		},
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: gatewayTemplate(dsn),
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue(addr, tfjsonpath.New("spec"), knownvalue.StringRegexp(specRe)),
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{
+				// The DSN as the provider writes it back: canonical, its query escaped.
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("backend"), knownvalue.StringExact("docker://?egress=gateway&resolver=198.18.1.53%3A53")),
+			},
+		}},
+	})
+}
+
+// TestAccTemplate_EgressGatewayApplyRefusesTheUnreachable: apply refuses,
+// on the live host, an entry the gateway would never forward to, which the
+// plan cannot know: one of the host's own addresses, and a name that
+// resolves only to it.
+func TestAccTemplate_EgressGatewayApplyRefusesTheUnreachable(t *testing.T) {
+	requireDocker(t)
+	dsn := "docker://?egress=gateway&resolver=" + netip.AddrPortFrom(labResolver, 53).String()
+	resource.Test(t, resource.TestCase{
+		PreCheck: func() {
+			testAccPreCheck(t)
+			gatewayLab(t).Set("host.test", netns.Static(netns.Host4))
+		},
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      gatewayTemplateAllowing(dsn, `["host.test"]`),
+			ExpectError: regexp.MustCompile(`(?s)ConfigurationError.*"host.test":\s+it\s+resolves\s+only\s+to\s+198.18.0.1.*Rule: SBX-NET-014`),
+		}, {
+			Config:      gatewayTemplateAllowing(dsn, `["`+netns.Host4.String()+`:443"]`),
+			ExpectError: regexp.MustCompile(`(?s)ConfigurationError.*"198.18.0.1:443":\s+it\s+is\s+198.18.0.1.*Rule: SBX-NET-014`),
+		}},
+	})
+}
