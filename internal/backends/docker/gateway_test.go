@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -312,5 +313,73 @@ func TestGatewayDeviceMTU(t *testing.T) {
 	}
 	if got := strings.TrimSpace(string(res.Stdout)); got != "65520" {
 		t.Fatalf("the gateway's device has MTU %s in the sandbox", got)
+	}
+}
+
+// A flood of connections from inside a real sandbox is held to the
+// gateway's flow bound, costs the gateway bounded memory, and leaves it
+// serving once the held connections end.
+func TestGatewayFloodFromASandbox(t *testing.T) {
+	needDocker(t)
+	newGatewayLab(t)
+	b := newTestBackend(t)
+	sb := open(t, b, gatewaySpec(t, "allowed.test"))
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	before, goroutines := heap(), runtime.NumGoroutine()
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if n := int64(sb.gw.Flows()); n > peak.Load() {
+				peak.Store(n)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	// Connections that send nothing on 443 each hold a flow until the
+	// gateway's wait for a ClientHello ends; past the bound they are reset.
+	const flood = 600
+	out := probe(t, sb, probeStep{"flood", gwAllowed.String() + ":443", fmt.Sprint(flood)})["flood|"+gwAllowed.String()+":443|"+fmt.Sprint(flood)]
+	during := heap()
+	close(stop)
+	<-sampled
+	var opened, failed int
+	if _, err := fmt.Sscanf(out, "opened=%d failed=%d", &opened, &failed); err != nil {
+		t.Fatalf("flood: %q", out)
+	}
+	t.Logf("flood of %d: %s, peak %d flows, heap %d -> %d KiB", flood, out, peak.Load(), before>>10, during>>10)
+	if peak.Load() > 256 || opened > 256+16 || failed == 0 {
+		t.Fatalf("the flow bound did not hold: %s, peak %d", out, peak.Load())
+	}
+	if during > before+64<<20 {
+		t.Fatalf("the flood grew the heap by %d MiB", (during-before)>>20)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for sb.gw.Flows() > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := sb.gw.Flows(); n != 0 {
+		t.Fatalf("%d flows left after the flood", n)
+	}
+	a := gwAllowed.String()
+	if got := probe(t, sb, probeStep{"http", a + ":80", "allowed.test"})["http|"+a+":80|allowed.test"]; !strings.Contains(got, "allowed host=") {
+		t.Fatalf("after the flood: %q", got)
+	}
+	for i := 0; i < 50 && runtime.NumGoroutine() > goroutines+20; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > goroutines+20 {
+		t.Fatalf("goroutines %d after the flood, %d before", g, goroutines)
 	}
 }

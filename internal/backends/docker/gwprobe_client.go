@@ -22,8 +22,8 @@ import (
 // in the image.
 const probeProto = "sandboxio-egress-probe-v1"
 
-// probeStep is one check of the probe client: kind dns, tcp, http, tls or
-// https (a request over TLS),
+// probeStep is one check of the probe client: kind dns, tcp, http, tls,
+// https (a request over TLS), udp, or flood (NAME connections at once),
 // a target (a DNS server or an address and port) and a name (asked for, or
 // sent as Host or server name).
 type probeStep struct{ kind, target, name string }
@@ -78,8 +78,44 @@ func runProbeStep(s probeStep) string {
 		return probeHTTPS(s.target, s.name)
 	case "udp":
 		return probeUDP(s.target)
+	case "flood":
+		return probeFlood(s.target, s.name)
 	}
 	return "error: unknown step"
+}
+
+// maxFlood bounds a flood step's connections.
+const maxFlood = 2000
+
+// probeFlood opens n TCP connections to target at once and holds those
+// that connect until every attempt has ended: "opened=K failed=M".
+func probeFlood(target, count string) string {
+	var n int
+	if _, err := fmt.Sscanf(count, "%d", &n); err != nil || n < 1 || n > maxFlood {
+		return "error: flood count"
+	}
+	results := make(chan net.Conn, n)
+	for range n {
+		go func() {
+			c, err := net.DialTimeout("tcp", target, probeStepTimeout)
+			if err != nil {
+				c = nil
+			}
+			results <- c
+		}()
+	}
+	opened := 0
+	var held []net.Conn
+	for range n {
+		if c := <-results; c != nil {
+			opened++
+			held = append(held, c)
+		}
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	return fmt.Sprintf("opened=%d failed=%d", opened, n-opened)
 }
 
 // probeDNS asks server (an address and port) for the A records of name.

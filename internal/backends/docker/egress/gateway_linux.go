@@ -225,6 +225,9 @@ func (g *Gateway) Close() {
 	}
 }
 
+// Flows is the number of connections and UDP flows the gateway holds now.
+func (g *Gateway) Flows() int { return len(g.flows) }
+
 // Done is closed when the gateway has ended.
 func (g *Gateway) Done() <-chan struct{} { return g.done }
 
