@@ -5,6 +5,7 @@ package docker
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os/exec"
 	"runtime"
@@ -381,5 +382,44 @@ func TestGatewayFloodFromASandbox(t *testing.T) {
 	}
 	if g := runtime.NumGoroutine(); g > goroutines+20 {
 		t.Fatalf("goroutines %d after the flood, %d before", g, goroutines)
+	}
+}
+
+// Other sandboxes are never reached through the gateway, even when the
+// list names one: a spec written by hand that lists an open-egress
+// sandbox's bridge address (apply would refuse it) gets nothing there,
+// while the host itself reaches that sandbox's listener.
+func TestGatewayNeverReachesOtherSandboxes(t *testing.T) {
+	needDocker(t)
+	newGatewayLab(t)
+	b := newTestBackend(t)
+	other := open(t, b, testSpec(t, func(s *model.Spec) { s.Network = model.NetworkPolicy{Egress: model.EgressAllow}.Normalized() }))
+	if res, err := other.Run(t.Context(), []string{"httpd", "-p", "8080", "-h", "/tmp"}, backends.RunOptions{Timeout: 30 * time.Second}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("httpd in the other sandbox: %v %+v", err, res)
+	}
+	ins, err := b.cli.ContainerInspect(t.Context(), other.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ip string
+	for _, n := range ins.NetworkSettings.Networks {
+		ip = n.IPAddress
+	}
+	if ip == "" {
+		t.Fatal("the open-egress sandbox has no bridge address")
+	}
+	target := net.JoinHostPort(ip, "8080")
+	c, err := net.DialTimeout("tcp", target, 5*time.Second)
+	if err != nil {
+		t.Fatalf("the host does not reach the other sandbox's listener (the test shows nothing): %v", err)
+	}
+	c.Close()
+	sb := open(t, b, gatewaySpec(t, ip+":8080", ip))
+	got := probe(t, sb, probeStep{"tcp", target, ""}, probeStep{"http", target, ip})
+	for step, outcome := range got {
+		t.Logf("%s => %s", step, outcome)
+		if !refusedOutcome(outcome) {
+			t.Fatalf("%s reached the other sandbox: %s", step, outcome)
+		}
 	}
 }
