@@ -69,7 +69,7 @@ func Attach(pid int, id string) (*Observer, error) {
 		return nil, err
 	}
 	defer unix.Close(nsfd)
-	f, v6, err := attachNetns(nsfd, observerMTU)
+	f, v6, err := attachNetns(nsfd, observerMTU, false)
 	if err != nil {
 		return nil, err
 	}
@@ -81,10 +81,11 @@ func Attach(pid int, id string) (*Observer, error) {
 // attachNetns gives the network namespace nsfd a TUN device named Interface
 // holding its default routes, and returns the device's file (non-blocking)
 // and whether IPv6 is routed into it too. The observer and the gateway share
-// it, each with its own MTU; nsfd stays the caller's.
-func attachNetns(nsfd int, mtu uint32) (*os.File, bool, error) {
+// it, each with its own MTU; the gateway's device puts a virtio-net header
+// before each packet (vnetHdr). nsfd stays the caller's.
+func attachNetns(nsfd int, mtu uint32, vnetHdr bool) (*os.File, bool, error) {
 	tmp := "sbxe" + randomHex(5)
-	f, err := openTUN(tmp)
+	f, err := openTUN(tmp, vnetHdr)
 	if err != nil {
 		return nil, false, err
 	}
@@ -127,7 +128,7 @@ func sandboxNetns(pid int, id string) (int, error) {
 	return nsfd, nil
 }
 
-func openTUN(name string) (*os.File, error) {
+func openTUN(name string, vnetHdr bool) (*os.File, error) {
 	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("egress observer: %w", err)
@@ -137,7 +138,11 @@ func openTUN(name string) (*os.File, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("egress observer: %w", err)
 	}
-	ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+	flags := uint16(unix.IFF_TUN | unix.IFF_NO_PI)
+	if vnetHdr {
+		flags |= unix.IFF_VNET_HDR
+	}
+	ifr.SetUint16(flags)
 	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("egress observer: TUNSETIFF: %w", err)
