@@ -171,10 +171,11 @@ func bridgeGateway(t *testing.T, b *dockerBackend) string {
 }
 
 // Under deny, code that resolves names and connects to the host, the
-// Docker bridge's gateway and the Internet gets nothing through: listeners
-// on the host and on the gateway record no connection and no datagram. Every
-// attempt is answered at once by the observer (ECONNREFUSED, a refused
-// lookup), counted, and its destination listed.
+// Docker bridge's gateway and an outside address (from 198.18.0.0/15, where
+// nothing listens) gets nothing through: listeners on the host and on the
+// gateway record no connection and no datagram. Every attempt is answered
+// at once by the observer (ECONNREFUSED, a refused lookup), counted, and
+// its destination listed.
 func TestDenyEgressIsObservedAndNothingLeaves(t *testing.T) {
 	needDocker(t)
 	t.Parallel()
@@ -198,8 +199,8 @@ func TestDenyEgressIsObservedAndNothingLeaves(t *testing.T) {
 		"tcp:" + net.JoinHostPort(host, port(onHost)),
 		"tcp:" + net.JoinHostPort(gw, port(onGateway)),
 		"tcp:" + net.JoinHostPort(gw, port(onHost)),
-		"tcp:1.1.1.1:443",
-		"tcp:[2606:4700:4700::1111]:443",
+		"tcp:198.18.7.1:443",
+		"tcp:[2001:2::7:1]:443",
 		"udp:" + net.JoinHostPort(host, port(udpHost)),
 		"udp:" + net.JoinHostPort(gw, port(udpHost)),
 		"dns:pypi.org",
@@ -207,7 +208,7 @@ func TestDenyEgressIsObservedAndNothingLeaves(t *testing.T) {
 		"dns:Example.COM",
 		"tls:" + httpsOnGateway.addr + ":API.openai.com",
 		"http:" + httpOnHost.addr + ":registry.npmjs.org",
-		"tls:1.1.1.1:443:one.one.one.one",
+		"tls:198.18.7.1:443:one.one.one.one",
 	}
 	out := sh(t, sb, "egressprobe "+strings.Join(attempts, " "))
 	t.Logf("probe:\n%s", out)
@@ -224,7 +225,7 @@ func TestDenyEgressIsObservedAndNothingLeaves(t *testing.T) {
 			want = a + " ok"
 		case strings.HasPrefix(a, "dns:"), strings.Contains(a, "pythonhosted"):
 			want = a + " dns-failed" // refused by the observer, not timed out
-		case strings.Contains(a, "2606:") && !sb.egress.IPv6:
+		case strings.Contains(a, "2001:2:") && !sb.egress.IPv6:
 			want = a + " EADDRNOTAVAIL" // no IPv6 on the device: fails in the sandbox's kernel
 		default:
 			want = a + " ECONNREFUSED" // reset by the observer
@@ -251,15 +252,15 @@ func TestDenyEgressIsObservedAndNothingLeaves(t *testing.T) {
 	}
 	t.Logf("blocked_egress %d: %v", *in.BlockedEgress, seen)
 	want := []string{
-		"tcp " + host + " " + port(onHost), "tcp " + gw + " " + port(onGateway), "tcp 1.1.1.1 443",
+		"tcp " + host + " " + port(onHost), "tcp " + gw + " " + port(onGateway), "tcp 198.18.7.1 443",
 		"udp " + host + " " + port(udpHost), "udp " + gw + " " + port(udpHost),
 		"dns pypi.org", "dns files.pythonhosted.org", "dns example.com",
 		"tcp " + gw + " 8443", "tls api.openai.com " + gw + " 8443",
 		"tcp " + host + " 8080", "http registry.npmjs.org " + host + " 8080",
-		"tls one.one.one.one 1.1.1.1 443",
+		"tls one.one.one.one 198.18.7.1 443",
 	}
 	if sb.egress.IPv6 {
-		want = append(want, "tcp 2606:4700:4700::1111 443")
+		want = append(want, "tcp 2001:2::7:1 443")
 	}
 	var sum int64
 	for _, k := range want {
@@ -410,7 +411,7 @@ func TestRunscIsNotObserved(t *testing.T) {
 		t.Logf("the observer cannot even attach under runsc: %v", err)
 	} else {
 		defer o.Close()
-		out := sh(t, sb, "ls /sys/class/net; nslookup pypi.org >/dev/null 2>&1; nc -w 2 1.1.1.1 443 </dev/null; echo tried")
+		out := sh(t, sb, "ls /sys/class/net; nslookup pypi.org >/dev/null 2>&1; nc -w 2 198.18.7.1 443 </dev/null; echo tried")
 		if n, _ := o.Record().Snapshot(); n != 0 || strings.Contains(out, egress.Interface) {
 			t.Fatalf("under runsc the observer saw %d attempts; the sandbox lists: %q", n, out)
 		}
@@ -510,7 +511,7 @@ func TestWarmSandboxKeepsItsEgressObserver(t *testing.T) {
 		t.Fatal("a warm sandbox under deny has no egress observer")
 	}
 	sb := claimOf(t, w, spec)
-	if out := sh(t, sb, "egressprobe tcp:1.1.1.1:22"); out != "tcp:1.1.1.1:22 ECONNREFUSED" {
+	if out := sh(t, sb, "egressprobe tcp:198.18.7.1:22"); out != "tcp:198.18.7.1:22 ECONNREFUSED" {
 		t.Fatalf("probe: %q", out)
 	}
 	in := sb.Info()
@@ -519,10 +520,10 @@ func TestWarmSandboxKeepsItsEgressObserver(t *testing.T) {
 	}
 	found := false
 	for _, d := range in.BlockedEgressDestinations {
-		found = found || (d.Address == "1.1.1.1" && d.Port == 22)
+		found = found || (d.Address == "198.18.7.1" && d.Port == 22)
 	}
 	if !found {
-		t.Fatalf("claimed sandbox's destinations %+v lack 1.1.1.1:22", in.BlockedEgressDestinations)
+		t.Fatalf("claimed sandbox's destinations %+v lack 198.18.7.1:22", in.BlockedEgressDestinations)
 	}
 
 	w2 := newWarm(t, b, spec, time.Minute)
