@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 )
 
@@ -131,4 +132,33 @@ func TestAccPolicyCheckDecidesAsPlan_BrokeredSecrets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A hand-written tenant spec with brokered secrets is refused where no
+// broker runs, as the template would have been (the spec is checked as the
+// run-time helper checks it).
+func TestAccTenantSandbox_BrokeredSecretsWithoutBroker(t *testing.T) {
+	planRefused(t, handSpec(map[string]string{
+		"brokered_secrets": `{ GITHUB_TOKEN = { hosts = ["api.github.com"], header = "Authorization", format = "%s" } }`,
+	}), "CapabilityNotSupported", "SBX-SEC-005")
+}
+
+// The tenant sandbox's spec keeps the brokered secrets of its template
+// spec, normalised (hosts sorted, the default format filled in).
+func TestAccTenantSandbox_BrokeredSecretsCarried(t *testing.T) {
+	config := handSpec(map[string]string{
+		"backend":          `"docker://?egress=gateway"`,
+		"network":          `{ egress = "deny", allow = ["api.github.com", "uploads.github.com"] }`,
+		"brokered_secrets": `{ GITHUB_TOKEN = { hosts = ["uploads.github.com", "api.github.com"], header = "Authorization", format = "" } }`,
+	})
+	want := regexp.MustCompile(regexp.QuoteMeta(`"secret_names":[],"brokered_secrets":{"GITHUB_TOKEN":{"hosts":["api.github.com","uploads.github.com"],"header":"Authorization","format":"%s"}},"labels"`))
+	unitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigStateChecks: []statecheck.StateCheck{
+				statecheck.ExpectKnownValue("data.sandboxio_tenant_sandbox.test", tfjsonpath.New("spec"), knownvalue.StringRegexp(want)),
+			},
+		}},
+	})
 }
