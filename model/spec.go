@@ -32,7 +32,12 @@ type Spec struct {
 	LifetimeSeconds  int64             `json:"lifetime_seconds"`
 	Env              map[string]string `json:"env"`
 	SecretNames      []string          `json:"secret_names"`
-	Labels           map[string]string `json:"labels"`
+	// BrokeredSecrets are the credentials the egress gateway writes into
+	// requests to their hosts, keyed by variable name; nil when there are
+	// none (and then absent from the JSON, so specs without any keep their
+	// digests). The values are never part of a spec.
+	BrokeredSecrets map[string]BrokeredSecret `json:"brokered_secrets,omitempty"`
+	Labels          map[string]string         `json:"labels"`
 	// Volume is the template's persistent storage, nil when it has none
 	// (and then absent from the JSON, so specs without one keep their
 	// digests). Each tenant gets its own volume of that name.
@@ -76,6 +81,7 @@ func (s Spec) Canonical() ([]byte, string, error) {
 		s.Labels = map[string]string{}
 	}
 	s.Network = s.Network.Normalized()
+	s.BrokeredSecrets = NormalizeBrokered(s.BrokeredSecrets)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

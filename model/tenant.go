@@ -23,6 +23,7 @@ func (s Spec) ForTenant(tenantID, sessionID string, extra map[string]string) Spe
 	out.Env = copyMap(s.Env)
 	out.SecretNames = append([]string(nil), s.SecretNames...)
 	out.Network.Allow = append([]string(nil), s.Network.Allow...)
+	out.BrokeredSecrets = NormalizeBrokered(s.BrokeredSecrets) // a copy
 	if s.Volume != nil {
 		v := *s.Volume
 		out.Volume = &v

@@ -60,6 +60,9 @@ test_descriptors_complete if {
 		is_boolean(d.network.allowlist)
 		is_array(d.network.allow_kinds)
 		is_string(d.network.allowlist_note)
+		is_boolean(d.network.secret_broker)
+		is_string(d.network.secret_broker_note)
+		d.network.secret_broker_note != ""
 		d.caps.mode in {"per_sandbox", "template"}
 		is_array(d.caps.settable)
 		is_boolean(d.caps.memory_bounds_swap)
@@ -133,4 +136,29 @@ key_ok(key, d) if {
 	d.backend != "docker"
 	key == d.backend
 	d.runtime == ""
+}
+
+# A broker runs only in the egress gateway on runc, the one variant that
+# sees the sandbox's traffic and enforces names (SBX-SEC-005), and it
+# brokers only to hosts on a domain allow list (SBX-SEC-007).
+test_secret_broker_only_in_the_gateway_on_runc if {
+	{key | some key, d in backends; d.network.secret_broker} == {"docker/runc+gateway"}
+	every d in backends {
+		d.network.secret_broker == false
+	} with data.capabilities.backends as object.remove(backends, ["docker/runc+gateway"])
+	"domain" in backends["docker/runc+gateway"].network.allow_kinds
+}
+
+# The headers a broker never writes are keyed in lowercase (SBX-SEC-009
+# compares lower(header)), each with a reason.
+test_broker_forbidden_headers_lowercase_with_reasons if {
+	count(data.capabilities.broker_forbidden_headers) > 0
+	every h, why in data.capabilities.broker_forbidden_headers {
+		h == lower(h)
+		is_string(why)
+		why != ""
+	}
+	every h in ["host", "content-length", "transfer-encoding", "connection"] {
+		data.capabilities.broker_forbidden_headers[h]
+	}
 }

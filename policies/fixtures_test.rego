@@ -3,6 +3,7 @@
 # the real capability data, not a copy of it.
 package sandboxio.fixtures
 
+import data.sandboxio.brokering
 import data.sandboxio.isolation
 import data.sandboxio.labels
 import data.sandboxio.network
@@ -43,6 +44,7 @@ base_template(key) := {
 	"lifetime_seconds": 300,
 	"env": {"LANG": "C.UTF-8"},
 	"secret_names": ["OPENAI_API_KEY"],
+	"brokered_secrets": {},
 	"labels": {"team": "agents"},
 }
 
@@ -117,7 +119,7 @@ with_caps(inp, caps) := object.union(object.remove(inp, ["capabilities"]), {"cap
 without(inp, field) := object.remove(inp, [field])
 
 # Every refusal and every warning of the bundle, for the current input.
-all_deny := ((((((network.deny | resources.deny) | timeouts.deny) | isolation.deny) | labels.deny) | tenancy.deny) | storage.deny) | warmpool.deny
+all_deny := (((((((network.deny | resources.deny) | timeouts.deny) | isolation.deny) | labels.deny) | tenancy.deny) | storage.deny) | warmpool.deny) | brokering.deny
 
 all_warn := (((network.warn | isolation.warn) | labels.warn) | timeouts.warn) | resources.warn
 

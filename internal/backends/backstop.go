@@ -131,6 +131,18 @@ func RuleWarning(class model.WarningClass, rule, attribute string) model.Warning
 	return model.Warning{Class: class, Rule: rule, Attribute: attribute, Message: t.Title, Fix: t.Fix}
 }
 
+// NoBroker is the Backstop of a spec with brokered secrets on a backend
+// (or runtime) where no broker runs. Failing closed matters here: the only
+// other place for the value would be the sandbox's environment, which is
+// what brokering keeps it from.
+func NoBroker(backend string, s model.Spec) error {
+	if len(s.BrokeredSecrets) == 0 {
+		return nil
+	}
+	return Backstop(backend, rules.SecNoBroker, "brokered_secrets",
+		fmt.Sprintf("%d brokered secret(s), and no broker runs here", len(s.BrokeredSecrets)))
+}
+
 // CheckLiveTier backstops the isolation requirement against the tier the
 // live backend gives, which the policy could only check against the
 // capability data: a runtime registered on the daemon may be weaker than

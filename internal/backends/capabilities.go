@@ -34,3 +34,7 @@ func PoolBounds() (sizeMax, idleMinSeconds int64) { return capabilities.PoolBoun
 // MaxTimeoutSeconds returns the ceiling of timeout_seconds and
 // lifetime_seconds (SBX-TMO-001, SBX-TMO-002).
 func MaxTimeoutSeconds() int64 { return capabilities.MaxTimeoutSeconds() }
+
+// BrokerForbiddenHeaders returns the request headers (lowercase) a brokered
+// secret must never be written into, each with why.
+func BrokerForbiddenHeaders() map[string]string { return capabilities.BrokerForbiddenHeaders() }

@@ -96,6 +96,9 @@ type Template struct {
 	TimeoutSeconds, LifetimeSeconds *int64
 	Env, Labels                     map[string]string
 	SecretNames                     []string
+	// BrokeredSecrets are the brokered secrets as configured; nil or
+	// empty when there are none.
+	BrokeredSecrets map[string]model.BrokeredSecret
 	// Volume is the template's volume; nil when it names none.
 	Volume *model.Volume
 	// WarmPool is the template's warm pool; nil when it has none.
@@ -144,13 +147,14 @@ func (c Template) Build(defaultBackend string) (model.Spec, policy.Input, error)
 	if secrets == nil {
 		secrets = []string{}
 	}
+	brokered := model.NormalizeBrokered(c.BrokeredSecrets)
 	in := policy.Input{
 		Kind:    policy.KindTemplate,
 		Backend: ref,
 		Template: &policy.TemplateInput{
 			Name: c.Name, Image: c.Image, Runtime: c.Runtime, RequireIsolation: c.RequireIsolation,
 			TimeoutSeconds: timeout, LifetimeSeconds: lifetime,
-			Env: env, SecretNames: secrets, Labels: labels, Volume: c.Volume, WarmPool: c.WarmPool,
+			Env: env, SecretNames: secrets, BrokeredSecrets: brokered, Labels: labels, Volume: c.Volume, WarmPool: c.WarmPool,
 		},
 		Network:   &network,
 		Resources: &caps,
@@ -159,7 +163,7 @@ func (c Template) Build(defaultBackend string) (model.Spec, policy.Input, error)
 		SpecVersion: model.SpecVersion, Name: c.Name, Backend: dsn, Image: c.Image,
 		Runtime: runtime, RequireIsolation: model.Tier(c.RequireIsolation), IsolationTier: tier,
 		Network: network, Resources: caps, TimeoutSeconds: timeout, LifetimeSeconds: lifetime,
-		Env: env, SecretNames: secrets, Labels: labels, Volume: c.Volume, WarmPool: c.WarmPool,
+		Env: env, SecretNames: secrets, BrokeredSecrets: brokered, Labels: labels, Volume: c.Volume, WarmPool: c.WarmPool,
 	}
 	return spec, in, nil
 }

@@ -29,6 +29,9 @@ var (
 	warmPoolType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
 		"size": tftypes.Number, "max_idle_seconds": tftypes.Number,
 	}}
+	brokeredType = tftypes.Map{ElementType: tftypes.Object{AttributeTypes: map[string]tftypes.Type{
+		"hosts": tftypes.List{ElementType: tftypes.String}, "header": tftypes.String, "format": tftypes.String,
+	}}}
 	capsType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
 		"cpu": tftypes.Number, "memory_mb": tftypes.Number, "disk_mb": tftypes.Number, "pids": tftypes.Number,
 	}}
@@ -42,6 +45,7 @@ var (
 		"labels": tftypes.Map{ElementType: tftypes.String}, "isolation_tier": tftypes.String, "spec": tftypes.String,
 		"spec_sha256": tftypes.String, "image_id": tftypes.String, "disk_cap_strategy": tftypes.String,
 		"pids_cap_strategy": tftypes.String, "volume": volumeType, "warm_pool": warmPoolType,
+		"brokered_secrets": brokeredType,
 	}}
 	// NetworkPolicyType is sandboxio_network_policy's value type.
 	NetworkPolicyType = tftypes.Object{AttributeTypes: map[string]tftypes.Type{
@@ -59,7 +63,7 @@ var (
 // (spec, id, ...) are not read.
 var (
 	templateAttributes = []string{"name", "backend", "image", "runtime", "require_isolation", "network", "resources",
-		"timeout_seconds", "lifetime_seconds", "env", "secret_names", "labels", "volume", "warm_pool"}
+		"timeout_seconds", "lifetime_seconds", "env", "secret_names", "brokered_secrets", "labels", "volume", "warm_pool"}
 	networkPolicyAttributes = []string{"egress", "allow", "backend"}
 	resourceCapsAttributes  = []string{"cpu", "memory_mb", "disk_mb", "pids", "backend"}
 )
@@ -227,11 +231,46 @@ func readTemplateAttrs(attrs map[string]tftypes.Value) (c Template, err error) {
 	if c.SecretNames == nil {
 		c.SecretNames = []string{}
 	}
+	if c.BrokeredSecrets, err = readBrokered(attrs["brokered_secrets"]); err != nil {
+		return c, err
+	}
 	if c.Volume, err = readVolume(attrs["volume"]); err != nil {
 		return c, err
 	}
 	c.WarmPool, err = readWarmPool(attrs["warm_pool"])
 	return c, err
+}
+
+// readBrokered reads the brokered_secrets map; nil when it is not set. A
+// missing header reads as "", which the policy refuses, and a missing
+// format as "", which normalises to model.DefaultBrokeredFormat.
+func readBrokered(v tftypes.Value) (map[string]model.BrokeredSecret, error) {
+	if v.IsNull() {
+		return nil, nil
+	}
+	var elems map[string]tftypes.Value
+	if err := v.As(&elems); err != nil {
+		return nil, fmt.Errorf("read map: %w", err)
+	}
+	out := make(map[string]model.BrokeredSecret, len(elems))
+	for name, e := range elems {
+		attrs, err := object(e)
+		if err != nil {
+			return nil, err
+		}
+		var b model.BrokeredSecret
+		if b.Hosts, err = stringList(attrs["hosts"]); err != nil {
+			return nil, err
+		}
+		if err := stringTo(attrs["header"], &b.Header); err != nil {
+			return nil, err
+		}
+		if err := stringTo(attrs["format"], &b.Format); err != nil {
+			return nil, err
+		}
+		out[name] = b
+	}
+	return out, nil
 }
 
 // readWarmPool reads the warm_pool attribute; nil when it is not set. A

@@ -167,3 +167,55 @@ func TestReadTemplate_Allocations(t *testing.T) {
 		t.Errorf("%.0f allocations reading a template, budget %d", allocs, budget)
 	}
 }
+
+// brokered_secrets is read beside secret_names: null gives none, a null
+// format reads as "" (the default once normalised), and a value unknown at
+// plan leaves the check to apply, since the rules decide on all of it.
+func TestReadTemplate_BrokeredSecrets(t *testing.T) {
+	base := func() map[string]tftypes.Value {
+		attrs := map[string]tftypes.Value{}
+		for name, typ := range TemplateType.AttributeTypes {
+			attrs[name] = tftypes.NewValue(typ, nil)
+		}
+		attrs["name"], attrs["backend"], attrs["image"] = stringValue("p"), stringValue("docker://?egress=gateway"), stringValue("img")
+		return attrs
+	}
+	elem := brokeredType.ElementType.(tftypes.Object)
+	secret := func(hosts tftypes.Value, format tftypes.Value) tftypes.Value {
+		return tftypes.NewValue(brokeredType, map[string]tftypes.Value{"GITHUB_TOKEN": tftypes.NewValue(elem, map[string]tftypes.Value{
+			"hosts": hosts, "header": stringValue("Authorization"), "format": format,
+		})})
+	}
+	hosts := tftypes.NewValue(tftypes.List{ElementType: tftypes.String}, []tftypes.Value{stringValue("b.example.com"), stringValue("a.example.com")})
+
+	r, err := ReadTemplate(tftypes.NewValue(TemplateType, base()))
+	if err != nil || r.Config.BrokeredSecrets != nil {
+		t.Fatalf("null brokered_secrets: %+v, %v", r.Config.BrokeredSecrets, err)
+	}
+
+	attrs := base()
+	attrs["brokered_secrets"] = secret(hosts, tftypes.NewValue(tftypes.String, nil))
+	r, err = ReadTemplate(tftypes.NewValue(TemplateType, attrs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.Config.BrokeredSecrets["GITHUB_TOKEN"]
+	if got.Header != "Authorization" || got.Format != "" || len(got.Hosts) != 2 {
+		t.Fatalf("read %+v", got)
+	}
+	spec, in, err := r.Config.Build("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []model.BrokeredSecret{spec.BrokeredSecrets["GITHUB_TOKEN"], in.Template.BrokeredSecrets["GITHUB_TOKEN"]} {
+		if b.Format != model.DefaultBrokeredFormat || b.Hosts[0] != "a.example.com" {
+			t.Errorf("not normalised: %+v", b)
+		}
+	}
+
+	attrs = base()
+	attrs["brokered_secrets"] = secret(tftypes.NewValue(tftypes.List{ElementType: tftypes.String}, tftypes.UnknownValue), stringValue("%s"))
+	if r, err = ReadTemplate(tftypes.NewValue(TemplateType, attrs)); err != nil || r.Known() {
+		t.Fatalf("unknown hosts: known %v (%v), %v; want the check left to apply", r.Known(), r.Unknown, err)
+	}
+}

@@ -299,6 +299,29 @@ func TestInput_MapIsVersioned(t *testing.T) {
 	}
 }
 
+// The document always holds brokered_secrets ({} when none), so a team
+// rule can read it unguarded; an entry carries hosts, header and format.
+func TestInput_MapHoldsBrokeredSecrets(t *testing.T) {
+	m, err := templateInput().Map()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, _ := m["template"].(map[string]any)
+	if b, ok := tmpl["brokered_secrets"].(map[string]any); !ok || len(b) != 0 {
+		t.Fatalf("brokered_secrets of a template without any: %#v", tmpl["brokered_secrets"])
+	}
+	in := templateInput()
+	in.Template.BrokeredSecrets = map[string]model.BrokeredSecret{"GH": {Hosts: []string{"api.github.com"}, Header: "Authorization", Format: "Bearer %s"}}
+	if m, err = in.Map(); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, _ = m["template"].(map[string]any)
+	want := map[string]any{"GH": map[string]any{"hosts": []any{"api.github.com"}, "header": "Authorization", "format": "Bearer %s"}}
+	if !reflect.DeepEqual(tmpl["brokered_secrets"], want) {
+		t.Fatalf("brokered_secrets = %#v, want %#v", tmpl["brokered_secrets"], want)
+	}
+}
+
 // Evaluations share the engine, its pooled caches and the parts of the input
 // built once; run with -race.
 func TestEvaluate_Concurrent(t *testing.T) {

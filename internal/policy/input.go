@@ -59,7 +59,10 @@ type TemplateInput struct {
 	LifetimeSeconds  int64
 	Env              map[string]string
 	SecretNames      []string
-	Labels           map[string]string
+	// BrokeredSecrets are the template's brokered secrets, normalized
+	// (model.NormalizeBrokered); the document holds {} when there are none.
+	BrokeredSecrets map[string]model.BrokeredSecret
+	Labels          map[string]string
 	// Volume is the template's volume; nil (absent from the document)
 	// when it names none.
 	Volume *model.Volume
@@ -91,6 +94,7 @@ func FromSpec(s model.Spec, backend *BackendRef) Input {
 			LifetimeSeconds:  s.LifetimeSeconds,
 			Env:              s.Env,
 			SecretNames:      s.SecretNames,
+			BrokeredSecrets:  model.NormalizeBrokered(s.BrokeredSecrets),
 			Labels:           UserLabels(s),
 			Volume:           s.Volume,
 			WarmPool:         s.WarmPool,
@@ -240,7 +244,7 @@ func resourcesTerm(c model.Caps) *ast.Term {
 }
 
 func templateTerm(t *TemplateInput) *ast.Term {
-	fields := [11][2]*ast.Term{
+	fields := [12][2]*ast.Term{
 		ast.Item(kName, ast.StringTerm(t.Name)),
 		ast.Item(kImage, ast.StringTerm(t.Image)),
 		ast.Item(kRuntime, ast.InternedTerm(t.Runtime)),
@@ -249,9 +253,10 @@ func templateTerm(t *TemplateInput) *ast.Term {
 		ast.Item(kLifetimeSeconds, intTerm(t.LifetimeSeconds)),
 		ast.Item(kEnv, stringMap(t.Env)),
 		ast.Item(kSecretNames, stringList(t.SecretNames)),
+		ast.Item(kBrokeredSecrets, brokeredTerm(t.BrokeredSecrets)),
 		ast.Item(kLabels, stringMap(t.Labels)),
 	}
-	items := fields[:9]
+	items := fields[:10]
 	if v := t.Volume; v != nil {
 		items = append(items, ast.Item(kVolume, ast.ObjectTerm(
 			ast.Item(kName, ast.StringTerm(v.Name)),
@@ -262,6 +267,22 @@ func templateTerm(t *TemplateInput) *ast.Term {
 		items = append(items, ast.Item(kWarmPool, ast.ObjectTerm(
 			ast.Item(kSize, intTerm(p.Size)),
 			ast.Item(kMaxIdleSeconds, intTerm(p.MaxIdleSeconds)),
+		)))
+	}
+	return ast.ObjectTerm(items...)
+}
+
+// brokeredTerm renders the brokered secrets, {} when there are none.
+func brokeredTerm(m map[string]model.BrokeredSecret) *ast.Term {
+	if len(m) == 0 {
+		return emptyObject
+	}
+	items := make([][2]*ast.Term, 0, len(m))
+	for name, b := range m {
+		items = append(items, ast.Item(ast.StringTerm(name), ast.ObjectTerm(
+			ast.Item(kHosts, stringList(b.Hosts)),
+			ast.Item(kHeader, ast.StringTerm(b.Header)),
+			ast.Item(kFormat, ast.StringTerm(b.Format)),
 		)))
 	}
 	return ast.ObjectTerm(items...)
@@ -360,6 +381,10 @@ var (
 	kLifetimeSeconds  = ast.StringTerm("lifetime_seconds")
 	kEnv              = ast.StringTerm("env")
 	kSecretNames      = ast.StringTerm("secret_names")
+	kBrokeredSecrets  = ast.StringTerm("brokered_secrets")
+	kHosts            = ast.StringTerm("hosts")
+	kHeader           = ast.StringTerm("header")
+	kFormat           = ast.StringTerm("format")
 	kLabels           = ast.StringTerm("labels")
 	kNetwork          = ast.StringTerm("network")
 	kEgress           = ast.StringTerm("egress")

@@ -70,7 +70,8 @@ var lists = map[string]func(backends.Capabilities) bool{
 	"domain_allowlist": func(c backends.Capabilities) bool {
 		return c.Network.Allowlist && slices.Contains(c.Network.AllowKinds, "domain")
 	},
-	"allow_ports": func(c backends.Capabilities) bool { return c.Network.Allowlist && c.Network.AllowPorts },
+	"allow_ports":   func(c backends.Capabilities) bool { return c.Network.Allowlist && c.Network.AllowPorts },
+	"secret_broker": func(c backends.Capabilities) bool { return c.Network.SecretBroker },
 }
 
 func init() {

@@ -36,6 +36,8 @@ type backendModel struct {
 	Allowlist              types.Bool   `tfsdk:"allowlist"`
 	AllowKinds             types.List   `tfsdk:"allow_kinds"`
 	AllowlistNote          types.String `tfsdk:"allowlist_note"`
+	SecretBroker           types.Bool   `tfsdk:"secret_broker"`
+	SecretBrokerNote       types.String `tfsdk:"secret_broker_note"`
 	CapsMode               types.String `tfsdk:"caps_mode"`
 	SettableCaps           types.List   `tfsdk:"settable_caps"`
 	MemoryBoundsSwap       types.Bool   `tfsdk:"memory_bounds_swap"`
@@ -71,14 +73,17 @@ func (d *backendDataSource) Schema(_ context.Context, _ datasource.SchemaRequest
 				MarkdownDescription: "Backend DSN; defaults to the provider's `default_backend`."},
 			"runtime": schema.StringAttribute{Optional: true,
 				MarkdownDescription: policies.Expand("Docker runtime: ${docker_runtimes|or}; defaults to `runc`.")},
-			"scheme":                   computed("DSN scheme: " + orList(backends.Schemes()) + "."),
-			"capability_key":           computed("Key of the capability descriptor (`docker/<runtime>` or the scheme)."),
-			"isolation_tier":           computed("Isolation tier: UNKNOWN, CONTAINER, GVISOR or MICROVM."),
-			"egress_deny":              flag("Whether the backend can deny all egress."),
-			"egress_deny_control":      computed("The backend control that denies egress."),
-			"allowlist":                flag("Whether the backend enforces an egress allow list."),
-			"allow_kinds":              list("Kinds of allow entries accepted: cidr, ip, domain."),
-			"allowlist_note":           computed("How allow lists map (or why they are refused) on this backend."),
+			"scheme":              computed("DSN scheme: " + orList(backends.Schemes()) + "."),
+			"capability_key":      computed("Key of the capability descriptor (`docker/<runtime>` or the scheme)."),
+			"isolation_tier":      computed("Isolation tier: UNKNOWN, CONTAINER, GVISOR or MICROVM."),
+			"egress_deny":         flag("Whether the backend can deny all egress."),
+			"egress_deny_control": computed("The backend control that denies egress."),
+			"allowlist":           flag("Whether the backend enforces an egress allow list."),
+			"allow_kinds":         list("Kinds of allow entries accepted: cidr, ip, domain."),
+			"allowlist_note":      computed("How allow lists map (or why they are refused) on this backend."),
+			"secret_broker": flag(policies.Expand("Whether a broker runs that writes `brokered_secrets` into requests to their " +
+				"hosts, so the sandbox never holds the value (${secret_broker}); elsewhere brokered secrets are refused.")),
+			"secret_broker_note":       computed("How brokered secrets are injected on this backend, or why they are refused."),
 			"caps_mode":                computed("`per_sandbox`, `template` (caps fixed by the template; non-default caps refused) or `none`."),
 			"settable_caps":            list("Caps that can be set per sandbox."),
 			"memory_bounds_swap":       flag("Whether the memory cap also bounds swap."),
@@ -138,6 +143,8 @@ func (d *backendDataSource) Read(ctx context.Context, req datasource.ReadRequest
 	m.Allowlist = types.BoolValue(c.Network.Allowlist)
 	m.AllowKinds = listValue(c.Network.AllowKinds)
 	m.AllowlistNote = types.StringValue(c.Network.AllowlistNote)
+	m.SecretBroker = types.BoolValue(c.Network.SecretBroker)
+	m.SecretBrokerNote = types.StringValue(c.Network.SecretBrokerNote)
 	m.CapsMode = types.StringValue(c.Caps.Mode)
 	m.SettableCaps = listValue(c.Caps.Settable)
 	m.MemoryBoundsSwap = types.BoolValue(c.Caps.MemoryBoundsSwap)

@@ -19,14 +19,15 @@ func TestAccBackendDataSource_Capabilities(t *testing.T) {
 	cases := []struct {
 		name, body          string
 		key, tier, capsMode string
-		allowlist           bool
+		allowlist, broker   bool
 		credentialEnv       []string
 	}{
-		{"docker default", "", "docker/runc", "CONTAINER", "per_sandbox", false, nil},
-		{"docker runsc", `  runtime = "runsc"`, "docker/runsc", "GVISOR", "per_sandbox", false, nil},
-		{"e2b", `  dsn = "e2b://"`, "e2b", "MICROVM", "template", true, []string{"E2B_API_KEY"}},
-		{"modal", `  dsn = "modal://agents"`, "modal", "GVISOR", "per_sandbox", true, []string{"MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"}},
-		{"daytona", `  dsn = "daytona://"`, "daytona", "UNKNOWN", "per_sandbox", false, []string{"DAYTONA_API_KEY"}},
+		{"docker default", "", "docker/runc", "CONTAINER", "per_sandbox", false, false, nil},
+		{"docker gateway", `  dsn = "docker://?egress=gateway"`, "docker/runc+gateway", "CONTAINER", "per_sandbox", true, true, nil},
+		{"docker runsc", `  runtime = "runsc"`, "docker/runsc", "GVISOR", "per_sandbox", false, false, nil},
+		{"e2b", `  dsn = "e2b://"`, "e2b", "MICROVM", "template", true, false, []string{"E2B_API_KEY"}},
+		{"modal", `  dsn = "modal://agents"`, "modal", "GVISOR", "per_sandbox", true, false, []string{"MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"}},
+		{"daytona", `  dsn = "daytona://"`, "daytona", "UNKNOWN", "per_sandbox", false, false, []string{"DAYTONA_API_KEY"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,6 +37,8 @@ func TestAccBackendDataSource_Capabilities(t *testing.T) {
 				statecheck.ExpectKnownValue(addr, tfjsonpath.New("caps_mode"), knownvalue.StringExact(tc.capsMode)),
 				statecheck.ExpectKnownValue(addr, tfjsonpath.New("allowlist"), knownvalue.Bool(tc.allowlist)),
 				statecheck.ExpectKnownValue(addr, tfjsonpath.New("egress_deny"), knownvalue.Bool(true)),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("secret_broker"), knownvalue.Bool(tc.broker)),
+				statecheck.ExpectKnownValue(addr, tfjsonpath.New("secret_broker_note"), knownvalue.NotNull()),
 			}
 			for _, env := range tc.credentialEnv {
 				checks = append(checks, statecheck.ExpectKnownValue(addr, tfjsonpath.New("credential_env"),

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -104,6 +105,7 @@ func (r *templateResource) Schema(_ context.Context, _ resource.SchemaRequest, r
 				MarkdownDescription: "Names of secrets injected at run time. Only names live here; values come from the caller " +
 					"when a sandbox is opened and are never stored.",
 			},
+			"brokered_secrets": templateBrokeredAttribute(),
 			"labels": schema.MapAttribute{
 				ElementType: types.StringType, Optional: true,
 				MarkdownDescription: "Labels set on every sandbox, propagated to the backend's native labels. Keys under the " +
@@ -151,6 +153,31 @@ func templateNetworkAttribute() schema.SingleNestedAttribute {
 			"allow": schema.ListAttribute{ElementType: types.StringType, Optional: true, Computed: true,
 				MarkdownDescription: policies.Expand("Allowed destinations under deny, where the backend supports allow lists (${allowlist}).")},
 		},
+	}
+}
+
+// templateBrokeredAttribute is the template's brokered secrets. Like
+// secret_names it holds names only; every check is the policy's
+// (SBX-SEC-005 to SBX-SEC-011), none is repeated in the schema.
+func templateBrokeredAttribute() schema.MapNestedAttribute {
+	return schema.MapNestedAttribute{
+		Optional: true,
+		MarkdownDescription: policies.Expand("Secrets the sandbox never holds, keyed by variable name. Inside the sandbox the " +
+			"variable holds a placeholder; the egress gateway writes the real value, read from the caller's environment at " +
+			"open like a `secret_names` value, into `header` of requests to `hosts` only. Each host must be a domain name " +
+			"that `network.allow` covers; a name may not also be in `secret_names` or `env`. Only where a broker runs " +
+			"(${secret_broker|or}); refused at plan everywhere else. See the brokered secrets guide."),
+		NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+			"hosts": schema.ListAttribute{ElementType: types.StringType, Required: true,
+				MarkdownDescription: "Domain names the value may be sent to (no addresses, ports or wildcards: requests " +
+					"are matched by TLS server name)."},
+			"header": schema.StringAttribute{Required: true,
+				MarkdownDescription: "Request header that carries the value, such as `Authorization`. Headers that frame " +
+					"the message or are consumed by the next hop (`Host`, `Content-Length`, `Connection`, ...) are refused."},
+			"format": schema.StringAttribute{Optional: true, Computed: true, Default: stringdefault.StaticString(model.DefaultBrokeredFormat),
+				MarkdownDescription: "The header's value, with one `%s` where the secret goes (for example `Bearer %s`); " +
+					"default `%s`, the value alone."},
+		}},
 	}
 }
 

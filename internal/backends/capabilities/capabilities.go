@@ -6,8 +6,10 @@ package capabilities
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -39,6 +41,12 @@ type Capabilities struct {
 		// AllowPorts: a CIDR or IP entry may name one port
 		// (198.18.1.0/24:443, [2001:db8::1]:443).
 		AllowPorts bool `json:"allow_ports,omitempty"`
+		// SecretBroker: a broker runs between the sandbox and the network
+		// that can write a brokered secret's value into requests to its
+		// hosts (brokered_secrets), so the sandbox never holds it;
+		// SecretBrokerNote says how, or why not.
+		SecretBroker     bool   `json:"secret_broker"`
+		SecretBrokerNote string `json:"secret_broker_note"`
 	} `json:"network"`
 	Caps struct {
 		Mode             string   `json:"mode"` // per_sandbox | template | none
@@ -85,7 +93,10 @@ type capabilityData struct {
 		MaxIdleSecondsMin int64 `json:"max_idle_seconds_min"`
 	} `json:"warm_pool_bounds"`
 	SecretTokens []SecretToken `json:"secret_tokens"`
-	NeverEgress  struct {
+	// BrokerForbidden are the request headers no brokered secret may be
+	// written into (lowercase), each with why.
+	BrokerForbidden map[string]string `json:"broker_forbidden_headers"`
+	NeverEgress     struct {
 		Blocks   map[string]string `json:"blocks"`
 		Names    map[string]string `json:"names"`
 		Suffixes map[string]string `json:"suffixes"`
@@ -165,6 +176,12 @@ func load() {
 			return
 		}
 	}
+	for h := range loaded.BrokerForbidden {
+		if h == "" || h != strings.ToLower(h) {
+			loadErr = fmt.Errorf("capabilities: broker_forbidden_headers key %q is not a lowercase header name", h)
+			return
+		}
+	}
 	if len(loaded.NeverEgress.Blocks) == 0 {
 		loadErr = fmt.Errorf("capabilities: never_egress has no blocks")
 	}
@@ -218,3 +235,8 @@ func PoolBounds() (sizeMax, idleMinSeconds int64) {
 // MaxTimeoutSeconds returns the ceiling of timeout_seconds and
 // lifetime_seconds (SBX-TMO-001, SBX-TMO-002).
 func MaxTimeoutSeconds() int64 { return data().MaxTimeout }
+
+// BrokerForbiddenHeaders returns the request headers (lowercase) that a
+// brokered secret must never be written into, each with why: the plan
+// refuses them (SBX-SEC-009) and a broker must refuse them too.
+func BrokerForbiddenHeaders() map[string]string { return maps.Clone(data().BrokerForbidden) }

@@ -170,6 +170,9 @@ func nonce() string {
 // create nonce.
 func (b *backend) Create(ctx context.Context, req backends.CreateRequest) (backends.Sandbox, error) {
 	s := req.Spec
+	if err := backends.NoBroker(Name, s); err != nil {
+		return nil, err
+	}
 	call, life, err := model.Durations(s.TimeoutSeconds, s.LifetimeSeconds)
 	if err != nil {
 		return nil, backends.BackstopOf(Name, err)

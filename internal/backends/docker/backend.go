@@ -509,6 +509,9 @@ func (b *dockerBackend) createWith(ctx context.Context, req backends.CreateReque
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseUnwiredBroker(p.spec); err != nil {
+		return nil, err
+	}
 	p.binds = binds
 	cctx, cancel := context.WithTimeout(ctx, p.createTimeout)
 	defer cancel()
@@ -522,6 +525,22 @@ func (b *dockerBackend) createWith(ctx context.Context, req backends.CreateReque
 			Fix:     "raise timeout_seconds (or the create timeout), or check the daemon's load", Err: err}
 	}
 	return nil, err
+}
+
+// refuseUnwiredBroker refuses brokered secrets before anything is created:
+// validate accepts them on the gateway, whose broker (issue 27) is not
+// wired into create yet, and a sandbox must never start with the value
+// anywhere but the broker.
+//
+// TODO(issue 27): once the gateway's broker is wired, hand it the spec's
+// brokered secrets and their values here instead of refusing.
+func refuseUnwiredBroker(s model.Spec) error {
+	if len(s.BrokeredSecrets) == 0 {
+		return nil
+	}
+	return backends.RuleRefusal(rules.SecNoBroker, "brokered_secrets", fmt.Sprintf(
+		"the spec has %d brokered secret(s), and this build's egress gateway does not broker them yet (its broker is not wired into create); nothing was created",
+		len(s.BrokeredSecrets)))
 }
 
 func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, error) {

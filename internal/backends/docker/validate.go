@@ -149,6 +149,14 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 	if len(p.gwRules.Blocks)+len(p.gwRules.Names) > 0 && !p.forward {
 		return p, gap(rules.NetAllowList, "network.allow", fmt.Sprintf("an allow list on runtime %s, where the egress gateway cannot see the sandbox's traffic", p.runtime))
 	}
+	// Only the gateway that forwards this sandbox's traffic could broker
+	// its secrets; anywhere else the value would have nowhere to go but
+	// the environment.
+	if !p.forward {
+		if err := backends.NoBroker(Name, s); err != nil {
+			return p, err
+		}
+	}
 	if p.learn && !p.observe {
 		return p, gap(rules.NetLearn, "network.egress", fmt.Sprintf(`egress "learn" on runtime %s, where blocked egress is not observed`, p.runtime))
 	}

@@ -73,6 +73,11 @@ func TestRefusedBeforeAnyAPICall(t *testing.T) {
 		{"missing secret", func(s *model.Spec) { s.SecretNames = []string{"OPENAI_API_KEY"} }, nil, model.ErrConfiguration, "secret_names"},
 		{"other backend", func(s *model.Spec) { s.Backend = "e2b://" }, nil, model.ErrConfiguration, "backend"},
 		{"no image", func(s *model.Spec) { s.Image = "" }, nil, model.ErrConfiguration, "image"},
+		{"brokered secret without the gateway", brokeredOn("docker://"), nil, model.ErrCapabilityNotSupported, "brokered_secrets"},
+		{"brokered secret on the gateway under runsc", brokeredOn("docker://?egress=gateway&runtime=runsc"), nil, model.ErrCapabilityNotSupported, "brokered_secrets"},
+		// validate takes it on the gateway; create refuses it while the
+		// broker is not wired (refuseUnwiredBroker).
+		{"brokered secret on the gateway", brokeredOn("docker://?egress=gateway"), nil, model.ErrCapabilityNotSupported, "brokered_secrets"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +94,30 @@ func TestRefusedBeforeAnyAPICall(t *testing.T) {
 				t.Errorf("an API call was made: %v", err)
 			}
 		})
+	}
+}
+
+// brokeredOn puts the spec on backend with one brokered secret.
+func brokeredOn(backend string) func(*model.Spec) {
+	return func(s *model.Spec) {
+		s.Backend = backend
+		s.BrokeredSecrets = map[string]model.BrokeredSecret{"GITHUB_TOKEN": {Hosts: []string{"api.github.com"}, Header: "Authorization", Format: "%s"}}
+	}
+}
+
+// Only the gateway that forwards a runc sandbox's traffic takes brokered
+// secrets in validate; everything else is a Backstop of SBX-SEC-005.
+func TestBrokeredSecretsValidatedOnlyOnTheGateway(t *testing.T) {
+	p, err := validate(backends.CreateRequest{Spec: testSpec(t, brokeredOn("docker://?egress=gateway"))}, true)
+	if err != nil || !p.forward {
+		t.Fatalf("validate on the gateway: forward %v, %v", p.forward, err)
+	}
+	if err := refuseUnwiredBroker(p.spec); err == nil {
+		t.Fatal("create would run a brokered secret with no broker wired")
+	}
+	_, err = validate(backends.CreateRequest{Spec: testSpec(t, brokeredOn("docker://"))}, true)
+	if !backends.IsPolicyGap(err) {
+		t.Fatalf("plain docker: %v, want a Backstop", err)
 	}
 }
 

@@ -121,6 +121,9 @@ func validate(req backends.CreateRequest) (plan, error) {
 		// E2B mounts a volume by name with no per-tenant scope.
 		return p, backends.Backstop(Name, rules.VolUnscoped, "volume", "a volume, which every tenant's sandboxes would share")
 	}
+	if err := backends.NoBroker(Name, s); err != nil {
+		return p, err
+	}
 	if s.Resources != model.DefaultCaps() {
 		return p, backends.Backstop(Name, rules.ResTemplateCap, "resources",
 			fmt.Sprintf("caps %+v; template %q fixes cpu, memory and disk", s.Resources, s.Image))

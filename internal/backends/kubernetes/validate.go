@@ -76,6 +76,9 @@ func (b *k8sBackend) validate(req backends.CreateRequest, checkSecrets bool) (cr
 	if s.Volume != nil {
 		return p, gap(rules.VolUnscoped, "volume", "a volume, which this backend does not provide")
 	}
+	if err := backends.NoBroker(Name, s); err != nil {
+		return p, err
+	}
 	for _, step := range []func() error{
 		p.planEgress,
 		func() error { return p.planRuntime(b.runtime) },

@@ -163,6 +163,9 @@ func newPlan(req backends.CreateRequest) (plan, error) {
 		return p, &model.Error{Class: model.ErrConfiguration, Attribute: "backend", Message: "the spec is not for the Modal backend", Fix: "open it with its own backend"}
 	}
 	p.region = dsn.Options["region"]
+	if err := backends.NoBroker(Name, s); err != nil {
+		return p, err
+	}
 	if err := s.Resources.CheckBounds(model.CapBounds()); err != nil {
 		return p, backends.BackstopOf(Name, err)
 	}

@@ -148,6 +148,11 @@ func (b *backend) validate(req backends.CreateRequest) (plan, error) {
 		return p, &model.Error{Class: model.ErrConfiguration, Attribute: "image",
 			Message: "no Vercel runtime: image is empty", Fix: "set image to a Vercel Sandbox runtime such as node24 or python3.13"}
 	}
+	// Vercel's networkPolicy can inject headers per domain, but this
+	// adapter does not map brokered secrets onto it (yet).
+	if err := backends.NoBroker(Name, s); err != nil {
+		return p, err
+	}
 	vcpus, err := vcpusOf(s.Resources)
 	if err != nil {
 		return p, err

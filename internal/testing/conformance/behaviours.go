@@ -562,6 +562,12 @@ func typedErrors(t *testing.T, e *env) {
 		{"a zero pids cap", func(s *model.Spec) { s.Resources.Pids = 0 }},
 		{"a zero lifetime", func(s *model.Spec) { s.LifetimeSeconds = 0 }},
 		{"a missing image or template", func(s *model.Spec) { s.Image = "sandboxio/no-such-image-" + e.runID + ":conformance" }},
+		// No backend brokers secrets in this build (the gateway's broker
+		// is not wired into create yet): a spec with one is refused before
+		// anything exists, never run with the value in the environment.
+		{"a brokered secret", func(s *model.Spec) {
+			s.BrokeredSecrets = map[string]model.BrokeredSecret{"CONF_BROKERED": {Hosts: []string{"api.example.com"}, Header: "Authorization", Format: "%s"}}
+		}},
 	}
 	if (o.sb.Info().BlockedEgress != nil) != e.h.ObservesEgress {
 		t.Errorf("a deny sandbox reports blocked_egress %v; the harness says the backend observes egress: %v", o.sb.Info().BlockedEgress, e.h.ObservesEgress)
