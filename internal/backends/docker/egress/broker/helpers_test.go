@@ -340,7 +340,9 @@ func newBroker(t testing.TB) *Broker {
 }
 
 // splice is the gateway's path for a host the broker does not intercept:
-// a plain TCP relay to addr.
+// a plain TCP relay to addr, copying through a buffer as the gateway's
+// splice does (the gateway's side is a netstack connection, which the
+// kernel's splice(2) cannot take).
 func splice(t testing.TB, addr string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -348,11 +350,9 @@ func splice(t testing.TB, addr string) string {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	done := make(chan struct{})
 	var cmu sync.Mutex
 	var conns []net.Conn
 	t.Cleanup(func() {
-		close(done)
 		ln.Close()
 		cmu.Lock()
 		for _, c := range conns {
@@ -361,6 +361,22 @@ func splice(t testing.TB, addr string) string {
 		cmu.Unlock()
 		wg.Wait()
 	})
+	cp := func(dst, src net.Conn) {
+		defer wg.Done()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		dst.Close()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -378,8 +394,8 @@ func splice(t testing.TB, addr string) string {
 			conns = append(conns, c, up)
 			cmu.Unlock()
 			wg.Add(2)
-			go func() { defer wg.Done(); _, _ = io.Copy(up, c); up.Close() }()
-			go func() { defer wg.Done(); _, _ = io.Copy(c, up); c.Close() }()
+			go cp(up, c)
+			go cp(c, up)
 		}
 	}()
 	return ln.Addr().String()

@@ -98,6 +98,15 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 		// that would hide the value from it.
 		DisableCompression: true,
 	}
+	// Upstream speaks what the sandbox's client chose with the broker: an
+	// HTTP/1.1 connection is one request at a time, for which one
+	// HTTP/1.1 connection upstream is the cheaper match; HTTP/2 falls
+	// back to HTTP/1.1 where the host has no h2.
+	tr.Protocols = new(http.Protocols)
+	tr.Protocols.SetHTTP1(true)
+	if tc.ConnectionState().NegotiatedProtocol == "h2" {
+		tr.Protocols.SetHTTP2(true)
+	}
 	defer tr.CloseIdleConnections()
 	target := &url.URL{Scheme: "https", Host: host}
 
