@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
+	"net/textproto"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +204,44 @@ func TestServeEndsWithContext(t *testing.T) {
 	defer z2.Close()
 	if err := b.Serve(t.Context(), a2, nil, otherHost, nil, nil, nil); err == nil {
 		t.Error("Serve took a host it does not intercept")
+	}
+}
+
+// TestResponseScrubbedEverywhere: the value echoed in a 103's header, split
+// across two body writes, and in a trailer reaches the sandbox as the
+// placeholder on both protocols.
+func TestResponseScrubbedEverywhere(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2], func(t *testing.T) {
+			ca := newTestCA(t)
+			up := newUpstream(t, ca.leaf(t, testHost))
+			b := newBroker(t)
+			f := startFront(t, b, up.srv.Listener.Addr().String(), ca.pool)
+			ph := b.Placeholder("OPENAI_API_KEY")
+			var early []string
+			trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+				early = append(early, fmt.Sprint(code, " ", h.Get("Link")))
+				return nil
+			}}
+			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(t.Context(), trace), "GET", "https://"+testHost+"/everywhere", nil)
+			req.Header.Set("Authorization", "Bearer "+ph)
+			resp, err := sandboxClient(b, f.addr(), h2).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			all := fmt.Sprint(early, resp.Header, string(body), resp.Trailer)
+			if strings.Contains(all, canary) {
+				t.Fatalf("the sandbox saw the value: %s", strings.ReplaceAll(all, canary, "<VALUE>"))
+			}
+			if string(body) != "start Bearer "+ph+" end" || resp.Trailer.Get("X-Echo-Trailer") != "Bearer "+ph {
+				t.Errorf("body %q trailer %q", body, resp.Trailer.Get("X-Echo-Trailer"))
+			}
+			if len(early) != 1 || !strings.Contains(early[0], ph) {
+				t.Errorf("103 seen as %q", early)
+			}
+			f.noCanary(t)
+		})
 	}
 }

@@ -173,6 +173,20 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, s.String())
 	case "/redirect":
 		http.Redirect(w, r, "https://"+otherHost+"/landed", http.StatusFound)
+	case "/everywhere":
+		// The value in an informational response, a split body write and
+		// a trailer: each must reach the sandbox scrubbed.
+		auth := r.Header.Get("Authorization")
+		w.Header().Set("Link", "</x>; rel=preload; v=\""+auth+"\"")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+		w.Header().Set("Trailer", "X-Echo-Trailer")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "start "+auth[:len(auth)/2])
+		w.(http.Flusher).Flush()
+		time.Sleep(20 * time.Millisecond)
+		_, _ = io.WriteString(w, auth[len(auth)/2:]+" end")
+		w.Header().Set("X-Echo-Trailer", auth)
 	case "/gzip":
 		w.Header().Set("Content-Encoding", "gzip")
 		_, _ = w.Write([]byte{0x1f, 0x8b})

@@ -133,14 +133,7 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 			entry.Secret = use.Name
 		}
 		rp := &httputil.ReverseProxy{
-			Rewrite: func(pr *httputil.ProxyRequest) {
-				pr.SetURL(target)
-				pr.Out.Host = host
-				pr.Out.Header.Set("Accept-Encoding", "identity")
-				if use != nil {
-					pr.Out.Header[use.Header] = []string{use.real}
-				}
-			},
+			Rewrite:   func(pr *httputil.ProxyRequest) { rewrite(pr, target, use) },
 			Transport: tr,
 			ModifyResponse: func(resp *http.Response) error {
 				if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
@@ -238,6 +231,18 @@ func decide(r *http.Request, host string, mine []*secret) (*secret, int) {
 		}
 	}
 	return use, 0
+}
+
+// rewrite makes the upstream request: to host over TLS whatever the
+// sandbox's request said, asking for no content encoding, and with the
+// value in the declared header when decide chose a secret.
+func rewrite(pr *httputil.ProxyRequest, target *url.URL, use *secret) {
+	pr.SetURL(target)
+	pr.Out.Host = target.Host
+	pr.Out.Header.Set("Accept-Encoding", "identity")
+	if use != nil {
+		pr.Out.Header[use.Header] = []string{use.real}
+	}
 }
 
 // sameHost reports whether an authority (or server name) names host; with
