@@ -20,10 +20,15 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkBroker -benchtime 1x ./internal/backends/docker/egress/broker/
 func BenchmarkBroker(b *testing.B) {
-	for _, h2 := range []bool{false, true} {
-		b.Run(map[bool]string{false: "HTTP1", true: "HTTP2"}[h2], func(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		h2   bool
+		path string
+	}{{"HTTP1", false, "/"}, {"HTTP2", true, "/"}, {"HTTP1-upstream-1ms", false, "/slow"}, {"HTTP2-upstream-1ms", true, "/slow"}} {
+		h2, path := c.h2, c.path
+		b.Run(c.name, func(b *testing.B) {
 			const (
-				rounds  = 5
+				rounds  = 7
 				workers = 8
 				total   = 2000 // requests per rate measurement
 				serial  = 400  // requests per latency measurement
@@ -38,8 +43,8 @@ func BenchmarkBroker(b *testing.B) {
 			var p50 [2][]float64
 			for i := 0; i < rounds; i++ {
 				for k, c := range []*http.Client{benchClient(base, ca.pool, h2), benchClient(f.addr(), caPool(brk), h2)} {
-					rate[k] = append(rate[k], measureRate(b, c, ph, workers, total))
-					p50[k] = append(p50[k], measureP50(b, c, ph, serial))
+					rate[k] = append(rate[k], measureRate(b, c, path, ph, workers, total))
+					p50[k] = append(p50[k], measureP50(b, c, path, ph, serial))
 					c.CloseIdleConnections()
 				}
 			}
@@ -84,8 +89,8 @@ func benchClient(addr string, roots *x509.CertPool, h2 bool) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
 
-func get(c *http.Client, ph string) error {
-	req, _ := http.NewRequest("GET", "https://"+testHost+"/", nil)
+func get(c *http.Client, path, ph string) error {
+	req, _ := http.NewRequest("GET", "https://"+testHost+path, nil)
 	req.Header.Set("Authorization", "Bearer "+ph)
 	resp, err := c.Do(req)
 	if err != nil {
@@ -95,7 +100,7 @@ func get(c *http.Client, ph string) error {
 	return resp.Body.Close()
 }
 
-func measureRate(b *testing.B, c *http.Client, ph string, workers, total int) float64 {
+func measureRate(b *testing.B, c *http.Client, path, ph string, workers, total int) float64 {
 	var wg sync.WaitGroup
 	var once sync.Once
 	var failed error
@@ -106,7 +111,7 @@ func measureRate(b *testing.B, c *http.Client, ph string, workers, total int) fl
 		go func() {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				if err := get(c, ph); err != nil {
+				if err := get(c, path, ph); err != nil {
 					once.Do(func() { failed = err })
 					return
 				}
@@ -120,14 +125,14 @@ func measureRate(b *testing.B, c *http.Client, ph string, workers, total int) fl
 	return float64(per*workers) / time.Since(start).Seconds()
 }
 
-func measureP50(b *testing.B, c *http.Client, ph string, n int) float64 {
-	if err := get(c, ph); err != nil { // warm: the connection exists
+func measureP50(b *testing.B, c *http.Client, path, ph string, n int) float64 {
+	if err := get(c, path, ph); err != nil { // warm: the connection exists
 		b.Fatal(err)
 	}
 	lat := make([]float64, 0, n)
 	for i := 0; i < n; i++ {
 		t0 := time.Now()
-		if err := get(c, ph); err != nil {
+		if err := get(c, path, ph); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0).Seconds())

@@ -114,6 +114,9 @@ func TestBrokered(t *testing.T) {
 			if len(got) != 1 || got[0].Header.Get("Authorization") != "Bearer "+canary || len(got[0].Header["Authorization"]) != 1 {
 				t.Fatalf("upstream got %v, want the value in Authorization once", got)
 			}
+			if want := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[h2]; got[0].Proto != want {
+				t.Errorf("upstream spoken to in %s, want %s as the sandbox chose", got[0].Proto, want)
+			}
 			if strings.Contains(string(dump), canary) {
 				t.Errorf("the sandbox saw the value:\n%s", dump)
 			}

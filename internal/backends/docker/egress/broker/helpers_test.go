@@ -201,6 +201,11 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		_, _ = io.WriteString(w, "data: second "+r.Header.Get("Authorization")+"\n\n")
+	case "/slow":
+		// A host that takes a millisecond to answer, as any real one
+		// across a network does.
+		time.Sleep(time.Millisecond)
+		_, _ = io.WriteString(w, "ok\n")
 	default:
 		_, _ = io.WriteString(w, "ok\n")
 	}

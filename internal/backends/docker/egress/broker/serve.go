@@ -146,7 +146,8 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 			ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
 				w.WriteHeader(http.StatusBadGateway)
 			},
-			ErrorLog: discard,
+			ErrorLog:   discard,
+			BufferPool: buffers,
 		}
 		rp.ServeHTTP(sw, r)
 	})
@@ -179,6 +180,14 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 }
 
 var discard = log.New(io.Discard, "", 0)
+
+// buffers spares each proxied response a fresh 32 KiB copy buffer.
+var buffers = &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte  { return *b.p.Get().(*[]byte) }
+func (b *bufferPool) Put(v []byte) { b.p.Put(&v) }
 
 // decide checks a request from the sandbox and picks the secret to write
 // into it. A non-zero code refuses it. Refusals are the cases where the
