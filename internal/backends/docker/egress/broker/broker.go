@@ -55,6 +55,7 @@ const (
 	// looks like a key of the same kind to the code holding it.
 	minPlaceholder = 40
 	caLifetime     = 7 * 24 * time.Hour
+	maxLeafs       = 256
 )
 
 // Broker brokers one sandbox's secrets. It is safe for concurrent use.
@@ -259,6 +260,11 @@ func (b *Broker) leaf(host string) (*tls.Certificate, error) {
 		return nil, fmt.Errorf("broker: leaf certificate: %w", err)
 	}
 	c := &tls.Certificate{Certificate: [][]byte{der, b.caCert.Raw}, PrivateKey: key}
+	if len(b.leafs) >= maxLeafs {
+		// A wildcard host admits any number of names; start over rather
+		// than grow without bound.
+		clear(b.leafs)
+	}
 	b.leafs[host] = c
 	return c, nil
 }

@@ -248,3 +248,47 @@ func TestResponseScrubbedEverywhere(t *testing.T) {
 		})
 	}
 }
+
+// TestLeafCacheBounded: a wildcard host admits any number of names, and the
+// leaves made for them do not pile up.
+func TestLeafCacheBounded(t *testing.T) {
+	b, err := New([]Secret{{Name: "W", Hosts: []string{"*.example.org"}, Header: "X-Api-Key", Format: "%s", Value: []byte(canary)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2*maxLeafs+3; i++ {
+		if _, err := b.leaf(fmt.Sprintf("h%d.example.org", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(b.leafs); n > maxLeafs {
+		t.Errorf("%d leaves cached, want at most %d", n, maxLeafs)
+	}
+	l, _ := b.leaf("h1.example.org")
+	leaf, _ := x509.ParseCertificate(l.Certificate[0])
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.CACertPEM())
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "h1.example.org"}); err != nil {
+		t.Errorf("a leaf does not verify against the CA: %v", err)
+	}
+}
+
+// TestCAConstrained: even a leaf the CA's key signed for another name does
+// not verify, so the CA the sandbox trusts vouches for the secrets' hosts
+// only.
+func TestCAConstrained(t *testing.T) {
+	b := newBroker(t)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.CACertPEM())
+	for name, want := range map[string]bool{testHost: true, "sub." + testHost: true, otherHost: false, "example.test": false} {
+		l, err := b.leaf(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf, _ := x509.ParseCertificate(l.Certificate[0])
+		_, err = leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: name})
+		if (err == nil) != want {
+			t.Errorf("%s: verify error %v, want ok=%v", name, err, want)
+		}
+	}
+}

@@ -265,11 +265,11 @@ func TestExfiltration(t *testing.T) {
 			_, all := rawExchange(t, r.b, r.f.addr(), raw)
 			var lines []string
 			for _, l := range strings.Split(all, "\r\n") {
-				if strings.HasPrefix(l, "HTTP/1.1 ") {
+				if len(l) >= 12 && strings.HasPrefix(l, "HTTP/1.1 ") && l[9] >= '1' && l[9] <= '5' && l[12:13] == " " {
 					lines = append(lines, l)
 				}
 			}
-			return fmt.Sprintf("%s; upstream got value: %v", strings.Join(lines, ", then "), r.upstreamGotValue()), all
+			return fmt.Sprintf("%s; upstream requests: %d; upstream got value: %v", strings.Join(lines, ", then "), len(r.up.requests()), r.upstreamGotValue()), all
 		}, "upstream got value: false"},
 		attempt{"h1: Upgrade to websocket", func(t *testing.T, r *rig) (string, string) {
 			return rawExchange(t, r.b, r.f.addr(), "GET /echo HTTP/1.1\r\nHost: "+testHost+"\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer "+r.ph+"\r\n\r\n")

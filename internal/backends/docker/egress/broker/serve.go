@@ -41,9 +41,13 @@ var errSNI = errors.New("broker: server name is not the intercepted host")
 // system's), writes the value into the declared header of requests to host
 // and scrubs it from responses. record, when not nil, gets every request.
 // Serve returns when the connection ends or ctx is done, and closes c.
+// record may be called from several goroutines at once (HTTP/2 streams).
 func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host string,
 	dial func(ctx context.Context) (net.Conn, error), roots *x509.CertPool, record func(Request)) error {
 	defer c.Close()
+	// The gateway's deadline for reading the ClientHello is not the
+	// broker's: its own limits apply from here.
+	_ = c.SetDeadline(time.Time{})
 	host, ok := normalHost(host)
 	if !ok || !b.Intercepts(host) {
 		return errors.New("broker: the host is not one the broker intercepts")
