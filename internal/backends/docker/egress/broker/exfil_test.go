@@ -77,7 +77,13 @@ func (r *rig) do(h2 bool, req *http.Request) (int, string) {
 		return 0, "error: " + err.Error()
 	}
 	defer resp.Body.Close()
+	// Read what arrives, also of a body cut short, for the canary check.
+	body, err := io.ReadAll(resp.Body)
+	resp.Body = io.NopCloser(strings.NewReader(string(body)))
 	dump, _ := httputil.DumpResponse(resp, true)
+	if err != nil {
+		dump = append(dump, "\n(body ended: "+err.Error()+")"...)
+	}
 	return resp.StatusCode, string(dump)
 }
 
@@ -214,6 +220,26 @@ func TestExfiltration(t *testing.T) {
 				code, dump := r.do(h2, newReq("GET", "https://"+testHost+"/gzip", "", "Authorization", "Bearer "+r.ph, "Accept-Encoding", "gzip"))
 				return status(code), dump
 			}, "502 Bad Gateway"},
+			attempt{p + ": Range request cutting into the echoed value", func(t *testing.T, r *rig) (string, string) {
+				code, dump := r.do(h2, newReq("GET", "https://"+testHost+"/echo", "", "Authorization", "Bearer "+r.ph, "Range", "bytes=60-"))
+				sawRange := false
+				for _, s := range r.up.requests() {
+					sawRange = sawRange || s.Header.Get("Range") != ""
+				}
+				return fmt.Sprintf("%s; upstream saw Range: %v", status(code), sawRange), dump
+			}, "200 OK; upstream saw Range: false"},
+			attempt{p + ": upstream answers 206 unasked", func(t *testing.T, r *rig) (string, string) {
+				code, dump := r.do(h2, newReq("GET", "https://"+testHost+"/partial", "", "Authorization", "Bearer "+r.ph))
+				return status(code), dump
+			}, "502 Bad Gateway"},
+			attempt{p + ": echo cut short inside the value", func(t *testing.T, r *rig) (string, string) {
+				code, dump := r.do(h2, newReq("GET", "https://"+testHost+"/cut", "", "Authorization", "Bearer "+r.ph))
+				return fmt.Sprintf("%s; ends in the placeholder's start: %v", status(code), strings.HasSuffix(dump, "Bearer "+r.ph[:20])), dump
+			}, "200 OK; ends in the placeholder's start: true"},
+			attempt{p + ": upstream dies while echoing the value", func(t *testing.T, r *rig) (string, string) {
+				code, dump := r.do(h2, newReq("GET", "https://"+testHost+"/abort", "", "Authorization", "Bearer "+r.ph))
+				return fmt.Sprintf("%s; held start of the value dropped: %v", status(code), !strings.Contains(dump, "key Bearer "+canary[:minPartial-2])), dump
+			}, "held start of the value dropped: true"},
 			attempt{p + ": CONNECT through the secret's host", func(t *testing.T, r *rig) (string, string) {
 				if h2 {
 					return h2Raw(r, [][2]string{{":method", "CONNECT"}, {":authority", otherHost + ":443"}, {"authorization", "Bearer " + r.ph}})

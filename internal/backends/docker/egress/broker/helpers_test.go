@@ -168,9 +168,24 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/echo":
 		// An echoing server: the request's Authorization in a response
-		// header and the whole request in the body.
+		// header and the whole request in the body, with ranges served.
 		w.Header().Set("X-Echo-Authorization", r.Header.Get("Authorization"))
-		_, _ = io.WriteString(w, s.String())
+		http.ServeContent(w, r, "", time.Time{}, strings.NewReader(s.String()))
+	case "/partial":
+		// An answer of 206 whatever was asked.
+		w.Header().Set("Content-Range", "bytes 0-9/100")
+		w.WriteHeader(http.StatusPartialContent)
+		_, _ = io.WriteString(w, r.Header.Get("Authorization")[:10])
+	case "/cut":
+		// An echo cut short inside the value, as a truncating error
+		// message would be.
+		_, _ = io.WriteString(w, "your key starts "+r.Header.Get("Authorization")[:len("Bearer ")+20])
+	case "/abort":
+		// An upstream that dies in the middle of echoing the value, after
+		// fewer bytes of it than the scrubber masks at a clean end.
+		_, _ = io.WriteString(w, "key "+r.Header.Get("Authorization")[:len("Bearer ")+minPartial-2])
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
 	case "/redirect":
 		http.Redirect(w, r, "https://"+otherHost+"/landed", http.StatusFound)
 	case "/everywhere":

@@ -36,14 +36,30 @@ func (s *scrubber) push(dst, p []byte) []byte {
 	return s.scan(dst, s.buf, false)
 }
 
-// flush appends to dst what was held back, at the end of the stream.
+// flush appends to dst what was held back, at the end of the stream. A
+// stream that ends in the first minPartial or more bytes of a value (an
+// echo cut short) ends in as many bytes of its placeholder instead.
 func (s *scrubber) flush(dst []byte) []byte {
 	if len(s.carry) == 0 {
 		return dst
 	}
+	if len(s.carry) >= minPartial {
+		for _, p := range s.pairs {
+			if len(s.carry) < len(p.from) && bytes.HasPrefix(p.from, s.carry) {
+				dst = append(dst, p.to[:min(len(s.carry), len(p.to))]...)
+				s.carry = s.carry[:0]
+				return dst
+			}
+		}
+	}
 	s.buf = append(s.buf[:0], s.carry...)
 	return s.scan(dst, s.buf, true)
 }
+
+// minPartial is the shortest start of a value that flush masks: shorter
+// ones are as likely ordinary text, and public key prefixes are about
+// that long.
+const minPartial = 8
 
 // scan replaces, left to right, the longest value starting at each
 // position. Unless final, it stops at the first position where in's tail

@@ -7,7 +7,8 @@ import (
 
 // reference is the scrubber's meaning, written the plain way: left to
 // right, at each position the longest value that starts there becomes its
-// placeholder.
+// placeholder, and an input that ends inside a value (by minPartial bytes
+// or more) ends in the placeholder's start.
 func reference(pairs []pair, in []byte) []byte {
 	var out []byte
 	for i := 0; i < len(in); {
@@ -15,6 +16,20 @@ func reference(pairs []pair, in []byte) []byte {
 		for k, p := range pairs {
 			if bytes.HasPrefix(in[i:], p.from) && (best < 0 || len(p.from) > len(pairs[best].from)) {
 				best = k
+			}
+		}
+		if best >= 0 && !longerPrefix(pairs, in[i:]) {
+			out = append(out, pairs[best].to...)
+			i += len(pairs[best].from)
+			continue
+		}
+		// The input ends inside a value: its start, when long enough,
+		// becomes the placeholder's start.
+		if rest := in[i:]; len(rest) >= minPartial {
+			for _, p := range pairs {
+				if len(rest) < len(p.from) && bytes.HasPrefix(p.from, rest) {
+					return append(out, p.to[:min(len(rest), len(p.to))]...)
+				}
 			}
 		}
 		if best >= 0 {
@@ -26,6 +41,16 @@ func reference(pairs []pair, in []byte) []byte {
 		i++
 	}
 	return out
+}
+
+// longerPrefix reports whether rest is a proper prefix of some value.
+func longerPrefix(pairs []pair, rest []byte) bool {
+	for _, p := range pairs {
+		if len(rest) < len(p.from) && bytes.HasPrefix(p.from, rest) {
+			return true
+		}
+	}
+	return false
 }
 
 // chunked runs in through a scrubber in chunks whose sizes come from
@@ -71,6 +96,11 @@ func TestScrubSplits(t *testing.T) {
 	}
 	if got := s.push(nil, []byte("data: y\n\n")); string(got) != canary[:5]+"data: y\n\n" {
 		t.Errorf("released %q", got)
+	}
+	// An echo cut short inside the value ends in the placeholder's start.
+	s = newScrubber(pairs)
+	if got := s.flush(s.push(nil, []byte("key: "+canary[:20]))); string(got) != "key: PLACEHOLDER"[:5+11] {
+		t.Errorf("a cut echo came out as %q", got)
 	}
 }
 

@@ -120,9 +120,18 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 		if len(entry.Method) > maxMethod {
 			entry.Method = entry.Method[:maxMethod]
 		}
+		ended := false
 		defer func() {
-			sw.finish()
+			// A response the proxy aborted (it panics with
+			// http.ErrAbortHandler) ends without what the scrubber holds:
+			// that may be the start of a value.
+			if ended {
+				sw.finish()
+			}
 			entry.Status = sw.status
+			if entry.Status == 0 {
+				entry.Status = http.StatusBadGateway
+			}
 			record(entry)
 		}()
 		use, code := decide(r, host, mine)
@@ -131,6 +140,7 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 			// with another: HTTP/1.1 closes after this answer.
 			sw.Header().Set("Connection", "close")
 			http.Error(sw, http.StatusText(code), code)
+			ended = true
 			return
 		}
 		if use != nil {
@@ -143,6 +153,9 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 				if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 					return errors.New("broker: an encoded response cannot be scrubbed")
 				}
+				if resp.StatusCode == http.StatusPartialContent {
+					return errors.New("broker: a partial response can cut a value where the scrubber cannot see it")
+				}
 				return nil
 			},
 			// The error may describe the upstream; the sandbox gets only a
@@ -154,6 +167,7 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 			BufferPool: buffers,
 		}
 		rp.ServeHTTP(sw, r)
+		ended = true
 	})
 
 	ln := &oneConn{c: tc, closed: make(chan struct{})}
@@ -247,12 +261,16 @@ func decide(r *http.Request, host string, mine []*secret) (*secret, int) {
 }
 
 // rewrite makes the upstream request: to host over TLS whatever the
-// sandbox's request said, asking for no content encoding, and with the
+// sandbox's request said, asking for no content encoding and no range, with the
 // value in the declared header when decide chose a secret.
 func rewrite(pr *httputil.ProxyRequest, target *url.URL, use *secret) {
 	pr.SetURL(target)
 	pr.Out.Host = target.Host
 	pr.Out.Header.Set("Accept-Encoding", "identity")
+	// A range of an echo could start or end inside the value, where the
+	// scrubber cannot recognise it: always ask for the whole response.
+	pr.Out.Header.Del("Range")
+	pr.Out.Header.Del("If-Range")
 	if use != nil {
 		pr.Out.Header[use.Header] = []string{use.real}
 	}
