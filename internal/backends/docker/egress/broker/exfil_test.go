@@ -28,7 +28,7 @@ type rig struct {
 	otherAddr string
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	ca := newTestCA(t)
 	r := &rig{ca: ca, b: newBroker(t)}
 	r.ph = r.b.Placeholder("OPENAI_API_KEY")
@@ -297,6 +297,9 @@ func TestExfiltration(t *testing.T) {
 			}
 			return fmt.Sprintf("%s; upstream requests: %d; upstream got value: %v", strings.Join(lines, ", then "), len(r.up.requests()), r.upstreamGotValue()), all
 		}, "upstream got value: false"},
+		attempt{"h1: header section over the limit", func(t *testing.T, r *rig) (string, string) {
+			return rawExchange(t, r.b, r.f.addr(), "GET /echo HTTP/1.1\r\nHost: "+testHost+"\r\nX-Pad: "+strings.Repeat("a", 80<<10)+"\r\nAuthorization: Bearer "+r.ph+"\r\nConnection: close\r\n\r\n")
+		}, "431"},
 		attempt{"h1: Upgrade to websocket", func(t *testing.T, r *rig) (string, string) {
 			return rawExchange(t, r.b, r.f.addr(), "GET /echo HTTP/1.1\r\nHost: "+testHost+"\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nAuthorization: Bearer "+r.ph+"\r\n\r\n")
 		}, "501"},

@@ -336,6 +336,10 @@ func sandboxClient(b *Broker, addr string, h2 bool) *http.Client {
 	}
 }
 
+// rawWait bounds a raw exchange: the broker keeps an HTTP/1.1 connection
+// open for the next request unless told to close.
+var rawWait = 5 * time.Second
+
 // rawExchange sends raw HTTP/1.1 bytes over TLS to the front and returns
 // the first response's status line and everything read (bounded).
 func rawExchange(t testing.TB, b *Broker, addr, raw string) (string, string) {
@@ -348,7 +352,7 @@ func rawExchange(t testing.TB, b *Broker, addr, raw string) (string, string) {
 		return "handshake refused", err.Error()
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	_ = c.SetDeadline(time.Now().Add(rawWait))
 	if _, err := io.WriteString(c, raw); err != nil {
 		return "write failed", err.Error()
 	}
