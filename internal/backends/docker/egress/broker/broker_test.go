@@ -292,3 +292,37 @@ func TestCAConstrained(t *testing.T) {
 		}
 	}
 }
+
+// TestShortValueLength: a value shorter than its placeholder changes a
+// scrubbed body's length, so the Content-Length the upstream sent must not
+// reach the sandbox; the body arrives whole on both protocols.
+func TestShortValueLength(t *testing.T) {
+	const short = "sk-short-0123456789"
+	for _, h2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2], func(t *testing.T) {
+			ca := newTestCA(t)
+			up := newUpstream(t, ca.leaf(t, testHost))
+			b, err := New([]Secret{{Name: "K", Hosts: []string{testHost}, Header: "Authorization", Format: "Bearer %s", Value: []byte(short)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ph := b.Placeholder("K")
+			if len(ph) == len(short) {
+				t.Fatal("the placeholder should be longer than this value")
+			}
+			f := startFront(t, b, up.srv.Listener.Addr().String(), ca.pool)
+			req, _ := http.NewRequest("GET", "https://"+testHost+"/echo", nil)
+			req.Header.Set("Authorization", "Bearer "+ph)
+			resp, err := sandboxClient(b, f.addr(), h2).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || strings.Contains(string(body), short) || !strings.Contains(string(body), "Authorization: Bearer "+ph+"\n") ||
+				!strings.HasSuffix(string(body), "\nUser-Agent: Go-http-client/"+map[bool]string{false: "1.1", true: "2.0"}[h2]+"\n") {
+				t.Errorf("body %q (err %v): want it whole, scrubbed", body, err)
+			}
+		})
+	}
+}
