@@ -421,3 +421,41 @@ func h2Raw(r *rig, fields [][2]string) (string, string) {
 	}
 	return "no answer", saw.String()
 }
+
+// TestHTTP2Bounds: the broker tells an HTTP/2 client its limits (streams,
+// header list, HPACK table) in its first SETTINGS frame.
+func TestHTTP2Bounds(t *testing.T) {
+	r := newRig(t)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(r.b.CACertPEM())
+	c, err := tls.Dial("tcp", r.f.addr(), &tls.Config{ServerName: testHost, RootCAs: pool, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	_ = fr.WriteSettings()
+	f, err := fr.ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok {
+		t.Fatalf("first frame %T", f)
+	}
+	got := map[http2.SettingID]uint32{}
+	_ = sf.ForeachSetting(func(s http2.Setting) error { got[s.ID] = s.Val; return nil })
+	if got[http2.SettingMaxConcurrentStreams] != maxStreams {
+		t.Errorf("max concurrent streams %d, want %d", got[http2.SettingMaxConcurrentStreams], maxStreams)
+	}
+	if v := got[http2.SettingMaxHeaderListSize]; v == 0 || v > 2*maxHeaderBytes {
+		t.Errorf("max header list size %d, want set and near %d", v, maxHeaderBytes)
+	}
+	if v, ok := got[http2.SettingHeaderTableSize]; ok && v > 4096 {
+		t.Errorf("header table size %d", v)
+	}
+}
