@@ -15,15 +15,25 @@ type pair struct{ from, to []byte }
 type scrubber struct {
 	pairs []pair
 	first [256]bool // bytes a value can start with
-	carry []byte    // held back: a proper prefix of some value
-	buf   []byte
+	// When every value starts with the same byte (one secret, the usual
+	// case), the scan jumps between its occurrences with IndexByte.
+	single    bool
+	firstByte byte
+	carry     []byte // held back: a proper prefix of some value
+	buf       []byte
 }
 
 func newScrubber(pairs []pair) *scrubber {
 	s := &scrubber{pairs: pairs}
+	n := 0
 	for _, p := range pairs {
+		if !s.first[p.from[0]] {
+			n++
+		}
 		s.first[p.from[0]] = true
+		s.firstByte = p.from[0]
 	}
+	s.single = n == 1
 	return s
 }
 
@@ -70,8 +80,16 @@ func (s *scrubber) scan(dst, in []byte, final bool) []byte {
 	i := 0
 	for i < len(in) {
 		if !s.first[in[i]] {
-			i++
-			continue
+			if !s.single {
+				i++
+				continue
+			}
+			j := bytes.IndexByte(in[i+1:], s.firstByte)
+			if j < 0 {
+				i = len(in)
+				break
+			}
+			i += 1 + j
 		}
 		best, wait := -1, false
 		for k, p := range s.pairs {

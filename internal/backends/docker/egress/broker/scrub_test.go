@@ -147,3 +147,21 @@ func bordered(pairs []pair) bool {
 	}
 	return false
 }
+
+// BenchmarkScrub is the scrubber's cost on a text-like body, 32 KiB reads.
+func BenchmarkScrub(b *testing.B) {
+	pairs := []pair{{from: []byte(canary), to: []byte("PLACEHOLDER-PLACEHOLDER-PLACEHOLDER-PLACE")}}
+	var text []byte
+	for len(text) < 1<<20 {
+		text = append(text, "data: {\"choices\":[{\"delta\":{\"content\":\"some streamed tokens, sk- not a key\"}}]}\n\n"...)
+	}
+	b.SetBytes(int64(len(text)))
+	var out []byte
+	for b.Loop() {
+		s := newScrubber(pairs)
+		for i := 0; i < len(text); i += 32 << 10 {
+			out = s.push(out[:0], text[i:min(i+32<<10, len(text))])
+		}
+		out = s.flush(out[:0])
+	}
+}
