@@ -326,3 +326,30 @@ func TestShortValueLength(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamUnreachable: when the gateway cannot dial the host, the
+// sandbox gets a 502 and the record says so; nothing falls back.
+func TestUpstreamUnreachable(t *testing.T) {
+	b := newBroker(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	f := startFront(t, b, addr, nil)
+	req, _ := http.NewRequest("GET", "https://"+testHost+"/", nil)
+	req.Header.Set("Authorization", "Bearer "+b.Placeholder("OPENAI_API_KEY"))
+	resp, err := sandboxClient(b, f.addr(), false).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway {
+		t.Errorf("status %d, want 502", resp.StatusCode)
+	}
+	if recs := f.records(); len(recs) != 1 || recs[0].Status != http.StatusBadGateway {
+		t.Errorf("records %+v", recs)
+	}
+	f.noCanary(t)
+}
