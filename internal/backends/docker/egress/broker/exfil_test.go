@@ -297,6 +297,13 @@ func TestExfiltration(t *testing.T) {
 			}
 			return fmt.Sprintf("%s; upstream requests: %d; upstream got value: %v", strings.Join(lines, ", then "), len(r.up.requests()), r.upstreamGotValue()), all
 		}, "upstream got value: false"},
+		attempt{"h1: Host with userinfo naming another host", func(t *testing.T, r *rig) (string, string) {
+			return rawExchange(t, r.b, r.f.addr(), "GET /echo HTTP/1.1\r\nHost: "+testHost+"@"+otherHost+"\r\nAuthorization: Bearer "+r.ph+"\r\nConnection: close\r\n\r\n")
+		}, "HTTP/1.1 4"},
+		attempt{"h1: Host with a trailing dot and upper case", func(t *testing.T, r *rig) (string, string) {
+			line, all := rawExchange(t, r.b, r.f.addr(), "GET /echo HTTP/1.1\r\nHost: API.Example.Test.\r\nAuthorization: Bearer "+r.ph+"\r\nConnection: close\r\n\r\n")
+			return fmt.Sprintf("%s; upstream got value: %v (the same host, normalised)", line, r.upstreamGotValue()), all
+		}, "200 OK; upstream got value: true"},
 		attempt{"h1: header section over the limit", func(t *testing.T, r *rig) (string, string) {
 			return rawExchange(t, r.b, r.f.addr(), "GET /echo HTTP/1.1\r\nHost: "+testHost+"\r\nX-Pad: "+strings.Repeat("a", 80<<10)+"\r\nAuthorization: Bearer "+r.ph+"\r\nConnection: close\r\n\r\n")
 		}, "431"},
@@ -318,6 +325,9 @@ func TestExfiltration(t *testing.T) {
 		attempt{"h2: :path in absolute form naming another host", func(t *testing.T, r *rig) (string, string) {
 			return h2Raw(r, [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", testHost}, {":path", "https://" + otherHost + "/echo"}, {"authorization", "Bearer " + r.ph}})
 		}, ":status 421; upstream got value: false"},
+		attempt{"h2: :authority with userinfo", func(t *testing.T, r *rig) (string, string) {
+			return h2Raw(r, [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", testHost + "@" + otherHost}, {":path", "/echo"}, {"authorization", "Bearer " + r.ph}})
+		}, "refused"},
 		attempt{"h2: upper-case header name", func(t *testing.T, r *rig) (string, string) {
 			return h2Raw(r, [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", testHost}, {":path", "/echo"}, {"Authorization", "Bearer " + r.ph}})
 		}, "refused"},
