@@ -77,9 +77,9 @@ type secret struct {
 	real        string // the header value upstream gets: Format with the value
 }
 
-// The header names a secret may never go in: framing, routing and
-// hop-by-hop headers, whose rewriting would change where or how a request
-// goes rather than what it carries.
+// The header names a secret may never go in: framing, routing,
+// hop-by-hop and representation headers, whose rewriting would change where
+// or how a request goes, or how its body reads, rather than what it carries.
 var forbiddenHeader = map[string]bool{
 	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
 	"Keep-Alive": true, "Proxy-Connection": true, "Proxy-Authorization": true, "Proxy-Authenticate": true,
