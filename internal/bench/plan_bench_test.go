@@ -7,10 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/medians"
 )
 
 const planResources = 200
@@ -129,12 +130,6 @@ func plan(b *testing.B, env []string, dir string) time.Duration {
 	return d
 }
 
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // BenchmarkPlan200Templates plans 200 sandboxio_template resources with
 // today's provider and with the provider at baselineCommit, 200 terraform_data
 // resources with the same inputs, and 200 resources of a framework provider
@@ -216,7 +211,7 @@ func BenchmarkPlan200Templates(b *testing.B) {
 	b.StopTimer()
 	med := map[string]time.Duration{}
 	for _, t := range targets {
-		med[t.name] = median(t.times)
+		med[t.name] = medians.Of(t.times)
 		b.ReportMetric(float64(med[t.name].Milliseconds()), t.name+"-ms")
 	}
 	ms := med["sandboxio"]

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker/rawapi"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/medians"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -18,12 +18,6 @@ import (
 // report medians and their ratios:
 //
 //	go test -run '^$' -bench . -benchtime 20x ./internal/backends/docker/
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
@@ -109,7 +103,7 @@ func BenchmarkOpenRunClose(b *testing.B) {
 	b.StopTimer()
 	med := make([]time.Duration, len(variants))
 	for k := range variants {
-		med[k] = median(times[k])
+		med[k] = medians.Of(times[k])
 		b.ReportMetric(ms(med[k]), variants[k].name+"-ms")
 	}
 	b.ReportMetric(float64(med[0])/float64(med[1]), "backend/raw")
@@ -177,7 +171,7 @@ func BenchmarkRun(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	mb, mr := median(backendT), median(rawT)
+	mb, mr := medians.Of(backendT), medians.Of(rawT)
 	b.ReportMetric(ms(mb), "backend-ms")
 	b.ReportMetric(ms(mr), "raw-exec-ms")
 	b.ReportMetric(float64(mb)/float64(mr), "backend/raw")

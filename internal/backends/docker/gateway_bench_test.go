@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/medians"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/netns"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -127,7 +128,7 @@ func BenchmarkGateway(b *testing.B) {
 	b.StopTimer()
 	med := make([]time.Duration, len(variants))
 	for k := range variants {
-		med[k] = median(times[k])
+		med[k] = medians.Of(times[k])
 		b.ReportMetric(ms(med[k]), variants[k].name+"-ms")
 	}
 	throughput := float64(med[1]) / float64(med[0]) // gateway MB/s over bridge MB/s

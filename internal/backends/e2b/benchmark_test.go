@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/envd/process"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/e2b/envd/process/processconnect"
 	e2bserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/e2b"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/medians"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -78,18 +78,12 @@ func BenchmarkOpenRunClose(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	ma, mr := median(at), median(rt)
+	ma, mr := medians.Of(at), medians.Of(rt)
 	b.ReportMetric(float64(ma)/1e6, "adapter-ms")
 	b.ReportMetric(float64(mr)/1e6, "raw-ms")
 	b.ReportMetric(float64(ma)/float64(mr), "adapter/raw")
 	b.Logf("open→run→close medians over %d: adapter %s, raw HTTP+Connect %s; adapter/raw %.3f (goal ≤ 1.10)",
 		b.N, ma.Round(100*time.Microsecond), mr.Round(100*time.Microsecond), float64(ma)/float64(mr))
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // rawOpenRunClose is the wire calls alone, as a hand-written client would

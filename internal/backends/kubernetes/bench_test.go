@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/medians"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -28,12 +28,6 @@ import (
 // read the ratios, not the times.
 //
 //	SANDBOXIO_REQUIRE_K8S=1 go test -run '^$' -bench . -benchtime 8x ./internal/backends/kubernetes/
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
@@ -54,7 +48,7 @@ func interleave(b *testing.B, names [2]string, run [2]func() error) {
 		}
 	}
 	b.StopTimer()
-	m0, m1 := median(times[0]), median(times[1])
+	m0, m1 := medians.Of(times[0]), medians.Of(times[1])
 	b.ReportMetric(ms(m0), names[0]+"-ms")
 	b.ReportMetric(ms(m1), names[1]+"-ms")
 	b.ReportMetric(float64(m0)/float64(m1), names[0]+"/"+names[1])
@@ -150,7 +144,7 @@ func traceSteps(be *k8sBackend) map[string][]time.Duration {
 func logSteps(b *testing.B, steps map[string][]time.Duration) {
 	for _, k := range []string{"running", "probe-exec", "verify", "annotate", "run", "close"} {
 		if d := steps[k]; len(d) > 0 {
-			b.Logf("step %-10s median %s (n=%d)", k, median(d).Round(time.Millisecond), len(d))
+			b.Logf("step %-10s median %s (n=%d)", k, medians.Of(d).Round(time.Millisecond), len(d))
 		}
 	}
 }
@@ -294,7 +288,7 @@ func BenchmarkWarmClaimFirstExec(b *testing.B) {
 			for _, w := range ready {
 				_ = w.Discard(ctx)
 			}
-			m0, m1 := median(times[0]), median(times[1])
+			m0, m1 := medians.Of(times[0]), medians.Of(times[1])
 			b.ReportMetric(ms(m0), "cold-ms")
 			b.ReportMetric(ms(m1), "claim-ms")
 			b.ReportMetric(float64(m0)/float64(m1), "cold/claim")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	modalserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/modal"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/medians"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -59,14 +59,8 @@ func BenchmarkOpenRunClose(b *testing.B) {
 		direct = append(direct, time.Since(t0))
 	}
 	b.StopTimer()
-	ma, md := median(adapter), median(direct)
+	ma, md := medians.Of(adapter), medians.Of(direct)
 	fmt.Fprintf(os.Stdout, "modal open->run->close: adapter median %s, raw gRPC median %s, ratio %.3f (goal <= 1.10)\n", ma, md, float64(ma)/float64(md))
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 type rawClient struct {

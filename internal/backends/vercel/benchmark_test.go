@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	vercelserver "github.com/sandboxio/terraform-provider-sandboxio/internal/fakes/vercel"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/medians"
 )
 
 // The benchmarks compare the adapter with the raw HTTP calls it makes, to
@@ -22,12 +22,6 @@ import (
 // medians and their ratio:
 //
 //	go test -run '^$' -bench . -benchtime 20x ./internal/backends/vercel/
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 // raw is the API called by hand: the requests the SDK sends.
 type raw struct {
@@ -132,7 +126,7 @@ func bench(b *testing.B, variants []func(int) error, names []string) {
 		}
 	}
 	b.StopTimer()
-	m0, m1 := median(times[0]), median(times[1])
+	m0, m1 := medians.Of(times[0]), medians.Of(times[1])
 	b.ReportMetric(float64(m0.Microseconds())/1000, names[0]+"-ms")
 	b.ReportMetric(float64(m1.Microseconds())/1000, names[1]+"-ms")
 	b.ReportMetric(float64(m0)/float64(m1), names[0]+"/"+names[1])

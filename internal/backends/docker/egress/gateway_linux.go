@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 	"gvisor.dev/gvisor/pkg/waiter"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress/broker"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -65,6 +67,9 @@ type Gateway struct {
 	dial    dialFunc
 	rec     *Record
 	ok      allowed
+	brk     *broker.Broker
+	roots   *x509.CertPool
+	onBrk   func(broker.Request)
 	flows   chan struct{}
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -95,6 +100,7 @@ func attachGatewayNetns(nsfd int, cfg GatewayConfig) (*Gateway, error) {
 	}
 	g := &Gateway{
 		pol: newPolicy(cfg), dial: dial, rec: NewRecord(),
+		brk: cfg.Broker, roots: cfg.BrokerRoots, onBrk: cfg.OnBrokered,
 		flows: make(chan struct{}, maxFlows), done: make(chan struct{}),
 	}
 	g.res = resolver{server: cfg.Resolver, dial: dial}
@@ -415,6 +421,10 @@ func (g *Gateway) named(c sConn, dst netip.Addr, port uint16) {
 		deny(denyNotListed)
 		return
 	}
+	if port == 443 && g.brk != nil && g.brk.Intercepts(name) {
+		g.brokered(c, raw, dst, name)
+		return
+	}
 	addrs, err := g.res.lookup(g.ctx, name)
 	if err != nil || len(addrs) == 0 {
 		deny(denyNoAddress)
@@ -452,6 +462,34 @@ func (g *Gateway) named(c sConn, dst netip.Addr, port uint16) {
 	}
 	g.ok.add(AllowedDestination{Kind: kind, Name: name, Address: to.String(), Port: int(port), Protocol: protoTCP})
 	splice(c, up)
+}
+
+// brokered hands a TLS connection to a secret's host to the broker. Its
+// upstream connections go where named's would: the name's own resolution,
+// never-reachable and unlisted private addresses left out, looked up again
+// for each one.
+func (g *Gateway) brokered(c sConn, raw []byte, dst netip.Addr, name string) {
+	dial := func(ctx context.Context) (net.Conn, error) {
+		addrs, err := g.res.lookup(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range addrs {
+			if !g.pol.usable(a, 443) {
+				continue
+			}
+			dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+			up, err := g.dial(dctx, "tcp", netip.AddrPortFrom(a, 443).String())
+			cancel()
+			if err == nil {
+				g.ok.add(AllowedDestination{Kind: model.EgressKindTLS, Name: name, Address: a.String(), Port: 443, Protocol: protoTCP})
+				return up, nil
+			}
+		}
+		g.rec.Add(Attempt{Kind: model.EgressKindTLS, Dst: dst, Port: 443, Proto: protoTCP, Name: name})
+		return nil, errors.New("egress gateway: " + name + " has no address the gateway may dial")
+	}
+	_ = g.brk.Serve(g.ctx, c, raw, name, dial, g.roots, g.onBrk)
 }
 
 // abort resets the connection at once.

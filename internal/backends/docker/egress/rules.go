@@ -3,6 +3,7 @@ package egress
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"net"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/capabilities"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress/broker"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 )
 
@@ -41,6 +43,14 @@ type GatewayConfig struct {
 	Never []netip.Prefix
 	// Dialer dials the host side; nil: a net.Dialer with timeouts.
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Broker, when set, serves TLS on 443 to the names it intercepts (the
+	// hosts of brokered secrets); every other name is spliced untouched.
+	Broker *broker.Broker
+	// BrokerRoots verify the broker's upstream hosts (nil: the host's
+	// trust store).
+	BrokerRoots *x509.CertPool
+	// OnBrokered gets each brokered request (never a value); may be nil.
+	OnBrokered func(broker.Request)
 }
 
 // AllowedDestination is one distinct destination the gateway forwarded to.

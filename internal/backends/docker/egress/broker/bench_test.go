@@ -7,10 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sort"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/medians"
 )
 
 // BenchmarkBroker measures, in one run, requests per second and p50 latency
@@ -48,8 +49,8 @@ func BenchmarkBroker(b *testing.B) {
 					c.CloseIdleConnections()
 				}
 			}
-			baseRate, brokerRate := median(rate[0]), median(rate[1])
-			baseP50, brokerP50 := median(p50[0]), median(p50[1])
+			baseRate, brokerRate := medians.Of(rate[0]), medians.Of(rate[1])
+			baseP50, brokerP50 := medians.Of(p50[0]), medians.Of(p50[1])
 			b.ReportMetric(baseRate, "splice-req/s")
 			b.ReportMetric(brokerRate, "broker-req/s")
 			b.ReportMetric(brokerRate/baseRate, "rate-ratio")
@@ -137,14 +138,5 @@ func measureP50(b *testing.B, c *http.Client, path, ph string, n int) float64 {
 		}
 		lat = append(lat, time.Since(t0).Seconds())
 	}
-	return median(lat)
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return medians.Of(lat)
 }
