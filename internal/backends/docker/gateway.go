@@ -11,6 +11,7 @@ import (
 
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -91,9 +92,7 @@ func (b *dockerBackend) checkGatewayEntries(ctx context.Context, p createPlan) e
 	for _, u := range bad {
 		each = append(each, fmt.Sprintf("%q: %s", u.Entry, u.Why))
 	}
-	return &model.Error{Class: model.ErrConfiguration, Rule: rules.NetNever, Attribute: "network.allow",
-		Message: "the egress gateway on this host would never forward to " + strings.Join(each, "; "),
-		Fix:     "remove the entries; list a private address as an explicit block where it is meant, and point a name at an address a sandbox may reach"}
+	return backends.RuleRefusal(rules.NetNever, "network.allow", "the egress gateway on this host would never forward to "+strings.Join(each, "; "))
 }
 
 // gatewayResolver is the DNS server the gateway asks: the DSN's resolver

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,7 +116,8 @@ func TestExfiltration(t *testing.T) {
 		name string
 		run  func(t *testing.T, r *rig) (result string, sandboxSaw string)
 		// want is a substring of the result: the refusal or the proof
-		// that the placeholder stayed a placeholder.
+		// that the placeholder stayed a placeholder. Alternatives, each
+		// a refusal, are separated by " or ".
 		want string
 	}
 	protos := []bool{false, true}
@@ -324,7 +326,9 @@ func TestExfiltration(t *testing.T) {
 		}, "refused (RST_STREAM PROTOCOL_ERROR)"},
 		attempt{"h2: :path in absolute form naming another host", func(t *testing.T, r *rig) (string, string) {
 			return h2Raw(r, [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", testHost}, {":path", "https://" + otherHost + "/echo"}, {"authorization", "Bearer " + r.ph}})
-		}, ":status 421; upstream got value: false"},
+			// Go 1.27's HTTP/2 server refuses the stream itself; 1.26's
+			// hands it to the broker, which answers 421. A refusal either way.
+		}, ":status 421; upstream got value: false or refused (RST_STREAM PROTOCOL_ERROR)"},
 		attempt{"h2: :authority with userinfo", func(t *testing.T, r *rig) (string, string) {
 			return h2Raw(r, [][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", testHost + "@" + otherHost}, {":path", "/echo"}, {"authorization", "Bearer " + r.ph}})
 		}, "refused"},
@@ -347,7 +351,7 @@ func TestExfiltration(t *testing.T) {
 				result += " — LEAKED to " + l
 			}
 			r.f.noCanary(t)
-			if !strings.Contains(result, a.want) {
+			if !slices.ContainsFunc(strings.Split(a.want, " or "), func(w string) bool { return strings.Contains(result, w) }) {
 				t.Errorf("result %q, want %q", result, a.want)
 			}
 			table = append(table, "| "+a.name+" | "+strings.ReplaceAll(result, "|", "/")+" |")
