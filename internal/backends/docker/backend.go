@@ -1165,6 +1165,11 @@ func (b *dockerBackend) Preflight(ctx context.Context, spec model.Spec) (backend
 	if err != nil {
 		return backends.Preflight{}, err
 	}
+	// Apply refuses what every open would: a template is not stored as
+	// runnable while its brokered secrets cannot be brokered.
+	if err := refuseUnwiredBroker(p.spec); err != nil {
+		return backends.Preflight{}, err
+	}
 	d, err := b.daemon(ctx)
 	if err != nil {
 		return backends.Preflight{}, err

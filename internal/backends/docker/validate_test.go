@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
@@ -114,6 +115,11 @@ func TestBrokeredSecretsValidatedOnlyOnTheGateway(t *testing.T) {
 	}
 	if err := refuseUnwiredBroker(p.spec); err == nil {
 		t.Fatal("create would run a brokered secret with no broker wired")
+	}
+	// Apply's live check refuses it too, before asking the daemon anything.
+	_, err = unreachableBackend(t).Preflight(t.Context(), testSpec(t, brokeredOn("docker://?egress=gateway")))
+	if me := classError(t, err, model.ErrCapabilityNotSupported, ""); me.Rule != rules.SecNoBroker || strings.Contains(err.Error(), "nonexistent") {
+		t.Fatalf("preflight: %v", err)
 	}
 	_, err = validate(backends.CreateRequest{Spec: testSpec(t, brokeredOn("docker://"))}, true)
 	if !backends.IsPolicyGap(err) {
