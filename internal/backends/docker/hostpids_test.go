@@ -64,9 +64,16 @@ func FuzzPidsCgroupDir(f *testing.F) {
 // after it began, and keeps the count once the cgroup is gone.
 func TestHostPidsCountsRefusalsUntilTheCgroupGoes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "docker-abc")
+	// Written whole, by rename, as cgroupfs shows them: a watcher reading
+	// a file mid-write saw it empty, took the cgroup for gone and stopped
+	// counting (this test's failure under load in CI).
 	write := func(name, s string) {
 		t.Helper()
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+		tmp := filepath.Join(dir, "."+name)
+		if err := os.WriteFile(tmp, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
