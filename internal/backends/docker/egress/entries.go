@@ -73,7 +73,7 @@ func CheckEntries(ctx context.Context, cfg GatewayConfig) []Unreachable {
 func (p *policy) insideNever(pf netip.Prefix) (netip.Prefix, bool) {
 	for _, set := range [][]netip.Prefix{fixedNever, p.never, p.host()} {
 		for _, n := range set {
-			if n.Addr().Is4() == pf.Addr().Is4() && n.Bits() <= pf.Bits() && n.Contains(pf.Addr()) {
+			if within(pf, n) {
 				return n, true
 			}
 		}

@@ -286,11 +286,16 @@ func NeverEntry(pf netip.Prefix, name string) bool {
 		return neverName(strings.ToLower(strings.TrimPrefix(name, "*.")))
 	}
 	for _, n := range neverData.Blocks {
-		if n.Addr().Is4() == pf.Addr().Is4() && n.Bits() <= pf.Bits() && n.Contains(pf.Addr()) {
+		if within(pf, n) {
 			return true
 		}
 	}
 	return false
+}
+
+// within reports whether all of pf lies inside n.
+func within(pf, n netip.Prefix) bool {
+	return n.Addr().Is4() == pf.Addr().Is4() && n.Bits() <= pf.Bits() && n.Contains(pf.Addr())
 }
 
 // neverName: a name no sandbox may reach (never_egress names and suffixes),
