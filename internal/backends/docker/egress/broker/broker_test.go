@@ -93,12 +93,9 @@ func TestBrokered(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		name := map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2]
 		t.Run(name, func(t *testing.T) {
-			ca := newTestCA(t)
-			up := newUpstream(t, ca.leaf(t, testHost))
-			b := newBroker(t)
-			f := startFront(t, b, up.srv.Listener.Addr().String(), ca.pool)
+			r := newRig(t)
+			up, b, f, ph := r.up, r.b, r.f, r.ph
 			c := sandboxClient(b, f.addr(), h2)
-			ph := b.Placeholder("OPENAI_API_KEY")
 			req, _ := http.NewRequest("GET", "https://"+testHost+"/echo", nil)
 			req.Header.Set("Authorization", "Bearer "+ph)
 			resp, err := c.Do(req)
@@ -137,12 +134,9 @@ func TestBrokered(t *testing.T) {
 func TestSSE(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2], func(t *testing.T) {
-			ca := newTestCA(t)
-			up := newUpstream(t, ca.leaf(t, testHost))
-			b := newBroker(t)
-			f := startFront(t, b, up.srv.Listener.Addr().String(), ca.pool)
+			r := newRig(t)
+			up, b, f, ph := r.up, r.b, r.f, r.ph
 			c := sandboxClient(b, f.addr(), h2)
-			ph := b.Placeholder("OPENAI_API_KEY")
 			req, _ := http.NewRequest("GET", "https://"+testHost+"/sse", nil)
 			req.Header.Set("Authorization", "Bearer "+ph)
 			resp, err := c.Do(req)
@@ -216,11 +210,8 @@ func TestServeEndsWithContext(t *testing.T) {
 func TestResponseScrubbedEverywhere(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2], func(t *testing.T) {
-			ca := newTestCA(t)
-			up := newUpstream(t, ca.leaf(t, testHost))
-			b := newBroker(t)
-			f := startFront(t, b, up.srv.Listener.Addr().String(), ca.pool)
-			ph := b.Placeholder("OPENAI_API_KEY")
+			r := newRig(t)
+			b, f, ph := r.b, r.f, r.ph
 			var early []string
 			trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
 				early = append(early, fmt.Sprint(code, " ", h.Get("Link")))
