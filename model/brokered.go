@@ -50,3 +50,22 @@ func (s Spec) BrokeredNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+// ValueNames lists every name whose value is read at open, sorted: the
+// secret_names, which reach the sandbox, and the brokered secrets, which
+// reach only a broker.
+func (s Spec) ValueNames() []string {
+	names := append(slices.Clone(s.SecretNames), s.BrokeredNames()...)
+	sort.Strings(names)
+	return slices.Compact(names)
+}
+
+// BrokeredRequest is one request a broker wrote a secret into, or refused,
+// for the audit record: the secret's name (empty when none was written), the
+// host, the method and the status the sandbox got. Never a value.
+type BrokeredRequest struct {
+	Secret string `json:"secret,omitempty"`
+	Host   string `json:"host"`
+	Method string `json:"method"`
+	Status int    `json:"status"`
+}

@@ -30,6 +30,7 @@ const (
 	EventOrphaned      = "orphaned"       // teardown not confirmed within the grace, or reap (or the owner's watcher, op watch) removed a dead owner's sandbox
 	EventRefused       = "refused"        // refused before provisioning: spec, sha256, tenant, policy, isolation, backend
 	EventFailed        = "failed"         // any other failure (backend unavailable, a classed error of another kind)
+	EventBrokered      = "brokered"       // a request the broker wrote a secret into, or refused (op broker; see Record.Brokered)
 )
 
 // Record is one audit event. Every record carries the sandbox's identity,
@@ -92,6 +93,10 @@ type Record struct {
 	// the rules that found something, what each did, and the analysers'
 	// finding IDs; never the code.
 	Hook *HookRecord `json:"hook,omitempty"`
+	// Brokered is one request through the egress gateway's secret broker
+	// (event brokered): the secret written into it, the host, the method
+	// and the status; never the value.
+	Brokered *model.BrokeredRequest `json:"brokered,omitempty"`
 }
 
 // Timeouts are the bounds in effect, in seconds.
@@ -304,6 +309,11 @@ func redactRecord(r Record, s Secrets) Record {
 	r.Limit = str(r.Limit)
 	r.Error = str(r.Error)
 	r.Warnings = list(r.Warnings)
+	if r.Brokered != nil {
+		b := *r.Brokered
+		b.Secret, b.Host, b.Method = str(b.Secret), str(b.Host), str(b.Method)
+		r.Brokered = &b
+	}
 	return r
 }
 

@@ -335,28 +335,38 @@ func bindTenant(spec model.Spec, req Request) (model.Spec, *inputs.Tenant, model
 
 // checkSecrets refuses a secret the spec names but the request does not
 // give, one given but not named, one too short to redact, and an extra env
-// variable that would set a secret.
+// variable that would set a secret. Brokered secrets are given the same way
+// as secret_names; only the backend's broker gets their values.
 func checkSecrets(spec model.Spec, req Request) error {
 	declared := map[string]bool{}
-	for _, n := range spec.SecretNames {
+	for _, n := range spec.ValueNames() {
 		declared[n] = true
 		if !req.Secrets.has(n) {
-			return &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: "secret_names",
-				Message: fmt.Sprintf("no value was given for secret %q, named in the spec's secret_names", n),
+			return &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: secretsAttribute(spec, n),
+				Message: fmt.Sprintf("no value was given for secret %q, named in the spec's %s", n, secretsAttribute(spec, n)),
 				Fix:     "pass its value in Request.Secrets (the CLI reads it from its own environment)"}
 		}
 	}
 	for _, n := range req.Secrets.Names() {
 		if !declared[n] {
 			return &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: "secret_names",
-				Message: fmt.Sprintf("secret %q is not named in the spec's secret_names, so it would not be injected", n),
-				Fix:     "add it to the template's secret_names, or do not pass it"}
+				Message: fmt.Sprintf("secret %q is named in neither the spec's secret_names nor its brokered_secrets, so it would not be used", n),
+				Fix:     "add it to the template's secret_names (or brokered_secrets), or do not pass it"}
 		}
 	}
 	if err := req.Secrets.checkLengths(); err != nil {
 		return err
 	}
 	return checkEnv(spec, req.Env)
+}
+
+// secretsAttribute is the attribute that names a secret: brokered_secrets
+// or secret_names.
+func secretsAttribute(spec model.Spec, name string) string {
+	if _, ok := spec.BrokeredSecrets[name]; ok {
+		return "brokered_secrets"
+	}
+	return "secret_names"
 }
 
 // decide runs the policy bundle on the spec (on the template and tenant, for
@@ -395,11 +405,11 @@ func (c *Client) decide(ctx context.Context, spec model.Spec, tenant *inputs.Ten
 // name: a secret's value comes only from Secrets.
 func checkEnv(spec model.Spec, env map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(env)) {
-		if slices.Contains(spec.SecretNames, k) {
+		if slices.Contains(spec.ValueNames(), k) {
 			// Request.Env is not in the spec, so the policy never sees it:
 			// the rule is applied here, in the catalogue's words.
 			e := backends.RuleRefusal(rules.SecEnvAndSecret, "env",
-				fmt.Sprintf("%q is a secret name in the spec's secret_names, given as an extra env variable", k))
+				fmt.Sprintf("%q is a secret name in the spec's %s, given as an extra env variable", k, secretsAttribute(spec, k)))
 			// How to pass a secret at run time, which the rule's fix (about
 			// the template) does not say.
 			e.Fix += " At run time, pass it as a secret (the CLI reads declared secrets from its environment; the Go API takes Request.Secrets), not as an env variable."
@@ -658,11 +668,14 @@ func (c *Client) liveChecks(ctx, octx context.Context, b backends.Backend, p pla
 // bound, and checks that the backend labelled it for this tenant and session.
 func (c *Client) create(ctx context.Context, b backends.Backend, p plan, req Request, remaining time.Duration) (*Sandbox, error) {
 	s := &Sandbox{c: c, key: key{p.spec.TenantID, p.spec.SessionID}, secrets: req.Secrets, env: maps.Clone(req.Env), plan: p, source: SourceCold}
+	secrets, brokered := req.Secrets.split(p.spec)
 	created, err := b.Create(ctx, backends.CreateRequest{
-		Spec:      p.spec,
-		Secrets:   req.Secrets.values(),
-		Timeout:   remaining,
-		OnWarning: s.onBackendWarning,
+		Spec:       p.spec,
+		Secrets:    secrets,
+		Brokered:   brokered,
+		Timeout:    remaining,
+		OnWarning:  s.onBackendWarning,
+		OnBrokered: s.onBrokered,
 	})
 	if err != nil {
 		var me *model.Error
@@ -692,6 +705,7 @@ func (c *Client) bind(ctx context.Context, s *Sandbox, created backends.Sandbox,
 		return &model.Error{Class: model.ErrConfiguration, Attribute: "labels",
 			Message: "the backend did not label the sandbox with its tenant and session; it was removed", Fix: "report this as a bug"}
 	}
+	s.boundID.Store(&in.ID)
 	s.info = Info{
 		ID: in.ID, Backend: in.Backend, Tier: in.Tier, TenantID: p.spec.TenantID, SessionID: p.spec.SessionID,
 		Template: p.spec.Name, SpecSHA256: p.digest, Labels: in.Labels, Network: p.spec.Network.Normalized(),

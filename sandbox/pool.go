@@ -152,6 +152,12 @@ func (c *Client) newPool(ctx context.Context, pc PoolConfig) (*pool, error) {
 	if err := c.decideTemplate(ctx, tpl); err != nil {
 		return nil, err
 	}
+	if len(spec.BrokeredSecrets) > 0 {
+		// A warm sandbox and its gateway are made before any value is
+		// given; its broker would have to be attached at the claim.
+		return nil, backends.RuleRefusal(rules.SecNoBroker, "warm_pool",
+			fmt.Sprintf("a warm pool of a template with %d brokered secret(s): warm sandboxes are made before the values exist, so no broker holds them", len(spec.BrokeredSecrets)))
+	}
 	d, err := backends.ParseDSN(spec.Backend)
 	if err != nil {
 		return nil, err
@@ -483,8 +489,10 @@ func (c *Client) claim(ctx context.Context, b backends.Backend, p plan, req Requ
 			continue
 		}
 		start := time.Now()
+		// A pool's template has no brokered secrets (newPool).
+		secrets, _ := req.Secrets.split(p.spec)
 		created, err := e.w.Claim(ctx, backends.ClaimRequest{Spec: p.spec, SpecSHA256: pl.plan.digest,
-			Secrets: req.Secrets.values(), OnWarning: s.onBackendWarning})
+			Secrets: secrets, OnWarning: s.onBackendWarning})
 		if err != nil {
 			pl.mu.Lock()
 			pl.stats.Discarded++

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
@@ -107,6 +108,9 @@ type Sandbox struct {
 	closeOnce sync.Once
 	closeErr  error
 	orphaned  sync.Once
+	// boundID is the backend's id once bound: read by onBrokered, which
+	// runs on the broker's goroutines.
+	boundID atomic.Pointer[string]
 }
 
 // String names the sandbox, its backend, tenant and session; never a secret.
@@ -324,6 +328,17 @@ func (s *Sandbox) onBackendWarning(w model.Warning) {
 	s.c.warn(w, s.secrets)
 }
 
+// onBrokered audits one request the backend's broker handled. It runs on
+// the broker's goroutines, after the open returned (the sandbox's code
+// sends the requests).
+func (s *Sandbox) onBrokered(b model.BrokeredRequest) {
+	r := baseRecord(s.plan)
+	r.Event, r.Op = EventBrokered, "broker"
+	r.SandboxID = s.boundID.Load()
+	r.Brokered = &b
+	s.c.audit(r, s.secrets)
+}
+
 // finish audits a call that ended, successfully or not.
 func (s *Sandbox) finish(r Record, start time.Time, err error) {
 	r.DurationMS = ms(time.Since(start))
@@ -366,7 +381,7 @@ func baseRecord(p plan) Record {
 		Labels:      spec.Labels,
 		Network:     &net,
 		Caps:        &caps,
-		SecretNames: spec.SecretNames,
+		SecretNames: spec.ValueNames(),
 		Timeouts: Timeouts{CreateSeconds: seconds(p.createTimeout), CallSeconds: seconds(p.callTimeout),
 			LifetimeSeconds: seconds(p.lifetime)},
 	}

@@ -71,12 +71,23 @@ func (s Secrets) m() map[string]string {
 // CLI). A name that is not set is a ConfigurationError naming it; the error
 // never holds a value.
 func SecretsFromEnv(names []string, lookup func(string) (string, bool)) (Secrets, error) {
+	return secretsFrom(names, func(string) string { return "secret_names" }, lookup)
+}
+
+// SecretsForSpec reads, through lookup, every value the spec needs at open:
+// those of its secret_names and of its brokered_secrets (model.Spec
+// ValueNames). The error names the secret and the attribute that names it.
+func SecretsForSpec(spec model.Spec, lookup func(string) (string, bool)) (Secrets, error) {
+	return secretsFrom(spec.ValueNames(), func(n string) string { return secretsAttribute(spec, n) }, lookup)
+}
+
+func secretsFrom(names []string, attr func(string) string, lookup func(string) (string, bool)) (Secrets, error) {
 	m := make(map[string]string, len(names))
 	for _, n := range names {
 		v, ok := lookup(n)
 		if !ok {
-			return Secrets{}, &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: "secret_names",
-				Message: fmt.Sprintf("secret %q, named in the spec's secret_names, is not set in the environment", n),
+			return Secrets{}, &model.Error{Class: model.ErrConfiguration, Rule: rules.SecretValues, Attribute: attr(n),
+				Message: fmt.Sprintf("secret %q, named in the spec's %s, is not set in the environment", n, attr(n)),
 				Fix:     fmt.Sprintf("export %s with the secret's value in the environment of the caller (never in the spec, a DSN or Terraform)", n)}
 		}
 		m[n] = v
@@ -143,6 +154,31 @@ func (s Secrets) has(name string) bool {
 // values returns a copy of the map for the backend's CreateRequest.
 func (s Secrets) values() map[string]string {
 	return maps.Clone(s.m())
+}
+
+// split returns copies of the values for the backend's CreateRequest: those
+// of the spec's secret_names, which reach the sandbox, and those of its
+// brokered secrets, which only a broker may hold. A value named by neither
+// is in neither (checkSecrets refused it already).
+func (s Secrets) split(spec model.Spec) (secrets, brokered map[string]string) {
+	m := s.m()
+	for _, n := range spec.SecretNames {
+		if v, ok := m[n]; ok {
+			if secrets == nil {
+				secrets = map[string]string{}
+			}
+			secrets[n] = v
+		}
+	}
+	for n := range spec.BrokeredSecrets {
+		if v, ok := m[n]; ok {
+			if brokered == nil {
+				brokered = map[string]string{}
+			}
+			brokered[n] = v
+		}
+	}
+	return secrets, brokered
 }
 
 // String shows the names only: Secrets{OPENAI_API_KEY=[REDACTED]}.

@@ -62,7 +62,7 @@ func (f *runFlags) scrubSecrets(e *env) (code int) {
 	}
 	spec, perr := model.ParseSpec(data)
 	if perr == nil {
-		for _, n := range spec.SecretNames {
+		for _, n := range spec.ValueNames() {
 			if v, ok := os.LookupEnv(n); ok {
 				h.Secrets[n] = v
 			}

@@ -236,7 +236,7 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 		// so that a script that forgot it does not pass silently.
 		fmt.Fprintf(e.stderr, "%s: warning: the spec was not verified against the plan's spec_sha256; pass --spec-sha256 \"$(terraform output -raw tenant_spec_sha256)\" to refuse a spec edited since Terraform rendered it\n", name)
 	}
-	secrets, err := sandbox.SecretsFromEnv(spec.SecretNames, f.lookupSecret)
+	secrets, err := sandbox.SecretsForSpec(spec, f.lookupSecret)
 	if f.handoff != nil {
 		clear(f.handoff.Secrets)
 	}
@@ -246,7 +246,7 @@ func (f *runFlags) prepare(ctx context.Context, e *env) (*session, int) {
 	// Out of this process's environment (scrubSecrets already re-executed
 	// the CLI without them, where it could): no child process (the reaper
 	// watcher, say) inherits a value.
-	for _, n := range spec.SecretNames {
+	for _, n := range spec.ValueNames() {
 		_ = os.Unsetenv(n)
 	}
 

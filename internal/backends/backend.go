@@ -18,12 +18,18 @@ import (
 type CreateRequest struct {
 	Spec    model.Spec
 	Secrets map[string]string // values for Spec.SecretNames; never logged
-	Timeout time.Duration     // bounds create; 0 means Spec.TimeoutSeconds
+	// Brokered holds the values for Spec.BrokeredSecrets: only a broker
+	// gets them, never the sandbox. A backend without one refuses the spec.
+	Brokered map[string]string
+	Timeout  time.Duration // bounds create; 0 means Spec.TimeoutSeconds
 	// OnWarning receives the warnings this sandbox raises after Create has
 	// returned: OrphanedSandboxWarning when Close's grace expires, and
 	// UnverifiedIsolationWarning at create. Nil drops them; Close still
 	// returns an *OrphanedError.
 	OnWarning func(model.Warning)
+	// OnBrokered receives each request a broker handled, from the
+	// broker's goroutines, for the audit record. Nil drops them.
+	OnBrokered func(model.BrokeredRequest)
 }
 
 // RunOptions bound one command.

@@ -13,11 +13,11 @@ import (
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// Every backend refuses a spec with brokered secrets before any call, with
-// CapabilityNotSupported under SBX-SEC-005: a hand-written spec that
-// skipped the plan never runs with the value in the environment. (Docker
-// through the gateway validates it and refuses at create, its broker not
-// being wired yet.) The credentials and endpoints point nowhere, so a
+// Every backend without a broker refuses a spec with brokered secrets before
+// any call, with CapabilityNotSupported under SBX-SEC-005, even given the
+// value: a hand-written spec that skipped the plan never runs with the value
+// in the environment. (Docker through the gateway brokers them: its tests
+// are in package docker.) The credentials and endpoints point nowhere, so a
 // backend that called out would fail another way.
 func TestEveryBackendRefusesBrokeredSecretsItCannotBroker(t *testing.T) {
 	nowhere := "http://127.0.0.1:1"
@@ -45,7 +45,6 @@ current-context: ctx
 	for _, tc := range []struct{ dsn, image string }{
 		{"docker://", "img"},
 		{"docker://?runtime=runsc", "img"},
-		{"docker://?egress=gateway", "img"},
 		{"docker://?egress=gateway&runtime=runsc", "img"},
 		{"e2b://", "base"},
 		{"modal://agents", "python:3.12-slim"},
@@ -80,7 +79,7 @@ current-context: ctx
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			sb, err := b.Create(ctx, backends.CreateRequest{Spec: spec, Secrets: map[string]string{"GITHUB_TOKEN": "value-never-placed"}})
+			sb, err := b.Create(ctx, backends.CreateRequest{Spec: spec, Brokered: map[string]string{"GITHUB_TOKEN": "value-never-placed"}})
 			if err == nil {
 				_ = sb.Close(ctx)
 				t.Fatal("created a sandbox with a brokered secret")

@@ -453,6 +453,12 @@ func containerConfig(p createPlan, strategy, network string, labels map[string]s
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: b.Source, Target: b.Target,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
 	}
+	if f := p.brokerFiles; f != nil {
+		for src, target := range map[string]string{f.bundle: caBundleTarget, f.caOnly: brokerCATarget} {
+			hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: target, ReadOnly: true,
+				BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+		}
+	}
 	return cfg, hc
 }
 
@@ -509,9 +515,6 @@ func (b *dockerBackend) createWith(ctx context.Context, req backends.CreateReque
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseUnwiredBroker(p.spec); err != nil {
-		return nil, err
-	}
 	p.binds = binds
 	cctx, cancel := context.WithTimeout(ctx, p.createTimeout)
 	defer cancel()
@@ -525,22 +528,6 @@ func (b *dockerBackend) createWith(ctx context.Context, req backends.CreateReque
 			Fix:     "raise timeout_seconds (or the create timeout), or check the daemon's load", Err: err}
 	}
 	return nil, err
-}
-
-// refuseUnwiredBroker refuses brokered secrets before anything is created:
-// validate accepts them on the gateway, whose broker (issue 27) is not
-// wired into create yet, and a sandbox must never start with the value
-// anywhere but the broker.
-//
-// TODO(issue 27): once the gateway's broker is wired, hand it the spec's
-// brokered secrets and their values here instead of refusing.
-func refuseUnwiredBroker(s model.Spec) error {
-	if len(s.BrokeredSecrets) == 0 {
-		return nil
-	}
-	return backends.RuleRefusal(rules.SecNoBroker, "brokered_secrets", fmt.Sprintf(
-		"the spec has %d brokered secret(s), and this build's egress gateway does not broker them yet (its broker is not wired into create); nothing was created",
-		len(s.BrokeredSecrets)))
 }
 
 func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, error) {
@@ -608,6 +595,13 @@ func (b *dockerBackend) create(ctx context.Context, p createPlan) (*sandbox, err
 			return nil, err
 		}
 	}
+	// The broker exists before the container, whose environment holds its
+	// placeholders and whose trust store its CA; its files are needed
+	// only until the start has bound them.
+	if err := p.openBroker(); err != nil {
+		return nil, err
+	}
+	defer p.brokerFiles.remove()
 	c := &containerCreate{b: b, p: p, name: name, labels: labels, netMode: netMode, strategy: strategy}
 	resp, err := c.create(ctx)
 	if err != nil {
@@ -1163,11 +1157,6 @@ func infoFromSummary(c container.Summary) backends.Info {
 func (b *dockerBackend) Preflight(ctx context.Context, spec model.Spec) (backends.Preflight, error) {
 	p, err := validate(backends.CreateRequest{Spec: spec}, false)
 	if err != nil {
-		return backends.Preflight{}, err
-	}
-	// Apply refuses what every open would: a template is not stored as
-	// runnable while its brokered secrets cannot be brokered.
-	if err := refuseUnwiredBroker(p.spec); err != nil {
 		return backends.Preflight{}, err
 	}
 	d, err := b.daemon(ctx)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress/broker"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -44,7 +45,10 @@ func (b *dockerBackend) attachGateway(ctx context.Context, s *sandbox, p createP
 var editGatewayConfig func(*egress.GatewayConfig)
 
 func (b *dockerBackend) startGateway(ctx context.Context, id string, p createPlan) (*egress.Gateway, error) {
-	cfg := egress.GatewayConfig{Rules: p.gwRules}
+	cfg := egress.GatewayConfig{Rules: p.gwRules, Broker: p.broker}
+	if p.broker != nil && p.onBrokered != nil {
+		cfg.OnBrokered = func(r broker.Request) { p.onBrokered(brokeredRequest(r)) }
+	}
 	if p.gwProbe != nil {
 		cfg.Resolver, cfg.Dialer = p.gwProbe.resolver, p.gwProbe.dial
 	} else {

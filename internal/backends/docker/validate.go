@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress/broker"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -33,6 +34,13 @@ type createPlan struct {
 	secrets       []string // NAME=value for every declared secret; exec-only
 	onWarning     func(model.Warning)
 	binds         []Bind // host directories bound in (CreateWithBinds only)
+	// brokered are the brokered secrets with their values, until
+	// openBroker hands them to the sandbox's broker (and clears them);
+	// onBrokered gets the broker's audit entries.
+	brokered    []broker.Secret
+	broker      *broker.Broker
+	brokerFiles *brokerFiles
+	onBrokered  func(model.BrokeredRequest)
 	// observe: the sandbox's denied egress is observed and reported (deny
 	// and learn under runc); learn: the report was asked for, so a sandbox
 	// whose observer cannot be attached is not created.
@@ -114,7 +122,7 @@ func tierOfBinary(p string) (model.Tier, bool) {
 // refusal in Docker's own words.
 func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error) {
 	s := req.Spec
-	p := createPlan{spec: s, onWarning: req.OnWarning}
+	p := createPlan{spec: s, onWarning: req.OnWarning, onBrokered: req.OnBrokered}
 	dsnRuntime, err := p.resolveBackend()
 	if err != nil {
 		return p, err
@@ -156,6 +164,9 @@ func validate(req backends.CreateRequest, checkSecrets bool) (createPlan, error)
 		if err := backends.NoBroker(Name, s); err != nil {
 			return p, err
 		}
+	}
+	if err := p.planBrokered(req.Brokered, checkSecrets); err != nil {
+		return p, err
 	}
 	if p.learn && !p.observe {
 		return p, gap(rules.NetLearn, "network.egress", fmt.Sprintf(`egress "learn" on runtime %s, where blocked egress is not observed`, p.runtime))

@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -76,9 +77,8 @@ func TestRefusedBeforeAnyAPICall(t *testing.T) {
 		{"no image", func(s *model.Spec) { s.Image = "" }, nil, model.ErrConfiguration, "image"},
 		{"brokered secret without the gateway", brokeredOn("docker://"), nil, model.ErrCapabilityNotSupported, "brokered_secrets"},
 		{"brokered secret on the gateway under runsc", brokeredOn("docker://?egress=gateway&runtime=runsc"), nil, model.ErrCapabilityNotSupported, "brokered_secrets"},
-		// validate takes it on the gateway; create refuses it while the
-		// broker is not wired (refuseUnwiredBroker).
-		{"brokered secret on the gateway", brokeredOn("docker://?egress=gateway"), nil, model.ErrCapabilityNotSupported, "brokered_secrets"},
+		// validate takes it on the gateway, with its value.
+		{"brokered secret on the gateway without its value", brokeredOn("docker://?egress=gateway"), nil, model.ErrConfiguration, "brokered_secrets"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,19 +107,29 @@ func brokeredOn(backend string) func(*model.Spec) {
 }
 
 // Only the gateway that forwards a runc sandbox's traffic takes brokered
-// secrets in validate; everything else is a Backstop of SBX-SEC-005.
+// secrets in validate, each with its value, which goes nowhere but the
+// plan's broker secrets; everything else is a Backstop of SBX-SEC-005.
 func TestBrokeredSecretsValidatedOnlyOnTheGateway(t *testing.T) {
-	p, err := validate(backends.CreateRequest{Spec: testSpec(t, brokeredOn("docker://?egress=gateway"))}, true)
+	const canary = "canary-brokered-1f0c9e7d"
+	p, err := validate(backends.CreateRequest{Spec: testSpec(t, brokeredOn("docker://?egress=gateway")),
+		Brokered: map[string]string{"GITHUB_TOKEN": canary}}, true)
 	if err != nil || !p.forward {
 		t.Fatalf("validate on the gateway: forward %v, %v", p.forward, err)
 	}
-	if err := refuseUnwiredBroker(p.spec); err == nil {
-		t.Fatal("create would run a brokered secret with no broker wired")
+	if len(p.brokered) != 1 || string(p.brokered[0].Value) != canary || p.brokered[0].Header != "Authorization" {
+		t.Fatalf("brokered secrets of the plan: %+v", p.brokered)
 	}
-	// Apply's live check refuses it too, before asking the daemon anything.
+	if strings.Contains(strings.Join(append(p.env, p.secrets...), " "), canary) {
+		t.Fatal("the value reached the sandbox's environment")
+	}
+	_, err = validate(backends.CreateRequest{Spec: testSpec(t, brokeredOn("docker://?egress=gateway"))}, true)
+	if me := classError(t, err, model.ErrConfiguration, ""); me.Rule != rules.SecretValues || me.Attribute != "brokered_secrets" {
+		t.Fatalf("no value: %v", err)
+	}
+	// Apply's live check takes it: what it asks next is the daemon.
 	_, err = unreachableBackend(t).Preflight(t.Context(), testSpec(t, brokeredOn("docker://?egress=gateway")))
-	if me := classError(t, err, model.ErrCapabilityNotSupported, ""); me.Rule != rules.SecNoBroker || strings.Contains(err.Error(), "nonexistent") {
-		t.Fatalf("preflight: %v", err)
+	if me := (*model.Error)(nil); errors.As(err, &me) && me.Class == model.ErrCapabilityNotSupported {
+		t.Fatalf("preflight refused a brokered secret on the gateway: %v", err)
 	}
 	_, err = validate(backends.CreateRequest{Spec: testSpec(t, brokeredOn("docker://"))}, true)
 	if !backends.IsPolicyGap(err) {

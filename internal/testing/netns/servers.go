@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ import (
 // CA is a test certificate authority with one leaf for the given names.
 type CA struct {
 	Pool *x509.CertPool
+	PEM  []byte // the CA's certificate, for a trust store file
 	Leaf tls.Certificate
 }
 
@@ -64,7 +66,8 @@ func NewCA(t testing.TB, names ...string) *CA {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(caCert)
-	return &CA{Pool: pool, Leaf: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}}
+	return &CA{Pool: pool, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		Leaf: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}}
 }
 
 // WebHost serves, on one outside address, HTTP on 80 and HTTPS on 443

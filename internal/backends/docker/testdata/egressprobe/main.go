@@ -7,6 +7,12 @@
 //	tls:IP:PORT:NAME  a TLS handshake asking for the server name NAME
 //	http:IP:PORT:NAME an HTTP request with Host NAME (IP in brackets if IPv6)
 //	flood:N           N connects to distinct 10/8 addresses, 16 at a time
+//	h1:M|URL|H=V;H=V|BODY  an HTTPS request over HTTP/1.1 (h2: over HTTP/2),
+//	                  trusting the system's roots (so SSL_CERT_FILE), never a
+//	                  proxy, following no redirect; $NAME expands from the
+//	                  environment. Prints the status, Location and body.
+//	raw:IP:PORT|SNI|BYTES  BYTES (Go-quoted, $NAME expanded) over TLS to
+//	                  SNI, verified; prints what came back
 package main
 
 import (
@@ -14,7 +20,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -50,6 +58,10 @@ func main() {
 		case "tls", "http":
 			i := strings.LastIndexByte(rest, ':')
 			fmt.Println(a, outcome(named(kind, rest[:i], rest[i+1:])))
+		case "h1", "h2":
+			fmt.Println(a, request(kind, rest))
+		case "raw":
+			fmt.Println(a, raw(rest))
 		case "flood":
 			n, _ := strconv.Atoi(rest)
 			flood(n)
@@ -76,6 +88,67 @@ func named(kind, addr, host string) error {
 	}
 	_, err = c.Read(make([]byte, 512))
 	return err
+}
+
+func request(kind, rest string) string {
+	parts := strings.SplitN(rest, "|", 4)
+	if len(parts) != 4 {
+		return "bad-step"
+	}
+	req, err := http.NewRequest(parts[0], os.ExpandEnv(parts[1]), strings.NewReader(os.ExpandEnv(parts[3])))
+	if err != nil {
+		return "bad-request " + err.Error()
+	}
+	for _, hv := range strings.Split(parts[2], ";") {
+		if k, v, ok := strings.Cut(hv, "="); ok {
+			req.Header.Add(k, os.ExpandEnv(v))
+		}
+	}
+	tr := &http.Transport{Proxy: nil, ForceAttemptHTTP2: kind == "h2", TLSHandshakeTimeout: 3 * time.Second}
+	if kind == "h1" {
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr, Timeout: 5 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		return "error " + err.Error()
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8192))
+	out := fmt.Sprintf("status=%d proto=%s location=%q body=%q", resp.StatusCode, resp.Proto, resp.Header.Get("Location"), body)
+	if err != nil {
+		out += " read-error " + err.Error()
+	}
+	return out
+}
+
+func raw(rest string) string {
+	parts := strings.SplitN(rest, "|", 3)
+	if len(parts) != 3 {
+		return "bad-step"
+	}
+	payload, err := strconv.Unquote(`"` + os.ExpandEnv(parts[2]) + `"`)
+	if err != nil {
+		return "bad-payload"
+	}
+	d := &net.Dialer{Timeout: 3 * time.Second}
+	c, err := tls.DialWithDialer(d, "tcp", parts[0], &tls.Config{ServerName: parts[1], NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		return "error " + err.Error()
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(4 * time.Second))
+	if _, err := io.WriteString(c, payload); err != nil {
+		return "error " + err.Error()
+	}
+	got, err := io.ReadAll(io.LimitReader(c, 8192))
+	out := fmt.Sprintf("answer=%q", got)
+	if err != nil && !os.IsTimeout(err) {
+		out += " read-error"
+	}
+	return out
 }
 
 func flood(n int) {

@@ -1,0 +1,301 @@
+//go:build linux
+
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/netns"
+	"github.com/sandboxio/terraform-provider-sandboxio/model"
+)
+
+// The broker's lab: test hosts in namespaces the test makes, nothing else.
+var (
+	bkAPI   = netip.MustParseAddr("198.18.1.130") // api.test: the secret's host
+	bkOther = netip.MustParseAddr("198.18.1.131") // other.test: listed, not the secret's
+	bkBad   = netip.MustParseAddr("198.18.1.132") // bad.test: the secret's too, with a certificate no root trusts
+	bkDNS   = netip.MustParseAddr("198.18.1.153")
+)
+
+// bkCanary is the brokered secret's value: it must reach api.test in the
+// Authorization header and nothing the sandbox can read.
+const bkCanary = "sk-brokered-canary-3c9f1a7e5d2b8046"
+
+type brokerLab struct {
+	api, other, bad *netns.Echo
+	mu              sync.Mutex
+	audit           []model.BrokeredRequest
+}
+
+func (l *brokerLab) onBrokered(r model.BrokeredRequest) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.audit = append(l.audit, r)
+}
+
+func (l *brokerLab) records() []model.BrokeredRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.audit)
+}
+
+// newBrokerLab starts the test hosts and makes the gateways' brokers trust
+// the lab's CA upstream (the product trusts the host's store).
+func newBrokerLab(t *testing.T) *brokerLab {
+	t.Helper()
+	lab := netns.New(t, bkAPI, bkOther, bkBad, bkDNS)
+	trusted, untrusted := netns.NewCA(t, "api.test", "other.test"), netns.NewCA(t, "bad.test")
+	l := &brokerLab{api: lab.EchoHost(t, bkAPI, trusted), other: lab.EchoHost(t, bkOther, trusted), bad: lab.EchoHost(t, bkBad, untrusted)}
+	dns := lab.DNSServer(t, bkDNS)
+	dns.Set("api.test", netns.Static(bkAPI))
+	dns.Set("other.test", netns.Static(bkOther))
+	dns.Set("bad.test", netns.Static(bkBad))
+	editGatewayConfig = func(c *egress.GatewayConfig) { c.BrokerRoots = trusted.Pool }
+	t.Cleanup(func() { editGatewayConfig = nil })
+	// The host's trust store, which the sandbox's bundle starts from,
+	// holds the lab's CA: other.test verifies in the sandbox as a public
+	// host would.
+	store := filepath.Join(t.TempDir(), "roots.pem")
+	if err := os.WriteFile(store, trusted.PEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SSL_CERT_FILE", store)
+	return l
+}
+
+// brokeredSpec is a probe sandbox on the gateway whose API_KEY is brokered
+// to api.test and bad.test.
+func brokeredSpec(t *testing.T) model.Spec {
+	return testSpec(t, withProbe(t), brokered)
+}
+
+func brokered(s *model.Spec) {
+	s.Backend = "docker://?egress=gateway&resolver=" + netip.AddrPortFrom(bkDNS, 53).String()
+	s.Network = model.NetworkPolicy{Egress: model.EgressDeny, Allow: []string{"api.test", "other.test", "bad.test"}}.Normalized()
+	s.BrokeredSecrets = model.NormalizeBrokered(map[string]model.BrokeredSecret{
+		"API_KEY": {Hosts: []string{"api.test", "bad.test"}, Header: "Authorization", Format: "Bearer %s"}})
+}
+
+func openBrokered(t *testing.T, b *dockerBackend, l *brokerLab) *sandbox {
+	t.Helper()
+	sb, err := b.Create(t.Context(), backends.CreateRequest{Spec: brokeredSpec(t),
+		Brokered: map[string]string{"API_KEY": bkCanary}, OnBrokered: l.onBrokered})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := sb.Close(context.WithoutCancel(t.Context())); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return sb.(*sandbox)
+}
+
+// egressprobe runs the test image's client with steps and returns each
+// step's line (the step, a space, its outcome).
+func egressprobe(t *testing.T, sb *sandbox, steps ...string) map[string]string {
+	t.Helper()
+	res, err := sb.Run(t.Context(), append([]string{"/bin/egressprobe"}, steps...), backends.RunOptions{Timeout: 90 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("egressprobe: %v exit %d: %s", err, res.ExitCode, res.Stderr)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+		for _, s := range steps {
+			if strings.HasPrefix(line, s+" ") {
+				out[s] = strings.TrimPrefix(line, s+" ")
+			}
+		}
+	}
+	if len(out) != len(steps) {
+		t.Fatalf("egressprobe printed %d outcomes for %d steps:\n%s%s", len(out), len(steps), res.Stdout, res.Stderr)
+	}
+	if strings.Contains(string(res.Stdout)+string(res.Stderr), bkCanary) {
+		t.Fatalf("the value reached the sandbox's output:\n%s", res.Stdout)
+	}
+	return out
+}
+
+// In a real sandbox: the secret's host gets the value in the declared
+// header over HTTP/1.1 and HTTP/2, while the sandbox's environment, /proc,
+// files and output hold only the placeholder; an echo of the value comes
+// back as the placeholder; every request is in the audit, never the value.
+func TestBrokerWritesTheSecretOnlyForItsHost(t *testing.T) {
+	needDocker(t)
+	l := newBrokerLab(t)
+	b := newTestBackend(t)
+	sb := openBrokered(t, b, l)
+
+	env := sh(t, sb, `echo "$API_KEY"; echo "$SSL_CERT_FILE $REQUESTS_CA_BUNDLE $NODE_EXTRA_CA_CERTS"`)
+	lines := strings.Split(strings.TrimSpace(env), "\n")
+	placeholder := lines[0]
+	if len(placeholder) < 40 || placeholder == bkCanary || len(lines) != 2 {
+		t.Fatalf("API_KEY in the sandbox is %q, want a placeholder", placeholder)
+	}
+	if lines[1] != caBundleTarget+" "+caBundleTarget+" "+brokerCATarget {
+		t.Fatalf("the CA variables are %q", lines[1])
+	}
+	steps := []string{
+		"h1:GET|https://api.test/echo|Authorization=Bearer $API_KEY|",
+		"h2:GET|https://api.test/echo|Authorization=Bearer $API_KEY|",
+		"h2:GET|https://api.test/sse|Authorization=Bearer $API_KEY|",
+	}
+	got := egressprobe(t, sb, steps...)
+	for _, s := range steps[:2] {
+		if !strings.Contains(got[s], "status=200") || !strings.Contains(got[s], `Authorization: Bearer `+placeholder) {
+			t.Fatalf("%s: %s, want 200 with the placeholder echoed", s, got[s])
+		}
+	}
+	if !strings.Contains(got[steps[0]], "proto=HTTP/1.1") || !strings.Contains(got[steps[1]], "proto=HTTP/2.0") {
+		t.Fatalf("protocols: %s / %s", got[steps[0]], got[steps[1]])
+	}
+	if !strings.Contains(got[steps[2]], `data: 2 Bearer `+placeholder) {
+		t.Fatalf("events: %s", got[steps[2]])
+	}
+	seen := l.api.Requests()
+	if len(seen) != 3 {
+		t.Fatalf("api.test got %d requests, want 3", len(seen))
+	}
+	for _, r := range seen {
+		if r.Header.Get("Authorization") != "Bearer "+bkCanary {
+			t.Fatalf("api.test got Authorization %q, want the real value", r.Header.Get("Authorization"))
+		}
+	}
+
+	// Nothing the sandbox can read holds the value: the environment of
+	// every process, its files and the CA bundle.
+	// The value is grep's pattern on its standard input, so that it is in
+	// no process's command line.
+	res, err := sb.Run(t.Context(), []string{"sh", "-c", `cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c '^API_KEY=' ; ` +
+		`grep -rlF -f - /proc/[0-9]*/environ /proc/[0-9]*/cmdline /tmp /root /etc /.sandboxio-ca-bundle.pem /.sandboxio-broker-ca.pem 2>/dev/null; ` +
+		`grep -c "BEGIN CERTIFICATE" /.sandboxio-ca-bundle.pem /.sandboxio-broker-ca.pem; (echo x > /.sandboxio-ca-bundle.pem) 2>/dev/null && echo writable; true`},
+		backends.RunOptions{Timeout: 30 * time.Second, Stdin: []byte(bkCanary + "\n")})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("look: %v %+v", err, res)
+	}
+	look := string(res.Stdout)
+	if strings.Contains(look, bkCanary) || strings.Contains(look, "writable") || strings.Contains(look, "/proc/") {
+		t.Fatalf("the sandbox can read the value or change its bundle:\n%s", look)
+	}
+	if !strings.Contains(look, brokerCATarget+":1") || !strings.Contains(look, caBundleTarget+":2") {
+		t.Fatalf("the broker's CA is not bound alone:\n%s", look)
+	}
+	// Nor what the daemon says of the container.
+	ins, err := b.cli.ContainerInspect(t.Context(), sb.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(ins)
+	if strings.Contains(string(raw), bkCanary) || !strings.Contains(string(raw), placeholder) {
+		t.Fatal("the container's configuration holds the value, or not the placeholder")
+	}
+
+	recs := l.records()
+	if len(recs) != 3 {
+		t.Fatalf("audit entries %+v, want 3", recs)
+	}
+	for _, r := range recs {
+		if r.Secret != "API_KEY" || r.Host != "api.test" || r.Method != "GET" || r.Status != 200 {
+			t.Fatalf("audit entry %+v", r)
+		}
+	}
+	t.Logf("placeholder %s…; the host got the value %d times; audit %+v", placeholder[:8], len(seen), recs)
+}
+
+// Each way code could move the value to where it can read it fails, in a
+// real sandbox. The table is the issue's: another listed host, the body or
+// URL of the secret's host, a redirect, header and request-line tricks, a
+// host whose certificate is not trusted.
+func TestBrokerExfiltrationFromASandbox(t *testing.T) {
+	needDocker(t)
+	l := newBrokerLab(t)
+	b := newTestBackend(t)
+	sb := openBrokered(t, b, l)
+	api := bkAPI.String() + ":443"
+	type row struct {
+		step, want, why string
+	}
+	rows := []row{
+		{"h2:GET|https://other.test/echo|Authorization=Bearer $API_KEY|", "Authorization: Bearer $API_KEY", "another listed host gets the placeholder as sent"},
+		{"h2:POST|https://api.test/echo?k=$API_KEY|X-Copy=$API_KEY|$API_KEY", "status=200", "placeholder in URL, body, other header: left as it is"},
+		{"h1:GET|https://api.test/redirect?to=https://other.test/echo|Authorization=Bearer $API_KEY|", `location="https://other.test/echo"`, "a redirect comes back to the sandbox, not followed by the broker"},
+		{"h1:GET|https://api.test/echo|Authorization=Bearer $API_KEY;Authorization=Bearer $API_KEY|", "status=400", "the header twice"},
+		{"h1:GET|https://api.test/echo|Authorization=Basic $API_KEY|", "status=400", "the placeholder in another format of the header"},
+		{"h1:GET|https://bad.test/echo|Authorization=Bearer $API_KEY|", "status=502", "the secret's host with an untrusted certificate"},
+		{`raw:` + api + `|api.test|GET /echo HTTP/1.1\r\nHost: other.test\r\nAuthorization: Bearer $API_KEY\r\nConnection: close\r\n\r\n`, "HTTP/1.1 421", "Host differs from the TLS name"},
+		{`raw:` + api + `|api.test|GET https://other.test/echo HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer $API_KEY\r\nConnection: close\r\n\r\n`, "HTTP/1.1 4", "absolute URL to another host"},
+		{`raw:` + api + `|api.test|GET /echo HTTP/1.1\r\nHost: api.test\r\nX-A: 1\r\n Authorization: Bearer $API_KEY\r\nConnection: close\r\n\r\n`, "HTTP/1.1 ", "obs-fold: a folded line is part of X-A, never a header of its own"},
+		{`raw:` + api + `|api.test|POST /echo HTTP/1.1\r\nHost: api.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /echo HTTP/1.1\r\nHost: other.test\r\nAuthorization: Bearer $API_KEY\r\nConnection: close\r\n\r\n`, "HTTP/1.1 421", "CL and TE: a second request smuggled to another host"},
+	}
+	steps := make([]string, len(rows))
+	for i, r := range rows {
+		steps[i] = r.step
+	}
+	got := egressprobe(t, sb, steps...)
+	placeholder := strings.TrimSpace(sh(t, sb, `echo "$API_KEY"`))
+	for _, r := range rows {
+		want := strings.ReplaceAll(r.want, "$API_KEY", placeholder)
+		t.Logf("%-70s → %.90s", r.why, got[r.step])
+		if !strings.Contains(got[r.step], want) {
+			t.Errorf("%s:\n  %s\n  want %q", r.why, got[r.step], want)
+		}
+	}
+	// The value reached api.test only in Authorization, where the
+	// placeholder was sent in the declared format, and nowhere else.
+	for _, s := range l.api.Requests() {
+		for k, vs := range s.Header {
+			if k != "Authorization" && strings.Contains(strings.Join(vs, " "), bkCanary) {
+				t.Errorf("api.test got the value in %s", k)
+			}
+		}
+		if strings.Contains(s.URI+s.Body, bkCanary) {
+			t.Errorf("api.test got the value in the URL or body: %s %q", s.URI, s.Body)
+		}
+	}
+	if all := l.other.All() + l.bad.All(); strings.Contains(all, bkCanary) {
+		t.Fatalf("another host got the value:\n%s", all)
+	}
+	if len(l.bad.Requests()) != 0 {
+		t.Fatal("bad.test was sent a request over a connection whose certificate the broker could not verify")
+	}
+}
+
+// With the gateway gone, a brokered sandbox reaches nothing: the next
+// call fails closed and nothing is sent anywhere.
+func TestBrokerGatewayDownFailsClosed(t *testing.T) {
+	needDocker(t)
+	l := newBrokerLab(t)
+	b := newTestBackend(t)
+	sb := openBrokered(t, b, l)
+	egressprobe(t, sb, "h1:GET|https://api.test/echo|Authorization=Bearer $API_KEY|")
+	before := len(l.api.Requests())
+	sb.gw.Close()
+	<-sb.gw.Done()
+	if _, err := sb.Run(t.Context(), []string{"/bin/egressprobe", "h1:GET|https://api.test/echo|Authorization=Bearer $API_KEY|"}, backends.RunOptions{Timeout: 30 * time.Second}); err == nil {
+		t.Fatal("a call ran in a brokered sandbox whose gateway is down")
+	}
+	if n := len(l.api.Requests()); n != before {
+		t.Fatalf("api.test got %d more requests after the gateway went", n-before)
+	}
+}
+
+// A brokered secret's value is never given to a warm sandbox: a pool of
+// such a template is refused, and nothing is created.
+func TestBrokeredSecretsRefusedInAWarmSandbox(t *testing.T) {
+	_, err := unreachableBackend(t).CreateWarm(t.Context(), backends.WarmRequest{Spec: testSpec(t, brokered, func(s *model.Spec) { s.TenantID, s.SessionID = "", "" }), MaxIdle: time.Minute, SpecSHA256: "x"})
+	e := classError(t, err, model.ErrCapabilityNotSupported, "")
+	if e.Attribute != "warm_pool" || strings.Contains(err.Error(), "nonexistent") {
+		t.Fatalf("warm: %v", err)
+	}
+}
