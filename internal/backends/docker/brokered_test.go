@@ -175,17 +175,27 @@ func TestBrokerWritesTheSecretOnlyForItsHost(t *testing.T) {
 
 	// Nothing the sandbox can read holds the value: the environment of
 	// every process, its files and the CA bundle.
-	// The value is grep's pattern on its standard input, so that it is in
-	// no process's command line.
-	res, err := sb.Run(t.Context(), []string{"sh", "-c", `cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c '^API_KEY=' ; ` +
-		`grep -rlF -f - /proc/[0-9]*/environ /proc/[0-9]*/cmdline /tmp /root /etc /.sandboxio-ca-bundle.pem /.sandboxio-broker-ca.pem 2>/dev/null; ` +
-		`grep -c "BEGIN CERTIFICATE" /.sandboxio-ca-bundle.pem /.sandboxio-broker-ca.pem; (echo x > /.sandboxio-ca-bundle.pem) 2>/dev/null && echo writable; true`},
-		backends.RunOptions{Timeout: 30 * time.Second, Stdin: []byte(bkCanary + "\n")})
+	// The value comes in on standard input and stays in the shell (ash's
+	// read, case and printf are builtins), in no process's command line.
+	// The environ and cmdline files are NUL-separated, which grep cannot
+	// read.
+	script := `read -r pat
+cat /proc/[0-9]*/environ 2>/dev/null | tr '\0' '\n' | grep -c '^API_KEY='
+for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do
+	c=$(tr '\0' '\n' < "$f" 2>/dev/null)
+	case "$c" in *"$pat"*) echo "found in $f";; esac
+done
+printf '%s\n' "$pat" | grep -rlF -f - /tmp /root /etc /.sandboxio-ca-bundle.pem /.sandboxio-broker-ca.pem 2>/dev/null
+grep -c "BEGIN CERTIFICATE" /.sandboxio-ca-bundle.pem /.sandboxio-broker-ca.pem
+(echo x > /.sandboxio-ca-bundle.pem) 2>/dev/null && echo writable
+true`
+	res, err := sb.Run(t.Context(), []string{"sh", "-c", script}, backends.RunOptions{Timeout: 30 * time.Second, Stdin: []byte(bkCanary + "\n")})
 	if err != nil || res.ExitCode != 0 {
 		t.Fatalf("look: %v %+v", err, res)
 	}
 	look := string(res.Stdout)
-	if strings.Contains(look, bkCanary) || strings.Contains(look, "writable") || strings.Contains(look, "/proc/") {
+	t.Logf("in the sandbox:\n%s", look)
+	if strings.Contains(look, bkCanary) || strings.Contains(look, "writable") || strings.Contains(look, "found") {
 		t.Fatalf("the sandbox can read the value or change its bundle:\n%s", look)
 	}
 	if !strings.Contains(look, brokerCATarget+":1") || !strings.Contains(look, caBundleTarget+":2") {
