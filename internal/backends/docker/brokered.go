@@ -2,12 +2,15 @@ package docker
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress/broker"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
@@ -129,6 +132,7 @@ func (p *createPlan) openBroker() error {
 		return fmt.Errorf("broker: %w", err)
 	}
 	p.broker, p.brokerFiles = br, f
+	p.brokerRoots = trustPool(trust)
 	env := p.env[:0:0]
 	for _, kv := range p.env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -173,6 +177,32 @@ func hostTrust() ([]byte, error) {
 		return data, nil
 	}
 	return nil, nil
+}
+
+// trustPool is the pool the broker verifies the secrets' hosts with: the
+// same store the sandbox's bundle starts from, read at each open (so that a
+// changed store counts from the next sandbox). Nil, for a host without a
+// bundle file, leaves it to Go's system pool. The last pool is kept, since
+// parsing a distribution's bundle costs more than the rest of the broker.
+func trustPool(trust []byte) *x509.CertPool {
+	if len(trust) == 0 {
+		return nil
+	}
+	sum := sha256.Sum256(trust)
+	lastPool.Lock()
+	defer lastPool.Unlock()
+	if lastPool.pool == nil || lastPool.sum != sum {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(trust)
+		lastPool.sum, lastPool.pool = sum, pool
+	}
+	return lastPool.pool
+}
+
+var lastPool struct {
+	sync.Mutex
+	sum  [sha256.Size]byte
+	pool *x509.CertPool
 }
 
 // brokeredRequest is a broker's audit entry as the model has it.

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
-	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/netns"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
@@ -61,11 +60,9 @@ func newBrokerLab(t *testing.T) *brokerLab {
 	dns.Set("api.test", netns.Static(bkAPI))
 	dns.Set("other.test", netns.Static(bkOther))
 	dns.Set("bad.test", netns.Static(bkBad))
-	editGatewayConfig = func(c *egress.GatewayConfig) { c.BrokerRoots = trusted.Pool }
-	t.Cleanup(func() { editGatewayConfig = nil })
-	// The host's trust store, which the sandbox's bundle starts from,
-	// holds the lab's CA: other.test verifies in the sandbox as a public
-	// host would.
+	// The host's trust store holds the lab's CA (bad.test's is in none):
+	// the broker verifies api.test with it, and the sandbox's bundle,
+	// which starts from it, verifies other.test as a public host would.
 	store := filepath.Join(t.TempDir(), "roots.pem")
 	if err := os.WriteFile(store, trusted.PEM, 0o644); err != nil {
 		t.Fatal(err)

@@ -2,17 +2,12 @@ package docker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,35 +16,16 @@ import (
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker/probeimage"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
 )
 
-// probeImage builds testdata/egressprobe (static: CGO off) and bakes it into
-// a local image, the test image plus /bin/egressprobe, tagged by the
-// binary's hash. Uploading it instead would not do: a sandbox's writable
-// paths are noexec.
-var probeImage = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "egressprobe")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "egressprobe")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./testdata/egressprobe")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build egressprobe: %w: %s", err, b)
-	}
-	bin, err := os.ReadFile(out)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(bin)
-	tag := "sandboxio/egressprobe:" + hex.EncodeToString(sum[:6])
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	return tag, ensureImage(ctx, tag, DefaultBusybox, map[string][]byte{"bin/egressprobe": bin})
-})
+// probeImage is the test image with egressprobe.
+func probeImage() (string, error) {
+	return probeimage.Image(func(ctx context.Context, tag string, files map[string][]byte) error {
+		return EnsureImageWithFiles(ctx, tag, DefaultBusybox, files)
+	})
+}
 
 // withProbe runs the sandbox on the probe image.
 func withProbe(t testing.TB) func(*model.Spec) {

@@ -45,7 +45,7 @@ func (b *dockerBackend) attachGateway(ctx context.Context, s *sandbox, p createP
 var editGatewayConfig func(*egress.GatewayConfig)
 
 func (b *dockerBackend) startGateway(ctx context.Context, id string, p createPlan) (*egress.Gateway, error) {
-	cfg := egress.GatewayConfig{Rules: p.gwRules, Broker: p.broker}
+	cfg := egress.GatewayConfig{Rules: p.gwRules, Broker: p.broker, BrokerRoots: p.brokerRoots}
 	if p.broker != nil && p.onBrokered != nil {
 		cfg.OnBrokered = func(r broker.Request) { p.onBrokered(brokeredRequest(r)) }
 	}

@@ -40,7 +40,7 @@ var fallbackApplets = []string{
 // environment points at, building it from a static busybox binary when it
 // does not. It is idempotent and needs no registry.
 func EnsureLocalImage(ctx context.Context, tag, busybox string) error {
-	return ensureImage(ctx, tag, busybox, nil)
+	return EnsureImageWithFiles(ctx, tag, busybox, nil)
 }
 
 // PrepareImage makes sure ref is on the daemon the environment points at:
@@ -76,11 +76,11 @@ func PrepareImage(ctx context.Context, ref, busybox string, progress func(string
 	return true, EnsureLocalImage(ctx, ref, busybox)
 }
 
-// ensureImage is EnsureLocalImage with extra files (path in the image:
-// content, mode 0755) added to the root filesystem: the tests bake their
-// own static helpers into an image this way, since a sandbox's writable
-// paths are noexec.
-func ensureImage(ctx context.Context, tag, busybox string, extra map[string][]byte) error {
+// EnsureImageWithFiles is EnsureLocalImage with extra files (path in the
+// image: content, mode 0755) added to the root filesystem: the tests bake
+// their own static helpers into an image this way, since a sandbox's
+// writable paths are noexec.
+func EnsureImageWithFiles(ctx context.Context, tag, busybox string, extra map[string][]byte) error {
 	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return fmt.Errorf("docker client: %w", err)

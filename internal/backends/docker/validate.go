@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"crypto/x509"
 	"fmt"
 	"path"
 	"sort"
@@ -39,6 +40,7 @@ type createPlan struct {
 	// onBrokered gets the broker's audit entries.
 	brokered    []broker.Secret
 	broker      *broker.Broker
+	brokerRoots *x509.CertPool // what the broker verifies upstream with
 	brokerFiles *brokerFiles
 	onBrokered  func(model.BrokeredRequest)
 	// observe: the sandbox's denied egress is observed and reported (deny

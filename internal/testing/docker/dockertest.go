@@ -23,6 +23,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker"
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker/probeimage"
 )
 
 // RequireEnv makes Docker tests fail instead of skipping when no daemon
@@ -191,4 +192,17 @@ func CheckStopped(t testing.TB, ids []string) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+}
+
+// ProbeImage is the test image with egressprobe (package probeimage) at
+// /bin/egressprobe, built on first use.
+func ProbeImage(t testing.TB) string {
+	t.Helper()
+	tag, err := probeimage.Image(func(ctx context.Context, tag string, files map[string][]byte) error {
+		return docker.EnsureImageWithFiles(ctx, tag, docker.DefaultBusybox, files)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tag
 }
