@@ -1,8 +1,14 @@
 package resources_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -74,4 +80,69 @@ func TestAccTemplate_EgressGatewayApplyRefusesTheUnreachable(t *testing.T) {
 			ExpectError: regexp.MustCompile(`(?s)ConfigurationError.*"198.18.0.1:443":\s+it\s+is\s+198.18.0.1.*Rule: SBX-NET-014`),
 		}},
 	})
+}
+
+// TestAccTemplate_BrokeredSecretsApply: a template with a brokered secret
+// applies on the gateway (apply's live checks, the gateway's proof), with
+// the value in the environment of terraform and the provider, as a careless
+// CI would have it, and TF_LOG=trace: the value is in neither the plan, the
+// state nor the log.
+func TestAccTemplate_BrokeredSecretsApply(t *testing.T) {
+	requireDocker(t)
+	const canary = "sk-tf-brokered-canary-5e1d7c93"
+	t.Setenv("API_KEY", canary)
+	t.Setenv("TF_LOG", "trace")
+	logPath := filepath.Join(t.TempDir(), "tf.log")
+	t.Setenv("TF_LOG_PATH", logPath)
+	dsn := "docker://?egress=gateway&resolver=" + netip.AddrPortFrom(labResolver, 53).String()
+	config := providerBlock(dsn) + `resource "sandboxio_template" "agent" {
+  name    = "agent"
+  image   = "sandboxio/busybox:local"
+  network = { allow = ["api.test"] }
+  brokered_secrets = {
+    API_KEY = { hosts = ["api.test"], header = "Authorization", format = "Bearer %s" }
+  }
+}
+`
+	resource.Test(t, resource.TestCase{
+		PreCheck: func() {
+			testAccPreCheck(t)
+			gatewayLab(t).Set("api.test", netns.Static(netip.MustParseAddr("198.51.100.7")))
+		},
+		ProtoV6ProviderFactories: protoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: config,
+			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+				plancheck.ExpectKnownValue("sandboxio_template.agent", tfjsonpath.New("spec"),
+					knownvalue.StringRegexp(regexp.MustCompile(regexp.QuoteMeta(`"brokered_secrets":{"API_KEY":{"hosts":["api.test"],"header":"Authorization","format":"Bearer %s"}}`)))),
+				noCanaryInPlan{canary},
+			}},
+			ConfigStateChecks: []statecheck.StateCheck{noCanaryInState{canary}},
+		}},
+	})
+	log, err := os.ReadFile(logPath)
+	if err != nil || len(log) == 0 {
+		t.Fatalf("no TF_LOG output: %v", err)
+	}
+	if strings.Contains(string(log), canary) {
+		t.Fatal("the brokered secret's value is in TF_LOG=trace")
+	}
+}
+
+type noCanaryInPlan struct{ canary string }
+
+func (c noCanaryInPlan) CheckPlan(_ context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+	b, err := json.Marshal(req.Plan)
+	if err != nil || strings.Contains(string(b), c.canary) {
+		resp.Error = fmt.Errorf("the plan JSON holds the value (or did not encode: %v)", err)
+	}
+}
+
+type noCanaryInState struct{ canary string }
+
+func (c noCanaryInState) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
+	b, err := json.Marshal(req.State)
+	if err != nil || strings.Contains(string(b), c.canary) {
+		resp.Error = fmt.Errorf("the state holds the value (or did not encode: %v)", err)
+	}
 }
