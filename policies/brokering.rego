@@ -262,3 +262,28 @@ key_position(name) := i + 1 if {
 	some i, k in sort(object.keys(input.template.brokered_secrets))
 	k == name
 }
+
+# METADATA
+# title: brokered secrets in a template that keeps a warm pool
+# description: >-
+#   A warm sandbox and its egress gateway are made before any open, when no
+#   secret value exists yet, and a claim hands that sandbox over as it is.
+#   Its broker would hold no value to write, so a template with brokered
+#   secrets keeps no warm pool.
+# custom:
+#   id: SBX-SEC-012
+#   class: CapabilityNotSupported
+#   attribute: warm_pool
+#   fix: >-
+#     Remove warm_pool from the template (each open then makes its sandbox
+#     and its broker cold), or keep the pool on a template without
+#     brokered secrets.
+deny contains f if {
+	n := count(input.template.brokered_secrets)
+	n > 0
+	input.template.warm_pool
+	f := lib.finding(rego.metadata.rule(), sprintf(
+		"the template keeps a warm pool and has %d brokered secret(s): a warm sandbox is made before any value exists, so its broker would hold none",
+		[n],
+	))
+}

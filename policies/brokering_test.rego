@@ -167,3 +167,16 @@ test_name_not_repeated_by_other_rules if {
 test_variable_names_accepted if {
 	fx.lacks(brokering.deny, "SBX-SEC-011") with input as on_gateway({"_X": good.GITHUB_TOKEN, "OPENAI_API_KEY": good.GITHUB_TOKEN})
 }
+
+# --- SBX-SEC-012: warm pool -----------------------------------------------------------
+
+test_brokered_secret_with_a_warm_pool_refused if {
+	fs := brokering.deny with input as on_gateway(good) with input.template.warm_pool as {"size": 2, "max_idle_seconds": 600}
+	fx.has(fs, "SBX-SEC-012", "CapabilityNotSupported", "warm_pool")
+	fx.mentions(fs, "SBX-SEC-012", "1 brokered secret(s)")
+}
+
+test_warm_pool_without_brokered_secrets_accepted if {
+	fx.lacks(brokering.deny, "SBX-SEC-012") with input as fx.template_input(gateway) with input.template.warm_pool as {"size": 2, "max_idle_seconds": 600}
+	fx.lacks(brokering.deny, "SBX-SEC-012") with input as on_gateway(good)
+}

@@ -153,10 +153,10 @@ func (c *Client) newPool(ctx context.Context, pc PoolConfig) (*pool, error) {
 		return nil, err
 	}
 	if len(spec.BrokeredSecrets) > 0 {
-		// A warm sandbox and its gateway are made before any value is
-		// given; its broker would have to be attached at the claim.
-		return nil, backends.RuleRefusal(rules.SecNoBroker, "warm_pool",
-			fmt.Sprintf("a warm pool of a template with %d brokered secret(s): warm sandboxes are made before the values exist, so no broker holds them", len(spec.BrokeredSecrets)))
+		// The policy refuses it (SBX-SEC-012); a pool is not started on a
+		// decision the bundle should have made.
+		return nil, backends.Backstop(spec.Backend, rules.SecBrokerPool, "warm_pool",
+			fmt.Sprintf("a warm pool of a template with %d brokered secret(s)", len(spec.BrokeredSecrets)))
 	}
 	d, err := backends.ParseDSN(spec.Backend)
 	if err != nil {

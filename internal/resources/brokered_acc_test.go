@@ -90,6 +90,9 @@ func TestAccTemplate_BrokeredSecretsRefusals(t *testing.T) {
 			"ConfigurationError", "SBX-SEC-010"},
 		{"name not a variable", brokeredTemplate(brokerGateway, brokered(`"OPENAI-KEY"`, `["api.github.com"]`, "Authorization", "")),
 			"ConfigurationError", "SBX-SEC-011"},
+		{"with a warm pool", templateConfig(brokerGateway, `  network = { allow = ["api.github.com"] }
+  warm_pool = { size = 2 }
+  brokered_secrets = `+good), "CapabilityNotSupported", "SBX-SEC-012"},
 	})
 }
 

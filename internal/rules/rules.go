@@ -99,6 +99,7 @@ const (
 	SecName         = "SBX-SEC-001" // a secret name that is not a variable name
 	SecEnvAndSecret = "SBX-SEC-003" // a variable both in env and in secret_names
 	SecNoBroker     = "SBX-SEC-005" // brokered secrets where no broker runs
+	SecBrokerPool   = "SBX-SEC-012" // brokered secrets in a template with a warm pool
 
 	VolUnscoped = "SBX-VOL-001" // a volume on a backend that cannot scope it per tenant
 

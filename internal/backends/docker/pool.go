@@ -67,9 +67,10 @@ func (b *dockerBackend) CreateWarm(ctx context.Context, req backends.WarmRequest
 		return nil, err
 	}
 	if len(req.Spec.BrokeredSecrets) > 0 {
-		// Its gateway would start without a broker, before any value.
-		return nil, backends.RuleRefusal(rules.SecNoBroker, "warm_pool",
-			fmt.Sprintf("a warm sandbox of a template with %d brokered secret(s): it is made before the values exist, so no broker holds them", len(req.Spec.BrokeredSecrets)))
+		// A warm sandbox's gateway starts before any value exists
+		// (SBX-SEC-012): it would have no broker.
+		return nil, backends.Backstop(Name, rules.SecBrokerPool, "warm_pool",
+			fmt.Sprintf("a warm sandbox of a template with %d brokered secret(s)", len(req.Spec.BrokeredSecrets)))
 	}
 	// Secrets are given per exec, never in the container's environment:
 	// a warm sandbox holds none, they reach it with the claim.
