@@ -240,6 +240,7 @@ func TestBrokerExfiltrationFromASandbox(t *testing.T) {
 		{"h1:GET|https://api.test/echo|Authorization=Bearer $API_KEY;Authorization=Bearer $API_KEY|", "status=400", "the header twice"},
 		{"h1:GET|https://api.test/echo|Authorization=Basic $API_KEY|", "status=400", "the placeholder in another format of the header"},
 		{"h1:GET|https://bad.test/echo|Authorization=Bearer $API_KEY|", "status=502", "the secret's host with an untrusted certificate"},
+		{"h1:GET|http://api.test/echo|Authorization=Bearer $API_KEY|", "Authorization: Bearer $API_KEY", "plain HTTP to the secret's host: the placeholder, not brokered"},
 		{`raw:` + api + `|api.test|GET /echo HTTP/1.1\r\nHost: other.test\r\nAuthorization: Bearer $API_KEY\r\nConnection: close\r\n\r\n`, "HTTP/1.1 421", "Host differs from the TLS name"},
 		{`raw:` + api + `|api.test|GET https://other.test/echo HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer $API_KEY\r\nConnection: close\r\n\r\n`, "HTTP/1.1 4", "absolute URL to another host"},
 		{`raw:` + api + `|api.test|GET /echo HTTP/1.1\r\nHost: api.test\r\nX-A: 1\r\n Authorization: Bearer $API_KEY\r\nConnection: close\r\n\r\n`, "HTTP/1.1 ", "obs-fold: a folded line is part of X-A, never a header of its own"},
@@ -269,6 +270,9 @@ func TestBrokerExfiltrationFromASandbox(t *testing.T) {
 		if strings.Contains(s.URI+s.Body, bkCanary) {
 			t.Errorf("api.test got the value in the URL or body: %s %q", s.URI, s.Body)
 		}
+		if !s.TLS && strings.Contains(s.Header.Get("Authorization"), bkCanary) {
+			t.Error("api.test got the value over plain HTTP")
+		}
 	}
 	if all := l.other.All() + l.bad.All(); strings.Contains(all, bkCanary) {
 		t.Fatalf("another host got the value:\n%s", all)
@@ -289,9 +293,8 @@ func TestBrokerGatewayDownFailsClosed(t *testing.T) {
 	before := len(l.api.Requests())
 	sb.gw.Close()
 	<-sb.gw.Done()
-	if _, err := sb.Run(t.Context(), []string{"/bin/egressprobe", "h1:GET|https://api.test/echo|Authorization=Bearer $API_KEY|"}, backends.RunOptions{Timeout: 30 * time.Second}); err == nil {
-		t.Fatal("a call ran in a brokered sandbox whose gateway is down")
-	}
+	_, err := sb.Run(t.Context(), []string{"/bin/egressprobe", "h1:GET|https://api.test/echo|Authorization=Bearer $API_KEY|"}, backends.RunOptions{Timeout: 30 * time.Second})
+	wantClass(t, err, model.ErrSandboxGone, "")
 	if n := len(l.api.Requests()); n != before {
 		t.Fatalf("api.test got %d more requests after the gateway went", n-before)
 	}
@@ -304,5 +307,53 @@ func TestBrokeredSecretsRefusedInAWarmSandbox(t *testing.T) {
 	e := classError(t, err, model.ErrCapabilityNotSupported, "")
 	if e.Attribute != "warm_pool" || strings.Contains(err.Error(), "nonexistent") {
 		t.Fatalf("warm: %v", err)
+	}
+}
+
+// openBroker gives the plan's environment the placeholder and the CA
+// variables, replacing any of the same name, writes certificates only, and
+// keeps the value out of everything the sandbox gets.
+func TestOpenBrokerGivesThePlaceholderAndTheBundle(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "roots.pem")
+	root := netns.NewCA(t, "api.test")
+	if err := os.WriteFile(store, root.PEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SSL_CERT_FILE", store)
+	p, err := validate(backends.CreateRequest{Spec: testSpec(t, brokered, func(s *model.Spec) { s.Env = map[string]string{"SSL_CERT_FILE": "/mine.pem", "LANG": "C"} }),
+		Brokered: map[string]string{"API_KEY": bkCanary}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.openBroker(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.brokerFiles.remove()
+	env := strings.Join(p.env, "\n")
+	ph := p.broker.Placeholder("API_KEY")
+	for _, want := range []string{"API_KEY=" + ph, "LANG=C", "SSL_CERT_FILE=" + caBundleTarget, "REQUESTS_CA_BUNDLE=" + caBundleTarget,
+		"CURL_CA_BUNDLE=" + caBundleTarget, "GIT_SSL_CAINFO=" + caBundleTarget, "NODE_EXTRA_CA_CERTS=" + brokerCATarget} {
+		if !slices.Contains(p.env, want) {
+			t.Errorf("env lacks %s:\n%s", want, env)
+		}
+	}
+	if strings.Contains(env, "/mine.pem") || strings.Contains(env, bkCanary) || len(p.brokered[0].Value) != 0 {
+		t.Fatalf("env %s, plan's copy of the value %q", env, p.brokered[0].Value)
+	}
+	bundle, err := os.ReadFile(p.brokerFiles.bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := os.ReadFile(p.brokerFiles.caOnly)
+	if string(bundle) != strings.TrimRight(string(root.PEM), "\n")+"\n"+string(ca) || strings.Count(string(ca), "BEGIN CERTIFICATE") != 1 ||
+		strings.Contains(string(bundle), "PRIVATE KEY") || strings.Contains(string(bundle), bkCanary) {
+		t.Fatalf("bundle:\n%s\nCA:\n%s", bundle, ca)
+	}
+	if p.brokerRoots == nil || !p.brokerRoots.Equal(root.Pool) {
+		t.Fatal("the broker does not verify upstream with the host's store")
+	}
+	p.brokerFiles.remove()
+	if _, err := os.Stat(p.brokerFiles.dir); !os.IsNotExist(err) {
+		t.Fatalf("the CA directory is left: %v", err)
 	}
 }

@@ -20,12 +20,13 @@ import (
 
 // Seen is one request an Echo host received.
 type Seen struct {
+	TLS                      bool
 	Proto, Method, Host, URI string
 	Header                   http.Header
 	Body                     string
 }
 
-// Echo is an HTTPS host (HTTP/1.1 and HTTP/2 on 443) that answers every
+// Echo is a web host (HTTP/1.1 and HTTP/2 on 443, HTTP/1.1 on 80) that answers every
 // request with what it received, as an echoing API or an error page would:
 // the request line, every header and the body. /redirect?to=URL answers 302
 // to URL; /sse streams three server-sent events a while apart, the first
@@ -51,25 +52,33 @@ func (e *Echo) All() string {
 	return b.String()
 }
 
-// EchoHost starts an Echo on a:443 with a leaf of ca.
+// EchoHost starts an Echo on a:443, with a leaf of ca, and a:80.
 func (l *Lab) EchoHost(t testing.TB, a netip.Addr, ca *CA) *Echo {
 	t.Helper()
 	e := &Echo{}
-	ln, err := l.ListenOutside("tcp", net.JoinHostPort(a.String(), "443"))
-	if err != nil {
-		t.Fatal(err)
+	for _, port := range []string{"443", "80"} {
+		ln, err := l.ListenOutside("tcp", net.JoinHostPort(a.String(), port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(e.serve), ErrorLog: log.New(io.Discard, "", 0),
+			TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.Leaf}, MinVersion: tls.VersionTLS12}}
+		go func() {
+			if port == "443" {
+				_ = srv.ServeTLS(ln, "", "")
+			} else {
+				_ = srv.Serve(ln)
+			}
+		}()
+		t.Cleanup(func() { srv.Close() })
 	}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(e.serve), ErrorLog: log.New(io.Discard, "", 0),
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{ca.Leaf}, MinVersion: tls.VersionTLS12}}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	t.Cleanup(func() { srv.Close() })
 	return e
 }
 
 func (e *Echo) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<16))
 	e.mu.Lock()
-	e.seen = append(e.seen, Seen{Proto: r.Proto, Method: r.Method, Host: r.Host, URI: r.RequestURI, Header: r.Header.Clone(), Body: string(body)})
+	e.seen = append(e.seen, Seen{TLS: r.TLS != nil, Proto: r.Proto, Method: r.Method, Host: r.Host, URI: r.RequestURI, Header: r.Header.Clone(), Body: string(body)})
 	e.mu.Unlock()
 	switch r.URL.Path {
 	case "/redirect":
