@@ -3,6 +3,7 @@ package resources_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -133,8 +134,11 @@ type noCanaryInPlan struct{ canary string }
 
 func (c noCanaryInPlan) CheckPlan(_ context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
 	b, err := json.Marshal(req.Plan)
-	if err != nil || strings.Contains(string(b), c.canary) {
-		resp.Error = fmt.Errorf("the plan JSON holds the value (or did not encode: %v)", err)
+	switch {
+	case err != nil:
+		resp.Error = fmt.Errorf("the plan JSON did not encode: %w", err)
+	case strings.Contains(string(b), c.canary):
+		resp.Error = errors.New("the plan JSON holds the value")
 	}
 }
 
@@ -142,7 +146,10 @@ type noCanaryInState struct{ canary string }
 
 func (c noCanaryInState) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
 	b, err := json.Marshal(req.State)
-	if err != nil || strings.Contains(string(b), c.canary) {
-		resp.Error = fmt.Errorf("the state holds the value (or did not encode: %v)", err)
+	switch {
+	case err != nil:
+		resp.Error = fmt.Errorf("the state did not encode: %w", err)
+	case strings.Contains(string(b), c.canary):
+		resp.Error = errors.New("the state holds the value")
 	}
 }
