@@ -3,7 +3,6 @@ package resources_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -133,23 +132,23 @@ func TestAccTemplate_BrokeredSecretsApply(t *testing.T) {
 type noCanaryInPlan struct{ canary string }
 
 func (c noCanaryInPlan) CheckPlan(_ context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
-	b, err := json.Marshal(req.Plan)
-	switch {
-	case err != nil:
-		resp.Error = fmt.Errorf("the plan JSON did not encode: %w", err)
-	case strings.Contains(string(b), c.canary):
-		resp.Error = errors.New("the plan JSON holds the value")
-	}
+	resp.Error = noCanary("plan JSON", req.Plan, c.canary)
 }
 
 type noCanaryInState struct{ canary string }
 
 func (c noCanaryInState) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
-	b, err := json.Marshal(req.State)
+	resp.Error = noCanary("state", req.State, c.canary)
+}
+
+// noCanary says whether v, encoded as JSON, holds canary.
+func noCanary(what string, v any, canary string) error {
+	b, err := json.Marshal(v)
 	switch {
 	case err != nil:
-		resp.Error = fmt.Errorf("the state did not encode: %w", err)
-	case strings.Contains(string(b), c.canary):
-		resp.Error = errors.New("the state holds the value")
+		return fmt.Errorf("the %s did not encode: %w", what, err)
+	case strings.Contains(string(b), canary):
+		return fmt.Errorf("the %s holds the value", what)
 	}
+	return nil
 }

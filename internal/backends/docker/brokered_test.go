@@ -3,7 +3,6 @@
 package docker
 
 import (
-	"context"
 	"encoding/json"
 	"net/netip"
 	"os"
@@ -86,17 +85,8 @@ func brokered(s *model.Spec) {
 
 func openBrokered(t *testing.T, b *dockerBackend, l *brokerLab) *sandbox {
 	t.Helper()
-	sb, err := b.Create(t.Context(), backends.CreateRequest{Spec: brokeredSpec(t),
+	return openRequest(t, b, backends.CreateRequest{Spec: brokeredSpec(t),
 		Brokered: map[string]string{"API_KEY": bkCanary}, OnBrokered: l.onBrokered})
-	if err != nil {
-		t.Fatalf("create: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := sb.Close(context.WithoutCancel(t.Context())); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
-	return sb.(*sandbox)
 }
 
 // egressprobe runs the test image's client with steps and returns each

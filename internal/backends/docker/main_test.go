@@ -186,7 +186,13 @@ func withRuntime(rt string) func(*model.Spec) { return func(s *model.Spec) { s.R
 // open creates a sandbox that the test closes at its end.
 func open(t testing.TB, b *dockerBackend, spec model.Spec) *sandbox {
 	t.Helper()
-	sb, err := b.Create(t.Context(), backends.CreateRequest{Spec: spec})
+	return openRequest(t, b, backends.CreateRequest{Spec: spec})
+}
+
+// openRequest is open with the whole request.
+func openRequest(t testing.TB, b *dockerBackend, req backends.CreateRequest) *sandbox {
+	t.Helper()
+	sb, err := b.Create(t.Context(), req)
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
