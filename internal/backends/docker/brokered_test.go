@@ -231,6 +231,7 @@ func TestBrokerExfiltrationFromASandbox(t *testing.T) {
 		{"h1:GET|https://api.test/echo|Authorization=Basic $API_KEY|", "status=400", "the placeholder in another format of the header"},
 		{"h1:GET|https://bad.test/echo|Authorization=Bearer $API_KEY|", "status=502", "the secret's host with an untrusted certificate"},
 		{"h1:GET|http://api.test/echo|Authorization=Bearer $API_KEY|", "Authorization: Bearer $API_KEY", "plain HTTP to the secret's host: the placeholder, not brokered"},
+		{`raw:` + bkOther.String() + `:443|api.test|GET /echo HTTP/1.1\r\nHost: api.test\r\nX-Row: misaim\r\nAuthorization: Bearer $API_KEY\r\nConnection: close\r\n\r\n`, "Authorization: Bearer $API_KEY", "the secret's TLS name aimed at another host's address: the broker dials the secret's host"},
 		{`raw:` + api + `|api.test|GET /echo HTTP/1.1\r\nHost: other.test\r\nAuthorization: Bearer $API_KEY\r\nConnection: close\r\n\r\n`, "HTTP/1.1 421", "Host differs from the TLS name"},
 		{`raw:` + api + `|api.test|GET https://other.test/echo HTTP/1.1\r\nHost: api.test\r\nAuthorization: Bearer $API_KEY\r\nConnection: close\r\n\r\n`, "HTTP/1.1 4", "absolute URL to another host"},
 		{`raw:` + api + `|api.test|GET /echo HTTP/1.1\r\nHost: api.test\r\nX-A: 1\r\n Authorization: Bearer $API_KEY\r\nConnection: close\r\n\r\n`, "HTTP/1.1 ", "obs-fold: a folded line is part of X-A, never a header of its own"},
@@ -266,6 +267,17 @@ func TestBrokerExfiltrationFromASandbox(t *testing.T) {
 	}
 	if all := l.other.All() + l.bad.All(); strings.Contains(all, bkCanary) {
 		t.Fatalf("another host got the value:\n%s", all)
+	}
+	misaimed := func(e *netns.Echo) (n int) {
+		for _, s := range e.Requests() {
+			if s.Header.Get("X-Row") == "misaim" {
+				n++
+			}
+		}
+		return n
+	}
+	if misaimed(l.api) != 1 || misaimed(l.other) != 0 {
+		t.Errorf("the misaimed request reached api.test %d times and other.test %d times, want 1 and 0", misaimed(l.api), misaimed(l.other))
 	}
 	if len(l.bad.Requests()) != 0 {
 		t.Fatal("bad.test was sent a request over a connection whose certificate the broker could not verify")
