@@ -3,15 +3,18 @@ package broker
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"net/http/httputil"
 	"net/textproto"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -343,4 +346,55 @@ func TestUpstreamUnreachable(t *testing.T) {
 		t.Errorf("records %+v", recs)
 	}
 	f.noCanary(t)
+}
+
+// TestProtocolFollowsTheHost: a client that offers h2 and HTTP/1.1 speaks
+// to the broker what the host chose with the broker, and the connection
+// the broker made during the handshake serves the first request.
+func TestProtocolFollowsTheHost(t *testing.T) {
+	for _, hostH2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "host without h2", true: "host with h2"}[hostH2], func(t *testing.T) {
+			ca := newTestCA(t)
+			var mu sync.Mutex
+			conns := 0
+			up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.WriteString(w, r.Proto)
+			}))
+			up.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, testHost)}}
+			up.EnableHTTP2 = hostH2
+			up.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+				if st == http.StateNew {
+					mu.Lock()
+					conns++
+					mu.Unlock()
+				}
+			}
+			up.StartTLS()
+			t.Cleanup(up.Close)
+			b := newBroker(t)
+			f := startFront(t, b, up.Listener.Addr().String(), ca.pool)
+			c := sandboxClient(b, f.addr(), true)
+			c.Transport.(*http.Transport).Protocols.SetHTTP1(true)
+			want := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[hostH2]
+			for range 3 {
+				req, _ := http.NewRequest("GET", "https://"+testHost+"/", nil)
+				req.Header.Set("Authorization", "Bearer "+b.Placeholder("OPENAI_API_KEY"))
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || resp.Proto != want || string(body) != want {
+					t.Fatalf("status %d over %s to the broker, %q upstream; want %s both", resp.StatusCode, resp.Proto, body, want)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if conns != 1 {
+				t.Errorf("the host got %d connections, want 1", conns)
+			}
+			f.noCanary(t)
+		})
+	}
 }
