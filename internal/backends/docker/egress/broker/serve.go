@@ -367,6 +367,10 @@ func rewrite(pr *httputil.ProxyRequest, target *url.URL, use *secret) {
 // sameHost reports whether an authority (or server name) names host; with
 // port, a ":443" is allowed and any other port refused.
 func sameHost(authority, host string, port bool) bool {
+	// host is already normal: the usual exact form needs no parse.
+	if authority == host || port && len(authority) == len(host)+4 && strings.HasPrefix(authority, host) && strings.HasSuffix(authority, ":443") {
+		return true
+	}
 	h := authority
 	if port {
 		if hh, p, err := net.SplitHostPort(authority); err == nil {
