@@ -38,10 +38,15 @@ var errSNI = errors.New("broker: server name is not the intercepted host")
 // bothProtos is what an HTTP/2-capable client offers upstream.
 var bothProtos = []string{"h2", "http/1.1"}
 
-// earlyLife bounds how long the connection made during the handshake waits
-// for the first request: a host may close a connection that sends nothing,
-// and a request on a fresh connection is not retried.
-const earlyLife = time.Second
+// The connection made during the handshake: the sandbox's handshake waits
+// for it at most earlyDial (a client may give up on a slow handshake; the
+// request then dials as before), and it waits for the first request at
+// most earlyLife (a host may close a connection that sends nothing, and a
+// request on a fresh connection is not retried).
+var (
+	earlyDial = 2 * time.Second
+	earlyLife = time.Second
+)
 
 // Serve handles one connection the gateway accepted for host, prefix being
 // the bytes already read from c (the ClientHello). It terminates TLS with a
@@ -89,7 +94,10 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 			}
 			protos := []string{"h2", "http/1.1"}
 			if slices.Contains(hello.SupportedProtos, "h2") {
-				if up, err := dialUpstream(hello.Context(), dial, host, roots, bothProtos); err == nil {
+				ectx, cancel := context.WithTimeout(hello.Context(), earlyDial)
+				up, err := dialUpstream(ectx, dial, host, roots, bothProtos)
+				cancel()
+				if err == nil {
 					first.set(up)
 					if up.ConnectionState().NegotiatedProtocol != "h2" {
 						protos = []string{"http/1.1", "h2"}
@@ -252,6 +260,7 @@ type earlyConn struct {
 }
 
 func (e *earlyConn) set(c *tls.Conn) {
+	e.close()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.c = c
