@@ -93,10 +93,10 @@ func TestPlaceholderAndIntercepts(t *testing.T) {
 // real value in the declared header; the sandbox sees only the placeholder,
 // also where the upstream echoes the value back; each request is recorded.
 func TestBrokered(t *testing.T) {
-	for _, h2 := range []bool{false, true} {
-		name := map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2]
-		t.Run(name, func(t *testing.T) {
-			r := newRig(t)
+	for _, k := range connKinds {
+		h2 := k.h2
+		t.Run(k.name, func(t *testing.T) {
+			r := newRigWith(t, k.userSpace)
 			up, b, f, ph := r.up, r.b, r.f, r.ph
 			c := sandboxClient(b, f.addr(), h2)
 			req, _ := http.NewRequest("GET", "https://"+testHost+"/echo", nil)
@@ -135,9 +135,10 @@ func TestBrokered(t *testing.T) {
 // TestSSE: the first event reaches the sandbox while the upstream still
 // holds the stream open, so nothing waits for the end of the response.
 func TestSSE(t *testing.T) {
-	for _, h2 := range []bool{false, true} {
-		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2], func(t *testing.T) {
-			r := newRig(t)
+	for _, k := range connKinds {
+		h2 := k.h2
+		t.Run(k.name, func(t *testing.T) {
+			r := newRigWith(t, k.userSpace)
 			up, b, f, ph := r.up, r.b, r.f, r.ph
 			c := sandboxClient(b, f.addr(), h2)
 			req, _ := http.NewRequest("GET", "https://"+testHost+"/sse", nil)
@@ -211,9 +212,10 @@ func TestServeEndsWithContext(t *testing.T) {
 // across two body writes, and in a trailer reaches the sandbox as the
 // placeholder on both protocols.
 func TestResponseScrubbedEverywhere(t *testing.T) {
-	for _, h2 := range []bool{false, true} {
-		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2], func(t *testing.T) {
-			r := newRig(t)
+	for _, k := range connKinds {
+		h2 := k.h2
+		t.Run(k.name, func(t *testing.T) {
+			r := newRigWith(t, k.userSpace)
 			b, f, ph := r.b, r.f, r.ph
 			var early []string
 			trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {

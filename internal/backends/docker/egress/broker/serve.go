@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -86,7 +87,8 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 	// hand-offs per request than the sandbox would pay without the broker.
 	first := &earlyConn{}
 	defer first.close()
-	tc := tls.Server(&prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(prefix), c)}, &tls.Config{
+	pc := &prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(prefix), c)}
+	tc := tls.Server(pc, &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 			if n, _ := normalHost(hello.ServerName); n != host {
@@ -119,6 +121,10 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 	// HTTP/1.1 connection upstream is the cheaper match; HTTP/2 falls
 	// back to HTTP/1.1 where the host has no h2.
 	h2 := tc.ConnectionState().NegotiatedProtocol == "h2"
+	if _, kernel := c.(syscall.Conn); h2 && !kernel {
+		stopWriter := pc.startWriter()
+		defer stopWriter()
+	}
 	var upProtos []string // as http.Transport offers for HTTP/1.1 only: no ALPN
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
@@ -479,9 +485,55 @@ func (w *scrubWriter) finish() {
 type prefixConn struct {
 	net.Conn
 	r io.Reader
+
+	wmu    sync.Mutex
+	writes chan []byte
+	wrote  chan writeResult
+	done   chan struct{}
 }
 
 func (p *prefixConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// startWriter moves the connection's writes onto one goroutine that lives
+// as long as the connection: net/http's HTTP/2 server writes each flush
+// from a new goroutine, whose stack would grow again through a user-space
+// stack's deep write path (the gateway's netstack; a connection with no
+// file descriptor) for every response. The returned func ends it.
+func (p *prefixConn) startWriter() func() {
+	p.writes, p.wrote, p.done = make(chan []byte), make(chan writeResult), make(chan struct{})
+	go func() {
+		for {
+			select {
+			case b := <-p.writes:
+				n, err := p.Conn.Write(b)
+				p.wrote <- writeResult{n, err}
+			case <-p.done:
+				return
+			}
+		}
+	}()
+	return func() { close(p.done) }
+}
+
+type writeResult struct {
+	n   int
+	err error
+}
+
+func (p *prefixConn) Write(b []byte) (int, error) {
+	if p.writes == nil {
+		return p.Conn.Write(b)
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	select {
+	case p.writes <- b:
+	case <-p.done:
+		return 0, net.ErrClosed
+	}
+	r := <-p.wrote
+	return r.n, r.err
+}
 
 // oneConn is a listener that yields one connection, then blocks until
 // closed, so http.Server serves exactly the sandbox's connection.
