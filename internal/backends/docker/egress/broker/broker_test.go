@@ -3,15 +3,18 @@ package broker
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"net/http/httputil"
 	"net/textproto"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -90,10 +93,10 @@ func TestPlaceholderAndIntercepts(t *testing.T) {
 // real value in the declared header; the sandbox sees only the placeholder,
 // also where the upstream echoes the value back; each request is recorded.
 func TestBrokered(t *testing.T) {
-	for _, h2 := range []bool{false, true} {
-		name := map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2]
-		t.Run(name, func(t *testing.T) {
-			r := newRig(t)
+	for _, k := range connKinds {
+		h2 := k.h2
+		t.Run(k.name, func(t *testing.T) {
+			r := newRigWith(t, k.userSpace)
 			up, b, f, ph := r.up, r.b, r.f, r.ph
 			c := sandboxClient(b, f.addr(), h2)
 			req, _ := http.NewRequest("GET", "https://"+testHost+"/echo", nil)
@@ -132,9 +135,10 @@ func TestBrokered(t *testing.T) {
 // TestSSE: the first event reaches the sandbox while the upstream still
 // holds the stream open, so nothing waits for the end of the response.
 func TestSSE(t *testing.T) {
-	for _, h2 := range []bool{false, true} {
-		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2], func(t *testing.T) {
-			r := newRig(t)
+	for _, k := range connKinds {
+		h2 := k.h2
+		t.Run(k.name, func(t *testing.T) {
+			r := newRigWith(t, k.userSpace)
 			up, b, f, ph := r.up, r.b, r.f, r.ph
 			c := sandboxClient(b, f.addr(), h2)
 			req, _ := http.NewRequest("GET", "https://"+testHost+"/sse", nil)
@@ -208,9 +212,10 @@ func TestServeEndsWithContext(t *testing.T) {
 // across two body writes, and in a trailer reaches the sandbox as the
 // placeholder on both protocols.
 func TestResponseScrubbedEverywhere(t *testing.T) {
-	for _, h2 := range []bool{false, true} {
-		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2], func(t *testing.T) {
-			r := newRig(t)
+	for _, k := range connKinds {
+		h2 := k.h2
+		t.Run(k.name, func(t *testing.T) {
+			r := newRigWith(t, k.userSpace)
 			b, f, ph := r.b, r.f, r.ph
 			var early []string
 			trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
@@ -343,4 +348,149 @@ func TestUpstreamUnreachable(t *testing.T) {
 		t.Errorf("records %+v", recs)
 	}
 	f.noCanary(t)
+}
+
+// TestProtocolFollowsTheHost: a client that offers h2 and HTTP/1.1 speaks
+// to the broker what the host chose with the broker, and the connection
+// the broker made during the handshake serves the first request.
+func TestProtocolFollowsTheHost(t *testing.T) {
+	for _, hostH2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "host without h2", true: "host with h2"}[hostH2], func(t *testing.T) {
+			b, f, conns := countingHost(t, hostH2)
+			c := sandboxClient(b, f.addr(), true)
+			c.Transport.(*http.Transport).Protocols.SetHTTP1(true)
+			want := map[bool]string{false: "HTTP/1.1", true: "HTTP/2.0"}[hostH2]
+			for range 3 {
+				req, _ := http.NewRequest("GET", "https://"+testHost+"/", nil)
+				req.Header.Set("Authorization", "Bearer "+b.Placeholder("OPENAI_API_KEY"))
+				resp, err := c.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || resp.Proto != want || string(body) != want {
+					t.Fatalf("status %d over %s to the broker, %q upstream; want %s both", resp.StatusCode, resp.Proto, body, want)
+				}
+			}
+			if n := conns(); n != 1 {
+				t.Errorf("the host got %d connections, want 1", n)
+			}
+			f.noCanary(t)
+		})
+	}
+}
+
+// TestEarlyConnectionExpires: the connection made during the handshake is
+// closed when no request comes within earlyLife; a later request dials.
+func TestEarlyConnectionExpires(t *testing.T) {
+	old := earlyLife
+	earlyLife = 20 * time.Millisecond
+	t.Cleanup(func() { earlyLife = old })
+	b, f, conns := countingHost(t, false)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.CACertPEM())
+	c, err := tls.Dial("tcp", f.addr(), &tls.Config{ServerName: testHost, RootCAs: pool, NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if p := c.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+		t.Fatalf("negotiated %q with a host without h2", p)
+	}
+	time.Sleep(10 * earlyLife)
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n\r\n", testHost, b.Placeholder("OPENAI_API_KEY"))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if n := conns(); n != 2 {
+		t.Errorf("the host got %d connections, want 2 (the early one, closed, and the request's)", n)
+	}
+	f.noCanary(t)
+}
+
+// TestEarlyDialBounded: a host that accepts and never answers holds the
+// sandbox's handshake for earlyDial at most, which then offers h2 first as
+// when the broker dials at the first request.
+func TestEarlyDialBounded(t *testing.T) {
+	old := earlyDial
+	earlyDial = 50 * time.Millisecond
+	t.Cleanup(func() { earlyDial = old })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	b := newBroker(t)
+	f := startFront(t, b, ln.Addr().String(), nil)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(b.CACertPEM())
+	start := time.Now()
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", f.addr(), &tls.Config{ServerName: testHost, RootCAs: pool, NextProtos: []string{"h2", "http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the handshake took %s", d)
+	}
+	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Errorf("negotiated %q, want h2", p)
+	}
+}
+
+// countingHost is an HTTPS host for testHost, with or without h2, that
+// answers with the protocol it was spoken to in, a broker and a front for
+// it, and the number of connections the host has accepted.
+func countingHost(t *testing.T, h2 bool) (*Broker, *front, func() int) {
+	t.Helper()
+	ca := newTestCA(t)
+	var mu sync.Mutex
+	conns := 0
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Proto)
+	}))
+	up.TLS = &tls.Config{Certificates: []tls.Certificate{ca.leaf(t, testHost)}}
+	up.EnableHTTP2 = h2
+	up.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	up.StartTLS()
+	t.Cleanup(up.Close)
+	b := newBroker(t)
+	f := startFront(t, b, up.Listener.Addr().String(), ca.pool)
+	return b, f, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return conns
+	}
 }

@@ -29,13 +29,27 @@ type rig struct {
 	otherAddr string
 }
 
-func newRig(t testing.TB) *rig {
+func newRig(t testing.TB) *rig { return newRigWith(t, false) }
+
+// connKinds are the sandbox connections the contract tests run over: each
+// protocol from a kernel socket, and HTTP/2 as the gateway's netstack
+// hands it over (Serve then writes from a goroutine of its own).
+var connKinds = []struct {
+	name          string
+	h2, userSpace bool
+}{{"HTTP/1.1", false, false}, {"HTTP/2", true, false}, {"HTTP/2 user-space connection", true, true}}
+
+func newRigWith(t testing.TB, userSpace bool) *rig {
 	ca := newTestCA(t)
 	r := &rig{ca: ca, b: newBroker(t)}
 	r.ph = r.b.Placeholder("OPENAI_API_KEY")
 	r.up = newUpstream(t, ca.leaf(t, testHost))
 	r.other = newUpstream(t, ca.leaf(t, otherHost))
-	r.f = startFront(t, r.b, r.up.srv.Listener.Addr().String(), ca.pool)
+	if userSpace {
+		r.f = startUserSpaceFront(t, r.b, r.up.srv.Listener.Addr().String(), ca.pool)
+	} else {
+		r.f = startFront(t, r.b, r.up.srv.Listener.Addr().String(), ca.pool)
+	}
 	r.otherAddr = splice(t, r.other.srv.Listener.Addr().String())
 	return r
 }
@@ -338,24 +352,35 @@ func TestExfiltration(t *testing.T) {
 	)
 	var table []string
 	for _, a := range rows {
-		t.Run(a.name, func(t *testing.T) {
-			r := newRig(t)
-			result, sandboxSaw := a.run(t, r)
-			result = strings.ReplaceAll(result, canary, "<VALUE>")
-			if strings.Contains(sandboxSaw, canary) {
-				t.Errorf("the sandbox saw the value")
-				result += " — SANDBOX SAW THE VALUE"
+		for _, userSpace := range []bool{false, true} {
+			name := a.name
+			if userSpace {
+				if !strings.HasPrefix(name, "h2") {
+					continue
+				}
+				name += " (user-space connection)"
 			}
-			if l := r.leaked(); l != "" {
-				t.Errorf("the value reached: %s", l)
-				result += " — LEAKED to " + l
-			}
-			r.f.noCanary(t)
-			if !slices.ContainsFunc(strings.Split(a.want, " or "), func(w string) bool { return strings.Contains(result, w) }) {
-				t.Errorf("result %q, want %q", result, a.want)
-			}
-			table = append(table, "| "+a.name+" | "+strings.ReplaceAll(result, "|", "/")+" |")
-		})
+			t.Run(name, func(t *testing.T) {
+				r := newRigWith(t, userSpace)
+				result, sandboxSaw := a.run(t, r)
+				result = strings.ReplaceAll(result, canary, "<VALUE>")
+				if strings.Contains(sandboxSaw, canary) {
+					t.Errorf("the sandbox saw the value")
+					result += " — SANDBOX SAW THE VALUE"
+				}
+				if l := r.leaked(); l != "" {
+					t.Errorf("the value reached: %s", l)
+					result += " — LEAKED to " + l
+				}
+				r.f.noCanary(t)
+				if !slices.ContainsFunc(strings.Split(a.want, " or "), func(w string) bool { return strings.Contains(result, w) }) {
+					t.Errorf("result %q, want %q", result, a.want)
+				}
+				if !userSpace {
+					table = append(table, "| "+a.name+" | "+strings.ReplaceAll(result, "|", "/")+" |")
+				}
+			})
+		}
 	}
 	t.Logf("exfiltration attempts:\n| attempt | result |\n| --- | --- |\n%s", strings.Join(table, "\n"))
 }

@@ -238,6 +238,22 @@ type front struct {
 
 func startFront(t testing.TB, b *Broker, upAddr string, roots *x509.CertPool) *front {
 	t.Helper()
+	return startFrontWith(t, b, upAddr, roots, func(c net.Conn) net.Conn { return c })
+}
+
+// userSpaceConn is a connection as the gateway's netstack hands it over:
+// no file descriptor behind it.
+type userSpaceConn struct{ net.Conn }
+
+// startUserSpaceFront is startFront with the sandbox's connections as the
+// gateway gives them to Serve.
+func startUserSpaceFront(t testing.TB, b *Broker, upAddr string, roots *x509.CertPool) *front {
+	t.Helper()
+	return startFrontWith(t, b, upAddr, roots, func(c net.Conn) net.Conn { return userSpaceConn{c} })
+}
+
+func startFrontWith(t testing.TB, b *Broker, upAddr string, roots *x509.CertPool, wrap func(net.Conn) net.Conn) *front {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +289,7 @@ func startFront(t testing.TB, b *Broker, upAddr string, roots *x509.CertPool) *f
 					return
 				}
 				_ = c.SetReadDeadline(time.Time{})
-				err := b.Serve(ctx, c, prefix, testHost, dial, roots, record)
+				err := b.Serve(ctx, wrap(c), prefix, testHost, dial, roots, record)
 				if err != nil {
 					f.mu.Lock()
 					f.errs = append(f.errs, err)

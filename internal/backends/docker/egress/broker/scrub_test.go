@@ -122,6 +122,12 @@ func FuzzScrub(f *testing.F) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("streamed %q, want %q", got, want)
 		}
+		// scrubString skips what mayHold says cannot change: it must
+		// still be the whole scrubber's answer.
+		whole := newScrubber(pairs)
+		if s, w := scrubString(pairs, string(in)), string(whole.flush(whole.push(nil, in))); s != w {
+			t.Fatalf("scrubString gave %q, the scrubber %q", s, w)
+		}
 		for _, p := range pairs {
 			if !bytes.ContainsAny(p.from, "\x00\x01") && !bytes.ContainsAny(in, "\x00\x01") && !bordered(pairs) && bytes.Contains(got, p.from) {
 				t.Fatalf("value %q survived in %q", p.from, got)
@@ -163,5 +169,26 @@ func BenchmarkScrub(b *testing.B) {
 			out = s.push(out[:0], text[i:min(i+32<<10, len(text))])
 		}
 		out = s.flush(out[:0])
+	}
+}
+
+// TestScrubStringEdges: the strings scrubString may skip unscanned end
+// just short of what the scrubber would change.
+func TestScrubStringEdges(t *testing.T) {
+	pairs := []pair{{from: []byte(canary), to: []byte("PLACEHOLDER-PLACEHOLDER-PLACEHOLDER-PLACE")}, {from: []byte("short"), to: []byte("SHORT")}}
+	for in, want := range map[string]string{
+		"k=" + canary[:minPartial]:         "k=PLACEHOL",
+		"k=" + canary[:minPartial-1]:       "k=" + canary[:minPartial-1],
+		canary[:minPartial] + "x":          canary[:minPartial] + "x",
+		"a " + canary + " b":               "a PLACEHOLDER-PLACEHOLDER-PLACEHOLDER-PLACE b",
+		"a short b":                        "a SHORT b",
+		"a shor":                           "a shor",
+		"no value here":                    "no value here",
+		canary[1:]:                         canary[1:],
+		"x" + canary[:len(canary)-1] + "y": "x" + canary[:len(canary)-1] + "y",
+	} {
+		if got := scrubString(pairs, in); got != want {
+			t.Errorf("scrubString(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -13,8 +13,10 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -33,6 +35,19 @@ const (
 )
 
 var errSNI = errors.New("broker: server name is not the intercepted host")
+
+// bothProtos is what an HTTP/2-capable client offers upstream.
+var bothProtos = []string{"h2", "http/1.1"}
+
+// The connection made during the handshake: the sandbox's handshake waits
+// for it at most earlyDial (a client may give up on a slow handshake; the
+// request then dials as before), and it waits for the first request at
+// most earlyLife (a host may close a connection that sends nothing, and a
+// request on a fresh connection is not retried).
+var (
+	earlyDial = 2 * time.Second
+	earlyLife = time.Second
+)
 
 // Serve handles one connection the gateway accepted for host, prefix being
 // the bytes already read from c (the ClientHello). It terminates TLS with a
@@ -65,14 +80,33 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 	if err != nil {
 		return err
 	}
-	tc := tls.Server(&prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(prefix), c)}, &tls.Config{
+	// A client that offers h2 gets the protocol the host itself chose:
+	// the broker dials the host while it answers the ClientHello, and
+	// that connection serves the first request. HTTP/2 to the sandbox in
+	// front of HTTP/1.1 upstream costs a second framing and more goroutine
+	// hand-offs per request than the sandbox would pay without the broker.
+	first := &earlyConn{}
+	defer first.close()
+	pc := &prefixConn{Conn: c, r: io.MultiReader(bytes.NewReader(prefix), c)}
+	tc := tls.Server(pc, &tls.Config{
 		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"h2", "http/1.1"},
-		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 			if n, _ := normalHost(hello.ServerName); n != host {
 				return nil, errSNI
 			}
-			return leaf, nil
+			protos := []string{"h2", "http/1.1"}
+			if slices.Contains(hello.SupportedProtos, "h2") {
+				ectx, cancel := context.WithTimeout(hello.Context(), earlyDial)
+				up, err := dialUpstream(ectx, dial, host, roots, bothProtos)
+				cancel()
+				if err == nil {
+					first.set(up)
+					if up.ConnectionState().NegotiatedProtocol != "h2" {
+						protos = []string{"http/1.1", "h2"}
+					}
+				}
+			}
+			return &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: protos, Certificates: []tls.Certificate{*leaf}}, nil
 		},
 	})
 	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
@@ -82,17 +116,34 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 		return fmt.Errorf("broker: TLS from the sandbox for %s: %w", host, err)
 	}
 
+	// Upstream speaks what the sandbox's client chose with the broker: an
+	// HTTP/1.1 connection is one request at a time, for which one
+	// HTTP/1.1 connection upstream is the cheaper match; HTTP/2 falls
+	// back to HTTP/1.1 where the host has no h2.
+	h2 := tc.ConnectionState().NegotiatedProtocol == "h2"
+	if _, kernel := c.(syscall.Conn); h2 && !kernel {
+		stopWriter := pc.startWriter()
+		defer stopWriter()
+	}
+	var upProtos []string // as http.Transport offers for HTTP/1.1 only: no ALPN
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	if h2 {
+		upProtos = bothProtos
+		protocols.SetHTTP2(true)
+	}
 	tr := &http.Transport{
 		// The gateway's own resolution and dial; never the sandbox's
-		// address, never a proxy from the environment.
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
-		TLSClientConfig: &tls.Config{
-			ServerName: host,
-			RootCAs:    roots,
-			MinVersion: tls.VersionTLS12,
+		// address, never a proxy from the environment. TLS is verified
+		// for host against roots.
+		DialTLSContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			if up := first.take(h2); up != nil {
+				return up, nil
+			}
+			return dialUpstream(ctx, dial, host, roots, upProtos)
 		},
 		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    handshakeTimeout,
+		Protocols:              protocols,
 		ResponseHeaderTimeout:  upstreamHeaderTimeout,
 		MaxResponseHeaderBytes: maxHeaderBytes,
 		IdleConnTimeout:        idleTimeout,
@@ -101,15 +152,6 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 		// The scrubber reads literal bytes: ask for none of the encodings
 		// that would hide the value from it.
 		DisableCompression: true,
-	}
-	// Upstream speaks what the sandbox's client chose with the broker: an
-	// HTTP/1.1 connection is one request at a time, for which one
-	// HTTP/1.1 connection upstream is the cheaper match; HTTP/2 falls
-	// back to HTTP/1.1 where the host has no h2.
-	tr.Protocols = new(http.Protocols)
-	tr.Protocols.SetHTTP1(true)
-	if tc.ConnectionState().NegotiatedProtocol == "h2" {
-		tr.Protocols.SetHTTP2(true)
 	}
 	defer tr.CloseIdleConnections()
 	target := &url.URL{Scheme: "https", Host: host}
@@ -197,6 +239,67 @@ func (b *Broker) Serve(ctx context.Context, c net.Conn, prefix []byte, host stri
 	return nil
 }
 
+// dialUpstream dials host and makes TLS to it, verified for host against
+// roots (nil: the system's), offering protos.
+func dialUpstream(ctx context.Context, dial func(ctx context.Context) (net.Conn, error),
+	host string, roots *x509.CertPool, protos []string) (*tls.Conn, error) {
+	raw, err := dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tc := tls.Client(raw, &tls.Config{ServerName: host, RootCAs: roots, MinVersion: tls.VersionTLS12, NextProtos: protos})
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		raw.Close()
+		return nil, err
+	}
+	return tc, nil
+}
+
+// earlyConn holds the upstream connection made during the sandbox's
+// handshake until the first request takes it or earlyLife ends.
+type earlyConn struct {
+	mu sync.Mutex
+	c  *tls.Conn
+	t  *time.Timer
+}
+
+func (e *earlyConn) set(c *tls.Conn) {
+	e.close()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.c = c
+	e.t = time.AfterFunc(earlyLife, e.close)
+}
+
+// take returns the connection if it is still waiting and fits: an h2
+// connection only for a Transport that speaks HTTP/2.
+func (e *earlyConn) take(h2 bool) *tls.Conn {
+	e.mu.Lock()
+	c := e.c
+	e.c = nil
+	e.mu.Unlock()
+	if c != nil && !h2 && c.ConnectionState().NegotiatedProtocol == "h2" {
+		c.Close()
+		return nil
+	}
+	return c
+}
+
+func (e *earlyConn) close() {
+	e.mu.Lock()
+	c := e.c
+	e.c = nil
+	if e.t != nil {
+		e.t.Stop()
+	}
+	e.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
 var discard = log.New(io.Discard, "", 0)
 
 // buffers spares each proxied response a fresh 32 KiB copy buffer.
@@ -279,6 +382,10 @@ func rewrite(pr *httputil.ProxyRequest, target *url.URL, use *secret) {
 // sameHost reports whether an authority (or server name) names host; with
 // port, a ":443" is allowed and any other port refused.
 func sameHost(authority, host string, port bool) bool {
+	// host is already normal: the usual exact form needs no parse.
+	if authority == host || port && len(authority) == len(host)+4 && strings.HasPrefix(authority, host) && strings.HasSuffix(authority, ":443") {
+		return true
+	}
 	h := authority
 	if port {
 		if hh, p, err := net.SplitHostPort(authority); err == nil {
@@ -378,9 +485,55 @@ func (w *scrubWriter) finish() {
 type prefixConn struct {
 	net.Conn
 	r io.Reader
+
+	wmu    sync.Mutex
+	writes chan []byte
+	wrote  chan writeResult
+	done   chan struct{}
 }
 
 func (p *prefixConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// startWriter moves the connection's writes onto one goroutine that lives
+// as long as the connection: net/http's HTTP/2 server writes each flush
+// from a new goroutine, whose stack would grow again through a user-space
+// stack's deep write path (the gateway's netstack; a connection with no
+// file descriptor) for every response. The returned func ends it.
+func (p *prefixConn) startWriter() func() {
+	p.writes, p.wrote, p.done = make(chan []byte), make(chan writeResult), make(chan struct{})
+	go func() {
+		for {
+			select {
+			case b := <-p.writes:
+				n, err := p.Conn.Write(b)
+				p.wrote <- writeResult{n, err}
+			case <-p.done:
+				return
+			}
+		}
+	}()
+	return func() { close(p.done) }
+}
+
+type writeResult struct {
+	n   int
+	err error
+}
+
+func (p *prefixConn) Write(b []byte) (int, error) {
+	if p.writes == nil {
+		return p.Conn.Write(b)
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	select {
+	case p.writes <- b:
+	case <-p.done:
+		return 0, net.ErrClosed
+	}
+	r := <-p.wrote
+	return r.n, r.err
+}
 
 // oneConn is a listener that yields one connection, then blocks until
 // closed, so http.Server serves exactly the sandbox's connection.
