@@ -3,12 +3,16 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/inputs"
 	dockertest "github.com/sandboxio/terraform-provider-sandboxio/internal/testing/docker"
@@ -129,4 +133,53 @@ func TestMCP_BrokeredSecret(t *testing.T) {
 		t.Fatal("the value is in stderr or the structured result")
 	}
 	checkBrokered(t, canary, text, api, other, audit)
+}
+
+// The CLI holds a brokered value in its memory only: it re-executes itself
+// without it, so its /proc environ (and cmdline) lack the value while the
+// sandbox uses the secret.
+func TestRunCLI_BrokeredValueLeavesTheCLIEnvironment(t *testing.T) {
+	needDocker(t)
+	api, other, roots, dns := brokerHost(t)
+	canary := "sk-cli-environ-" + runID + "-canary"
+	session := "brokered-environ-" + runID
+	spec, sum := specFile(t, "acme", session, brokeredTemplate(t, dns))
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	cmd := exec.Command(exe, "run", "--quiet", "--spec", spec, "--spec-sha256", sum, "--tenant", "acme", "--session", session, "--audit", audit,
+		"--", "sh", "-c", brokeredScript+"; sleep 3")
+	cmd.Env = append(os.Environ(), cliChildEnv+"=1", "SANDBOXIO_TEST_RUN_ID="+runID, "SSL_CERT_FILE="+roots, "API_KEY="+canary)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Read the process while the sandbox runs: after the first request
+	// (the re-execution happened long before).
+	deadline := time.Now().Add(60 * time.Second)
+	for len(api.Requests()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	proc := ""
+	for _, f := range []string{"environ", "cmdline"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", cmd.Process.Pid, f))
+		if err != nil {
+			t.Fatalf("reading the CLI's %s: %v", f, err)
+		}
+		proc += string(b)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v\nstdout %s\nstderr %s", err, stdout.String(), stderr.String())
+	}
+	entries := strings.Split(proc, "\x00")
+	if !slices.Contains(entries, "SSL_CERT_FILE="+roots) || strings.Contains(proc, canary) || slices.ContainsFunc(entries, func(e string) bool { return strings.HasPrefix(e, "API_KEY=") }) {
+		t.Fatal("the CLI's environ or cmdline holds the brokered variable, or was not read")
+	}
+	if strings.Contains(stderr.String(), canary) || strings.Contains(stderr.String(), "could not re-execute") {
+		t.Fatalf("stderr: %s", stderr.String())
+	}
+	checkBrokered(t, canary, stdout.String(), api, other, audit)
 }
