@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/backends/docker/egress/broker"
 	"github.com/sandboxio/terraform-provider-sandboxio/internal/rules"
 	"github.com/sandboxio/terraform-provider-sandboxio/model"
@@ -90,6 +91,12 @@ func (f *brokerFiles) remove() {
 // each brokered variable holds its placeholder, never the value, and the
 // TLS variables name the bundle. An error names a secret, never a value.
 func (p *createPlan) openBroker() error {
+	if len(p.brokered) != len(p.spec.BrokeredSecrets) {
+		// A plan made without the values (Preflight's, a warm sandbox's)
+		// must never create a sandbox that names brokered secrets.
+		return backends.RuleRefusal(rules.SecretValues, "brokered_secrets",
+			fmt.Sprintf("%d of the spec's %d brokered secret(s) have a value for the broker", len(p.brokered), len(p.spec.BrokeredSecrets)))
+	}
 	if len(p.brokered) == 0 {
 		return nil
 	}

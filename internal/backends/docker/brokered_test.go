@@ -359,3 +359,16 @@ func TestOpenBrokerGivesThePlaceholderAndTheBundle(t *testing.T) {
 		t.Fatalf("the CA directory is left: %v", err)
 	}
 }
+
+// A plan made without the values (as Preflight's is) creates nothing for a
+// spec with brokered secrets: openBroker refuses it before the container.
+func TestOpenBrokerRefusesAPlanWithoutValues(t *testing.T) {
+	p, err := validate(backends.CreateRequest{Spec: testSpec(t, brokered)}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.openBroker()
+	if me := classError(t, err, model.ErrConfiguration, ""); me.Attribute != "brokered_secrets" || p.broker != nil || p.brokerFiles != nil {
+		t.Fatalf("openBroker on a plan without values: %v", err)
+	}
+}
