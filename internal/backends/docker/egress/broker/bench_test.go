@@ -64,8 +64,7 @@ func BenchmarkBroker(b *testing.B) {
 }
 
 func caPool(b *Broker) *x509.CertPool {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(b.CACertPEM())
+	pool := trusting(b)
 	return pool
 }
 

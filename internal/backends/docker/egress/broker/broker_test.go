@@ -262,8 +262,7 @@ func TestLeafCacheBounded(t *testing.T) {
 	}
 	l, _ := b.leaf("h1.example.org")
 	leaf, _ := x509.ParseCertificate(l.Certificate[0])
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(b.CACertPEM())
+	pool := trusting(b)
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "h1.example.org"}); err != nil {
 		t.Errorf("a leaf does not verify against the CA: %v", err)
 	}
@@ -274,8 +273,7 @@ func TestLeafCacheBounded(t *testing.T) {
 // only.
 func TestCAConstrained(t *testing.T) {
 	b := newBroker(t)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(b.CACertPEM())
+	pool := trusting(b)
 	for name, want := range map[string]bool{testHost: true, "sub." + testHost: true, otherHost: false, "example.test": false} {
 		l, err := b.leaf(name)
 		if err != nil {
@@ -388,8 +386,7 @@ func TestEarlyConnectionExpires(t *testing.T) {
 	earlyLife = 20 * time.Millisecond
 	t.Cleanup(func() { earlyLife = old })
 	b, f, conns := countingHost(t, false)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(b.CACertPEM())
+	pool := trusting(b)
 	c, err := tls.Dial("tcp", f.addr(), &tls.Config{ServerName: testHost, RootCAs: pool, NextProtos: []string{"h2", "http/1.1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -448,8 +445,7 @@ func TestEarlyDialBounded(t *testing.T) {
 	}()
 	b := newBroker(t)
 	f := startFront(t, b, ln.Addr().String(), nil)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(b.CACertPEM())
+	pool := trusting(b)
 	start := time.Now()
 	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", f.addr(), &tls.Config{ServerName: testHost, RootCAs: pool, NextProtos: []string{"h2", "http/1.1"}})
 	if err != nil {

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
 	"net/http"
@@ -211,8 +210,7 @@ func TestExfiltration(t *testing.T) {
 				return fmt.Sprintf("Intercepts=%v; other host got %q", r.b.Intercepts(otherHost), strings.ReplaceAll(got, r.ph, "<placeholder>")), string(dump)
 			}, `Intercepts=false; other host got "Bearer <placeholder>"`},
 			attempt{p + ": SNI of another host to the broker", func(t *testing.T, r *rig) (string, string) {
-				pool := x509.NewCertPool()
-				pool.AppendCertsFromPEM(r.b.CACertPEM())
+				pool := trusting(r.b)
 				c, err := tls.Dial("tcp", r.f.addr(), &tls.Config{ServerName: otherHost, RootCAs: pool, NextProtos: []string{map[bool]string{false: "http/1.1", true: "h2"}[h2]}})
 				if err == nil {
 					c.Close()
@@ -397,8 +395,7 @@ func otherClient(r *rig, h2 bool) *http.Client {
 // h2Raw sends one HEADERS frame, fields as given, with no validation on
 // this side, and returns the response's :status or the refusal.
 func h2Raw(r *rig, fields [][2]string) (string, string) {
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(r.b.CACertPEM())
+	pool := trusting(r.b)
 	c, err := tls.Dial("tcp", r.f.addr(), &tls.Config{ServerName: testHost, RootCAs: pool, NextProtos: []string{"h2"}})
 	if err != nil {
 		return "handshake refused", err.Error()
@@ -465,8 +462,7 @@ func h2Raw(r *rig, fields [][2]string) (string, string) {
 // header list, HPACK table) in its first SETTINGS frame.
 func TestHTTP2Bounds(t *testing.T) {
 	r := newRig(t)
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(r.b.CACertPEM())
+	pool := trusting(r.b)
 	c, err := tls.Dial("tcp", r.f.addr(), &tls.Config{ServerName: testHost, RootCAs: pool, NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)

@@ -328,9 +328,15 @@ func (f *front) noCanary(t testing.TB) {
 
 // sandboxClient is the code in the sandbox: it trusts only the broker's
 // CA and every connection it makes goes to the front.
-func sandboxClient(b *Broker, addr string, h2 bool) *http.Client {
+// trusting is the pool of a sandbox that trusts b's CA, as its bundle does.
+func trusting(b *Broker) *x509.CertPool {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(b.CACertPEM())
+	return pool
+}
+
+func sandboxClient(b *Broker, addr string, h2 bool) *http.Client {
+	pool := trusting(b)
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
@@ -360,8 +366,7 @@ var rawWait = 5 * time.Second
 // the first response's status line and everything read (bounded).
 func rawExchange(t testing.TB, b *Broker, addr, raw string) (string, string) {
 	t.Helper()
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(b.CACertPEM())
+	pool := trusting(b)
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	c, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{RootCAs: pool, ServerName: testHost, NextProtos: []string{"http/1.1"}})
 	if err != nil {

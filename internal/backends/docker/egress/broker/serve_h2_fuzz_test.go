@@ -3,7 +3,6 @@ package broker
 import (
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
 	"io"
 	"net"
 	"strings"
@@ -58,8 +57,7 @@ func FuzzServeHTTP2(f *testing.F) {
 // and returns what came back on the connection, header fields decoded.
 func h2Exchange(t testing.TB, b *Broker, addr string, fields []hpack.HeaderField, body []byte) string {
 	t.Helper()
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(b.CACertPEM())
+	pool := trusting(b)
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	c, err := tls.DialWithDialer(d, "tcp", addr, &tls.Config{RootCAs: pool, ServerName: testHost, NextProtos: []string{"h2"}})
 	if err != nil {
