@@ -113,26 +113,7 @@ func TestAccPolicyCheckDecidesAsPlan_BrokeredSecrets(t *testing.T) {
 			twin: templateConfig(brokerGateway, ""), want: decision{"refused", []string{"SBX-SEC-007"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var wantErr *regexp.Regexp
-			if tc.want.outcome == "refused" {
-				wantErr = regexp.MustCompile(`Rule: ` + regexp.QuoteMeta(tc.want.rules[0]))
-			}
-			planned, plan := planOf(t, tc.config, wantErr)
-			if t.Skipped() {
-				return
-			}
-			if planned.String() != tc.want.String() {
-				t.Fatalf("terraform plan decided %v, want %v", planned, tc.want)
-			}
-			if tc.twin != "" {
-				// A refused configuration has no plan: plan its twin
-				// without brokered_secrets and give it them as planned.
-				_, plan = planOf(t, tc.twin, nil)
-				plan = patchTemplate(t, plan, func(after map[string]any) { after["brokered_secrets"] = secret })
-			}
-			if checked := checkDecision(t, plan); checked.String() != planned.String() {
-				t.Fatalf("terraform plan decided %v, sandboxio policy check on its plan %v", planned, checked)
-			}
+			samePlanAndCheck(t, tc.config, tc.twin, func(after map[string]any) { after["brokered_secrets"] = secret }, tc.want)
 		})
 	}
 }

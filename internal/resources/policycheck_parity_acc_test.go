@@ -221,26 +221,33 @@ resource "sandboxio_template" "test" {
 				after["network"] = map[string]any{"egress": "deny", "allow": []any{"1.2.3.4/32"}}
 			}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var wantErr *regexp.Regexp
-			if tc.want.outcome == "refused" {
-				wantErr = regexp.MustCompile(`Rule: ` + regexp.QuoteMeta(tc.want.rules[0]))
-			}
-			planned, plan := planOf(t, tc.config, wantErr)
-			if t.Skipped() {
-				return
-			}
-			if planned.String() != tc.want.String() {
-				t.Fatalf("terraform plan decided %v, want %v", planned, tc.want)
-			}
-			if tc.twin != "" {
-				_, plan = planOf(t, tc.twin, nil)
-				plan = patchTemplate(t, plan, tc.patch)
-			}
-			if checked := checkDecision(t, plan); checked.String() != planned.String() {
-				t.Fatalf("terraform plan decided %v, sandboxio policy check on its plan %v", planned, checked)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { samePlanAndCheck(t, tc.config, tc.twin, tc.patch, tc.want) })
+	}
+}
+
+// samePlanAndCheck plans config, wants decision want from terraform plan,
+// and the same from `sandboxio policy check` on the plan's JSON. A refused
+// configuration has no plan: its twin (without the refused attribute) is
+// planned, and patch gives that plan the attribute as planned.
+func samePlanAndCheck(t *testing.T, config, twin string, patch func(after map[string]any), want decision) {
+	t.Helper()
+	var wantErr *regexp.Regexp
+	if want.outcome == "refused" {
+		wantErr = regexp.MustCompile(`Rule: ` + regexp.QuoteMeta(want.rules[0]))
+	}
+	planned, plan := planOf(t, config, wantErr)
+	if t.Skipped() {
+		return
+	}
+	if planned.String() != want.String() {
+		t.Fatalf("terraform plan decided %v, want %v", planned, want)
+	}
+	if twin != "" {
+		_, plan = planOf(t, twin, nil)
+		plan = patchTemplate(t, plan, patch)
+	}
+	if checked := checkDecision(t, plan); checked.String() != planned.String() {
+		t.Fatalf("terraform plan decided %v, sandboxio policy check on its plan %v", planned, checked)
 	}
 }
 
