@@ -10,7 +10,8 @@
 //	h1:M|URL|H=V;H=V|BODY  an HTTPS request over HTTP/1.1 (h2: over HTTP/2),
 //	                  trusting the system's roots (so SSL_CERT_FILE), never a
 //	                  proxy, following no redirect; $NAME expands from the
-//	                  environment. Prints the status, Location and body.
+//	                  environment. Prints the status, Location, when the
+//	                  body's first and last bytes came, and the body.
 //	raw:IP:PORT|SNI|BYTES  BYTES (Go-quoted, $NAME expanded) over TLS to
 //	                  SNI, verified; prints what came back
 package main
@@ -116,8 +117,27 @@ func request(kind, rest string) string {
 		return "error " + err.Error()
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 8192))
-	out := fmt.Sprintf("status=%d proto=%s location=%q body=%q", resp.StatusCode, resp.Proto, resp.Header.Get("Location"), body)
+	// The first body byte's arrival and the last's, from the headers: a
+	// stream passed through as it comes has them apart.
+	start := time.Now()
+	var body []byte
+	var first time.Duration
+	buf := make([]byte, 1024)
+	for len(body) < 8192 {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 && body == nil {
+			first = time.Since(start)
+		}
+		body = append(body, buf[:n]...)
+		if rerr != nil {
+			if rerr != io.EOF {
+				err = rerr
+			}
+			break
+		}
+	}
+	out := fmt.Sprintf("status=%d proto=%s location=%q first_ms=%d total_ms=%d body=%q", resp.StatusCode, resp.Proto, resp.Header.Get("Location"),
+		first.Milliseconds(), time.Since(start).Milliseconds(), body)
 	if err != nil {
 		out += " read-error " + err.Error()
 	}
