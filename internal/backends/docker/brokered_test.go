@@ -151,7 +151,8 @@ func TestBrokerWritesTheSecretOnlyForItsHost(t *testing.T) {
 	// The host sends its three events 300 ms apart: passed on as they
 	// come, the first arrives that long before the stream ends.
 	var first, total int
-	if _, err := fmt.Sscanf(got[steps[2]][strings.Index(got[steps[2]], "first_ms="):], "first_ms=%d total_ms=%d", &first, &total); err != nil ||
+	_, timing, _ := strings.Cut(got[steps[2]], " first_ms=")
+	if _, err := fmt.Sscanf(timing, "%d total_ms=%d", &first, &total); err != nil ||
 		!strings.Contains(got[steps[2]], `data: 2 Bearer `+placeholder) || total-first < 500 {
 		t.Fatalf("events (first byte after %d ms, last after %d ms, want 500 ms or more apart): %s", first, total, got[steps[2]])
 	}
